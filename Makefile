@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TESTSTAMP := $(VENV)/.installed-test
+export DO_NOT_TRACK := 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(TESTSTAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/python examples/run_demo.py
+
+test: $(TESTSTAMP)
+	$(BIN)/ruff check gep flows tests bench examples
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: $(TESTSTAMP)
+	$(BIN)/ruff check gep flows tests bench examples
+
+bench: $(STAMP)
+	$(BIN)/python bench/signals.py
+	$(BIN)/python bench/store.py
+	$(BIN)/python bench/selection.py
+	$(BIN)/python bench/cycle.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,125 @@
+"""One settings object: defaults < ``<workspace>/gep.toml`` (table ``[gep]`` or top level) < ``GEP_*`` env.
+
+Every field can be set in gep.toml by its name, and from the environment as ``GEP_<NAME>`` (upper case;
+lists as comma-separated values). ``ANTHROPIC_API_KEY`` and ``GEP_DATABASE_URL`` are read as is.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gep import constants as C
+from gep.errors import ConfigError
+
+GEP_DIR = ".gep"
+CONFIG_FILE = "gep.toml"
+
+DEFAULT_ALLOWLIST = ["python", "python3", "pytest", "ruff", "mypy", "make", "node", "npm", "npx"]
+DEFAULT_PROTECTED = [CONFIG_FILE, "MEMORY.md", "USER.md"]
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # store
+    database_url: str | None = None
+
+    # sources
+    log_globs: list[str] = Field(default_factory=lambda: ["logs/**/*.log"])
+    memory_dir: str = "memory"
+    memory_file: str = "MEMORY.md"
+    user_file: str = "USER.md"
+    transcript_globs: list[str] = Field(
+        default_factory=lambda: ["sessions/**/*.jsonl", ".claude/projects/**/*.jsonl"]
+    )
+    log_tail_bytes: int = C.LOG_TAIL_BYTES
+    memory_tail_bytes: int = C.MEMORY_TAIL_BYTES
+    user_tail_bytes: int = C.USER_TAIL_BYTES
+    transcript_tail_bytes: int = C.TRANSCRIPT_TAIL_BYTES
+    max_source_files: int = C.MAX_SOURCE_FILES
+
+    # selection and strategy
+    strategy: str | None = None
+    ban_cycles: int = C.BAN_CYCLES
+    dominance_share: float = C.DOMINANCE_SHARE
+    dominance_window: int = C.DOMINANCE_WINDOW
+
+    # solidify
+    hard_cap_files: int = C.HARD_CAP_FILES
+    hard_cap_lines: int = C.HARD_CAP_LINES
+    protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
+    command_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWLIST))
+    validation_timeout_s: float = C.VALIDATION_TIMEOUT_S
+    output_cap_chars: int = C.OUTPUT_CAP_CHARS
+    canary: str = "compileall"  # "compileall" (byte-compile changed .py files), "none", or a command
+    lock_timeout_s: float = C.LOCK_TIMEOUT_S
+    branch: str | None = None
+
+    # prompt and mutators
+    mutator: str | None = None
+    model: str = "claude-sonnet-4-5"
+    max_turns: int = C.MAX_TURNS
+    max_tokens_per_cycle: int = C.MAX_TOKENS_PER_CYCLE
+    prompt_context_chars: int = C.PROMPT_CONTEXT_CHARS
+    agent_cmd: str | None = None
+    agent_timeout_s: float = C.AGENT_TIMEOUT_S
+
+    # prefect
+    ui_url: str | None = None
+
+
+_LIST_FIELDS = {name for name, f in Settings.model_fields.items() if "list" in str(f.annotation)}
+_ENV_ALIASES = {"database_url": "GEP_DATABASE_URL", "ui_url": "PREFECT_UI_URL"}
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        key = _ENV_ALIASES.get(name, "GEP_" + name.upper())
+        if key in env and env[key] != "":
+            raw = env[key]
+            out[name] = [p.strip() for p in raw.split(",") if p.strip()] if name in _LIST_FIELDS else raw
+    return out
+
+
+def _from_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    table = data.get("gep", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [gep] must be a table")
+    return {k.replace("-", "_"): v for k, v in table.items()}
+
+
+def load_settings(
+    workspace: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Settings for a workspace. Overrides (e.g. CLI flags) win; None-valued overrides are ignored."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    if workspace is not None:
+        values.update(_from_toml(Path(workspace) / CONFIG_FILE))
+    values.update(_from_env(env))
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"setting '{field}': {err['msg']}") from None
+
+
+def gep_dir(workspace: Path | str) -> Path:
+    return Path(workspace) / GEP_DIR

@@ -1,0 +1,57 @@
+"""Shared fixtures. Every test runs with an isolated HOME for Prefect and no analytics."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_PREFECT_HOME = tempfile.mkdtemp(prefix="gep-test-prefect-")
+os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
+os.environ["DO_NOT_TRACK"] = "1"
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ.pop("ANTHROPIC_API_KEY", None)
+os.environ.pop("GEP_DATABASE_URL", None)
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "workspace"
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in ``cwd`` with a fixed identity; return stdout."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
+           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def init_repo(path: Path, files: dict[str, str] | None = None) -> Path:
+    """A real git repository at ``path`` with ``files`` committed (at least one commit)."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "Test")
+    git(path, "config", "user.email", "test@example.invalid")
+    for rel, content in (files or {"README.md": "hello\n"}).items():
+        p = path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(content)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A small committed git repository."""
+    return init_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def example_ws(tmp_path: Path) -> Path:
+    """A committed copy of the bundled example workspace (real bug, error log, MEMORY.md)."""
+    ws = tmp_path / "ws"
+    shutil.copytree(EXAMPLE, ws)
+    return init_repo(ws, {})
