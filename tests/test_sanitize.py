@@ -1,0 +1,177 @@
+"""Redaction and environment scrubbing (gep/sanitize.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gep.sanitize import REDACTED, contains_secret, is_secret_env_name, redact, scrub_env
+
+SECRETS = {
+    "anthropic": "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 3,
+    "openai": "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4",
+    "openai_proj": "sk-proj-" + "Zz9_Yy8-Xx7Ww6Vv5Uu4Tt3",
+    "github_classic": "ghp_" + "a" * 36,
+    "github_oauth": "gho_" + "B7" * 18,
+    "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "slack": "xoxb-1234567890-abcdefghij",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "npm": "npm_" + "c" * 36,
+    "google": "AIza" + "S" * 35,
+    "stripe": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_provider_tokens_are_redacted(kind: str) -> None:
+    secret = SECRETS[kind]
+    out = redact(f"2024-05-01 using key {secret} for the call")
+    assert secret not in out
+    assert REDACTED in out
+    assert out.startswith("2024-05-01 using key ")
+    assert contains_secret(secret)
+
+
+@pytest.mark.parametrize(
+    ("text", "gone", "kept"),
+    [
+        ("Authorization: Bearer abcdef0123456789xyz", "abcdef0123456789xyz", "Bearer "),
+        ("api_key=hunter2hunter2", "hunter2hunter2", "api_key="),
+        ('{"password": "correct horse battery"}', "correct", '"password": "'),
+        ("password: s3cr3t!!", "s3cr3t!!", "password: "),
+        ("CLIENT_SECRET=abcd1234efgh", "abcd1234efgh", "SECRET="),
+        ("export GITHUB_TOKEN=zzzzzzzzzzzz", "zzzzzzzzzzzz", "TOKEN="),
+        ("secret = 'topsecretvalue'", "topsecretvalue", "secret = '"),
+        ("postgres://admin:pa55word@db.internal:5432/app", "admin:pa55word", "postgres://"),
+        ("https://bob:xyz@example.com/x", "bob:xyz", "@example.com/x"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA==", "Basic "),
+        ("mail alice.smith+dev@example.co.uk now", "alice.smith+dev@example.co.uk", "mail "),
+        ("File /home/alice/project/app.py, line 3", "alice", "/project/app.py, line 3"),
+        ("loaded /srv/app/.env.production", ".env.production", "/srv/app/"),
+    ],
+)
+def test_assignments_urls_and_personal_data(text: str, gone: str, kept: str) -> None:
+    out = redact(text)
+    assert gone not in out
+    assert kept in out
+    assert REDACTED in out
+
+
+def test_pem_private_key_block_is_removed_whole() -> None:
+    block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nq0x9line2\n-----END RSA PRIVATE KEY-----"
+    out = redact(f"before\n{block}\nafter")
+    assert out == f"before\n{REDACTED}\nafter"
+    # A block cut off by a bounded tail read is still removed up to the end.
+    cut = redact("x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA")
+    assert "b3BlbnNz" not in cut
+
+
+def test_ordinary_text_and_allowlisted_addresses_survive() -> None:
+    text = (
+        "TypeError: cannot read property 'x' of undefined\n"
+        "the token expired; please add a feature flag. See /home/runner/work/x.py\n"
+        "Co-authored-by: bot <noreply@github.com>\n"
+        "Bearer tokens are described in RFC 6750."
+    )
+    assert redact(text) == text
+
+
+def test_redact_is_idempotent() -> None:
+    text = "api_key=abcdefgh1234 and sk-ant-" + "x" * 30 + " mail a@b.io"
+    once = redact(text)
+    assert redact(once) == once
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_redact_never_raises_and_is_idempotent_on_arbitrary_text(text: str) -> None:
+    out = redact(text)
+    assert isinstance(out, str)
+    assert redact(out) == out
+
+
+@pytest.mark.parametrize("junk", ["a" * 200_000, "a-" * 100_000, "M-" * 100_000, "a.b" * 70_000])
+def test_no_pathological_backtracking(junk: str) -> None:
+    start = time.perf_counter()
+    redact(junk)
+    # Generous bound: quadratic behaviour on these inputs takes minutes.
+    assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_PROFILE",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "DB_PASSWORD",
+        "MY_SECRET",
+        "SLACK_BOT_TOKEN",
+        "STRIPE_KEY",
+        "SIGNINGKEY",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "DATABASE_URL",
+        "GEP_DATABASE_URL",
+        "SENTRY_DSN",
+        "HF_TOKEN",
+        "api_key",
+        "SSH_AUTH_SOCK",
+        "NPM_TOKEN",
+    ],
+)
+def test_secret_env_names(name: str) -> None:
+    assert is_secret_env_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "PYTHONPATH",
+        "PYTHONHASHSEED",
+        "VIRTUAL_ENV",
+        "PWD",
+        "TERM",
+        "USER",
+        "TMPDIR",
+        "GEP_MODEL",
+        "CI",
+        "NODE_ENV",
+        "KEYBOARD",
+        "MONKEY_PATCH",
+    ],
+)
+def test_ordinary_env_names(name: str) -> None:
+    assert not is_secret_env_name(name)
+
+
+def test_scrub_env_drops_secret_names_and_values() -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": "/src",
+        "ANTHROPIC_API_KEY": "sk-ant-" + "q" * 40,
+        "FOO_PASSWORD": "x",
+        "INNOCENT_LOOKING": "ghp_" + "z" * 36,
+        "VIRTUAL_ENV": "/work/.venv",
+    }
+    out = scrub_env(env)
+    assert out == {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": "/src",
+        "VIRTUAL_ENV": "/work/.venv",
+    }
+    assert env["FOO_PASSWORD"] == "x"  # input untouched
