@@ -1,0 +1,187 @@
+"""What a cycle shows in Prefect: run name and tags, artifacts, the per-workspace slot, review pauses."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from prefect import get_client, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.concurrency.sync import concurrency
+from prefect.context import FlowRunContext
+from prefect.exceptions import ObjectNotFound
+from pydantic import BaseModel
+
+from gep import cycle as C
+from gep.models import EvolutionEvent
+
+
+class SchedulerState(BaseModel):
+    """Kept in the store: how many scheduled ticks ran under steady state, and the last skip."""
+
+    steady_ticks: int = 0
+    skipped: int = 0
+    last_skip_reason: str | None = None
+    last_skip_at: str | None = None
+
+
+def workspace_key(path: Path) -> str:
+    """A stable slug for names and artifact keys (lowercase letters, digits, dashes)."""
+    name = re.sub(r"[^a-z0-9]+", "-", path.name.lower()).strip("-")[:30] or "ws"
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]
+    return f"{name}-{digest}"
+
+
+# ------------------------------------------------------------------ concurrency: one cycle per repository
+
+
+def ensure_limit(name: str, limit: int = 1) -> None:
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            try:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=limit))
+            except Exception:  # noqa: BLE001 - created concurrently by another run: fine
+                client.read_global_concurrency_limit_by_name(name)
+
+
+@contextmanager
+def workspace_slot(path: Path, timeout_s: float) -> Iterator[None]:
+    """Hold the workspace's global concurrency slot: overlapping ticks never run two cycles on one repo."""
+    name = f"gep-workspace-{workspace_key(path)}"
+    ensure_limit(name)
+    with concurrency(name, occupy=1, timeout_seconds=timeout_s, strict=True):
+        yield
+
+
+# ------------------------------------------------------------------ steady state
+
+
+def steady_state_gate(ctx: C.CycleContext, signals: list[str]) -> str | None:
+    """For scheduled ticks: the reason to skip this one, or None to run. Manual runs never come here."""
+    from gep.strategy import resolve_strategy, should_skip_scheduled_tick
+
+    state = ctx.store.get_state("scheduler", SchedulerState) or SchedulerState()
+    preset = resolve_strategy(requested=ctx.options.strategy or ctx.settings.strategy, env={},
+                              cycle_count=ctx.cycle_number - 1, signals=signals)
+    if preset.schedule_every <= 1 and not {"force_steady_state", "evolution_saturation"} & set(signals):
+        if state.steady_ticks:
+            ctx.store.set_state("scheduler", state.model_copy(update={"steady_ticks": 0}))
+        return None
+    state.steady_ticks += 1
+    reason = should_skip_scheduled_tick(preset=preset, signals=signals, tick=state.steady_ticks)
+    if reason:
+        state.skipped += 1
+        state.last_skip_reason = reason
+        state.last_skip_at = C.iso(C.utc_now())
+    ctx.store.set_state("scheduler", state)
+    return reason
+
+
+# ------------------------------------------------------------------ run name and tags
+
+
+def label_run(ctx: C.CycleContext, event: EvolutionEvent) -> None:
+    run_ctx = FlowRunContext.get()
+    if not run_ctx or not run_ctx.flow_run:
+        return
+    gene = event.genes_used[0] if event.genes_used else "no-gene"
+    name = f"cycle-{ctx.cycle_number:04d} {event.intent} {gene}"
+    tags = {t for t in (run_ctx.flow_run.tags or []) if not t.startswith(("intent:", "gene:", "outcome:"))}
+    tags |= {f"workspace:{ctx.workspace.path.name}", f"intent:{event.intent}", f"gene:{gene}"}
+    if event.outcome.status != "running":
+        tags.add(f"outcome:{event.outcome.status}")
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(run_ctx.flow_run.id, name=name, tags=sorted(tags))
+    except Exception as exc:  # noqa: BLE001 - a label is cosmetic: never fail the cycle for it
+        get_run_logger().warning("could not label the flow run: %s", exc)
+
+
+# ------------------------------------------------------------------ artifacts
+
+
+def _md_list(items: list[str]) -> str:
+    return "\n".join(f"- `{i}`" for i in items) or "- (none)"
+
+
+def cycle_markdown(event: EvolutionEvent, prompt_file: str | None = None) -> str:
+    m = event.meta
+    sel = m.get("selector") or {}
+    mut = m.get("mutation") or {}
+    lines = [
+        f"# {event.id}: {event.outcome.status}",
+        "",
+        f"**Intent** {event.intent} · **Gene** {', '.join(event.genes_used) or '(none)'} · "
+        f"**Strategy** {m.get('strategy', '?')} · **Mutator** {m.get('mutator', '?')}",
+        "",
+        "## Signals",
+        _md_list(event.signals),
+        "",
+        "## Selection",
+        _md_list([str(r) for r in (sel.get("reasons") or [])]),
+    ]
+    if sel.get("bans_applied"):
+        lines += ["", "Bans applied: " + ", ".join(f"`{b}`" for b in sel["bans_applied"])]
+    lines += ["", "## Mutation", f"{mut.get('category', '?')} · risk {mut.get('risk_level', '?')} · "
+              f"{mut.get('expected_effect', '')}"]
+    lines += ["", "## Blast radius", f"{event.blast_radius.files} files, {event.blast_radius.lines} lines"
+              + (f" ({m['blast_severity']})" if m.get("blast_severity") else "")]
+    if m.get("validation"):
+        lines += ["", "## Validation"] + [f"- {'✅' if v.get('ok') else '❌'} `{v.get('cmd')}`"
+                                          for v in m["validation"]]
+    if m.get("failure_reasons"):
+        lines += ["", "## Failure reasons", _md_list([str(r) for r in m["failure_reasons"]])]
+    if m.get("commit"):
+        lines += ["", f"## Commit\n`{m['commit']}`" + (f" on `{m['branch']}`" if m.get("branch") else "")]
+    if prompt_file:
+        lines += ["", f"## Awaiting changes\nPrompt: `{prompt_file}`. Make the change, then run "
+                  "`gep solidify --workspace <workspace>`."]
+    return "\n".join(lines)
+
+
+def publish(ctx: C.CycleContext, event: EvolutionEvent, prompt_file: str | None = None) -> None:
+    key = workspace_key(ctx.workspace.path)
+    try:
+        create_markdown_artifact(key=f"gep-{key}-cycle", markdown=cycle_markdown(event, prompt_file),
+                                 description=f"GEP cycle {event.id} on {ctx.workspace.path}")
+        create_table_artifact(key=f"gep-{key}-signals",
+                              table=[{"signal": s} for s in event.signals] or [{"signal": "(none)"}],
+                              description="Signals of the latest cycle")
+        rows = [{"command": v.get("cmd"), "ok": v.get("ok")} for v in event.meta.get("validation") or []]
+        create_table_artifact(key=f"gep-{key}-validation", table=rows or [{"command": "(not run)", "ok": None}],
+                              description="Validation commands of the latest cycle")
+        if prompt_file and Path(prompt_file).is_file():
+            create_markdown_artifact(key=f"gep-{key}-prompt", markdown=Path(prompt_file).read_text(),
+                                     description="The GEP prompt awaiting changes")
+    except Exception as exc:  # noqa: BLE001 - artifacts are for people; the event is already stored
+        get_run_logger().warning("could not publish artifacts: %s", exc)
+
+
+def publish_skip(ctx: C.CycleContext, signals: list[str], reason: str) -> None:
+    key = workspace_key(ctx.workspace.path)
+    create_markdown_artifact(key=f"gep-{key}-cycle",
+                             markdown=f"# Skipped scheduled tick\n\n{reason}\n\n## Signals\n{_md_list(signals)}",
+                             description="Scheduled tick skipped under steady state")
+
+
+# ------------------------------------------------------------------ review
+
+
+def review_gate(decision_model: type[Any], timeout_s: int = 24 * 3600) -> Callable[[Any], bool]:
+    """An approval callback that pauses the flow run until someone answers in the Prefect UI."""
+    from prefect.flow_runs import pause_flow_run
+
+    def approve(summary: Any) -> bool:
+        get_run_logger().info("validation passed; waiting for approval in the Prefect UI: %s", summary)
+        decision = pause_flow_run(wait_for_input=decision_model, timeout=timeout_s, poll_interval=2)
+        return bool(decision.approve)
+
+    return approve

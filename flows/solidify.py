@@ -1,0 +1,33 @@
+"""`gep solidify` as a flow run: finish a cycle left awaiting changes (prompt mode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+
+from flows import reporting
+from flows.cycle import ReviewDecision, current_flow_run_id, record_task, solidify_task
+from gep import cycle as C
+from gep.models import EvolutionEvent
+
+
+@flow(name="evolution-solidify")
+def solidify_pending(workspace: str) -> EvolutionEvent:
+    """Check the changes made since a prompt-mode cycle, then commit them or roll them back.
+
+    Args:
+        workspace: Path of the workspace with a cycle awaiting changes.
+    """
+    pc = C.open_pending(Path(workspace).expanduser(), flow_run_id=current_flow_run_id())
+    try:
+        approve = reporting.review_gate(ReviewDecision) if pc.review else None
+        event = solidify_task(pc.ctx, pc.event, pc.gene, pc.mutation,
+                              pc.mutation.expected_effect or pc.gene.summary or pc.gene.id, approve).event
+        event = record_task(pc.ctx, event)
+        reporting.label_run(pc.ctx, event)
+        reporting.publish(pc.ctx, event)
+        get_run_logger().info("cycle %s: %s", event.id, event.outcome.status)
+        return event
+    finally:
+        pc.ctx.close()

@@ -1,0 +1,341 @@
+"""The `gep` command line. Errors are one line on stderr and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gep.errors import GepError
+
+app = typer.Typer(
+    name="gep",
+    help="Evolve an AI agent's workspace with GEP cycles: signals from logs and memory, a gene, a change, "
+    "validation, then a git commit or a clean rollback. Every cycle is a Prefect flow run.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+genes_app = typer.Typer(help="List and inspect genes (seed genes, workspace genes, imported genes).",
+                        no_args_is_help=True)
+app.add_typer(genes_app, name="genes")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace: a git repository an agent works in.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")]
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"gep: {message}", markup=False, highlight=False)
+    return typer.Exit(code)
+
+
+def friendly(fn: F) -> F:
+    """Turn GepError (and anything unexpected) into one stderr line and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except GepError as exc:
+            raise fail(str(exc), exc.exit_code) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - never a traceback at the user
+            if os.environ.get("GEP_DEBUG"):
+                raise
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise fail(f"{type(exc).__name__}: {text} (set GEP_DEBUG=1 for the traceback)", 1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _event_line(ev: Any) -> str:
+    gene = ",".join(ev.genes_used) or "-"
+    return f"{ev.id}  {ev.outcome.status:<17} {ev.intent:<9} {gene}"
+
+
+def _open_store(workspace: Path) -> Any:
+    from gep.config import load_settings
+    from gep.store import Store
+    from gep.workspace import Workspace
+
+    ws = Workspace.open(workspace)
+    return Store.for_workspace(ws.path, load_settings(ws.path))
+
+
+def _quiet_prefect(json_mode: bool) -> None:
+    """Keep Prefect's own console chatter off the terminal when the user asked for JSON."""
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    if json_mode:
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+# ------------------------------------------------------------------ cycle
+
+
+@app.command()
+@friendly
+def cycle(
+    workspace: WorkspaceOpt,
+    mutator: Annotated[str | None, typer.Option(help="anthropic | command | prompt (default: anthropic when "
+                                                "ANTHROPIC_API_KEY is set, else prompt).")] = None,
+    agent_cmd: Annotated[str | None, typer.Option("--agent-cmd", help="External agent command for --mutator "
+                                                  "command; the prompt arrives on stdin and in GEP_PROMPT_FILE.")] = None,
+    strategy: Annotated[str | None, typer.Option(help="balanced | innovate | harden | repair-only | "
+                                                 "early-stabilize | steady-state (default: automatic).")] = None,
+    allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="Stash your uncommitted edits and restore "
+                                              "them afterwards instead of refusing to run.")] = False,
+    abandon_pending: Annotated[bool, typer.Option("--abandon-pending", help="Roll back a cycle still awaiting "
+                                                  "changes and record it as abandoned.")] = False,
+    branch: Annotated[str | None, typer.Option(help="Commit on this evolution branch.")] = None,
+    review: Annotated[bool, typer.Option("--review", help="Pause for approval in the Prefect UI before "
+                                         "committing.")] = False,
+    seed: Annotated[int | None, typer.Option(help="Random seed, to replay a cycle's choices.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run one evolution cycle on a workspace, as a Prefect flow run."""
+    _quiet_prefect(as_json)
+    from gep.workspace import Workspace
+
+    ws = Workspace.open(workspace)  # fail fast, before Prefect starts
+    from flows.cycle import evolution_cycle
+
+    event = evolution_cycle(workspace=str(ws.path), mutator=mutator, strategy=strategy, agent_cmd=agent_cmd,
+                            allow_dirty=allow_dirty, abandon_pending=abandon_pending, branch=branch,
+                            review=review, seed=seed)
+    _print_outcome(event, as_json, ws.path)
+
+
+def _print_outcome(event: Any, as_json: bool, ws: Path) -> None:
+    if event is None:
+        raise fail("the cycle did not run (skipped or cancelled); see the flow run in Prefect")
+    if as_json:
+        _emit_json(event.model_dump(mode="json"))
+    else:
+        out.print(_event_line(event), markup=False, highlight=False)
+        reasons = event.meta.get("failure_reasons") or []
+        for r in reasons:
+            out.print(f"  reason: {r}", markup=False, highlight=False)
+        if event.meta.get("commit"):
+            out.print(f"  commit: {event.meta['commit']}", markup=False)
+        prompt_file = (event.meta.get("mutator_result") or {}).get("prompt_file")
+        if event.outcome.status == "awaiting_changes" and prompt_file:
+            out.print(f"  prompt: {prompt_file}\n  next: make the change, then `gep solidify --workspace {ws}`",
+                      markup=False, highlight=False)
+    if event.outcome.status in ("failed", "interrupted"):
+        raise typer.Exit(1)
+
+
+@app.command()
+@friendly
+def solidify(workspace: WorkspaceOpt, as_json: JsonOpt = False) -> None:
+    """Finish a cycle left awaiting changes (prompt mode): check, then commit or roll back."""
+    _quiet_prefect(as_json)
+    from gep.workspace import Workspace
+
+    ws = Workspace.open(workspace)
+    from flows.solidify import solidify_pending
+
+    event = solidify_pending(workspace=str(ws.path))
+    _print_outcome(event, as_json, ws.path)
+
+
+@app.command()
+@friendly
+def recover(workspace: WorkspaceOpt) -> None:
+    """Restore a workspace after a crashed cycle and record that cycle as interrupted."""
+    from gep.config import load_settings
+    from gep.store import Store
+    from gep.workspace import Workspace
+    from gep.workspace import recover as do_recover
+
+    ws = Workspace.open(workspace)
+    settings = load_settings(ws.path)
+    with Store.for_workspace(ws.path, settings) as store, ws.lock(settings.lock_timeout_s):
+        runs = do_recover(workspace=ws.path, store=store, settings=settings, force=True)
+    if not runs:
+        out.print("nothing to recover")
+    for r in runs:
+        out.print(f"recovered {r.event_id}: workspace restored to {r.head_sha[:12]}, cycle marked interrupted",
+                  markup=False)
+
+
+# ------------------------------------------------------------------ history
+
+
+@app.command()
+@friendly
+def history(
+    workspace: WorkspaceOpt,
+    limit: Annotated[int, typer.Option(min=1, help="How many events, newest first.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """List recorded cycles newest first, joined with their Prefect flow runs."""
+    _quiet_prefect(True)
+    with _open_store(workspace) as store:
+        events = store.list_events(limit=limit)
+    from flows.history import flow_runs_for
+
+    runs = flow_runs_for(events)
+    if as_json:
+        _emit_json([e.model_dump(mode="json") for e in events])
+        return
+    table = Table("event", "outcome", "intent", "gene", "flow run", "state", "duration", show_lines=False)
+    for e in events:
+        r = runs.get(e.meta.get("flow_run_id") or "")
+        table.add_row(e.id, e.outcome.status, e.intent, ",".join(e.genes_used) or "-",
+                      (r.link if r else None) or (e.meta.get("flow_run_id") or "-"),
+                      r.state if r else "-", f"{r.duration_s:.1f}s" if r and r.duration_s is not None else "-")
+    out.print(table)
+
+
+@app.command()
+@friendly
+def show(event_id: str, workspace: WorkspaceOpt) -> None:
+    """Print one recorded event as JSON."""
+    with _open_store(workspace) as store:
+        ev = store.get_event(event_id)
+    if ev is None:
+        raise GepError(f"no event {event_id!r} in {workspace}")
+    _emit_json(ev.model_dump(mode="json"))
+
+
+# ------------------------------------------------------------------ genes
+
+
+@genes_app.command("list")
+@friendly
+def genes_list(
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Include the workspace's "
+                                                   "genes and show active bans.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List genes with their category, signal patterns and any active ban."""
+    from gep.assets import load_genes_dir, seed_genes_dir, workspace_genes
+
+    bans: dict[str, Any] = {}
+    if workspace is not None:
+        from gep.config import load_settings
+        from gep.selector import active_bans
+
+        with _open_store(workspace) as store:
+            genes = workspace_genes(Path(workspace), store)
+            events = store.recent_events(50)
+            settings = load_settings(workspace)
+        bans = {b.gene_id: b for b in active_bans(recent_events=events, signals=[], settings=settings)}
+    else:
+        genes = load_genes_dir(seed_genes_dir())
+    if as_json:
+        _emit_json([{**g.to_asset(), "ban": bans[g.id].model_dump(mode="json") if g.id in bans else None}
+                    for g in genes])
+        return
+    table = Table("id", "category", "signals_match", "ban")
+    for g in genes:
+        b = bans.get(g.id)
+        table.add_row(g.id, g.category, ", ".join(g.signals_match)[:70],
+                      f"banned ({b.cycles_left} cycles left: {b.reason})" if b else "")
+    out.print(table)
+
+
+@genes_app.command("show")
+@friendly
+def genes_show(
+    gene_id: str,
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w")] = None,
+) -> None:
+    """Print one gene as JSON."""
+    from gep.assets import load_genes_dir, seed_genes_dir, workspace_genes
+
+    if workspace is not None:
+        with _open_store(workspace) as store:
+            genes = workspace_genes(Path(workspace), store)
+    else:
+        genes = load_genes_dir(seed_genes_dir())
+    for g in genes:
+        if g.id == gene_id:
+            _emit_json(g.to_asset())
+            return
+    raise GepError(f"no gene {gene_id!r} (see `gep genes list`)")
+
+
+# ------------------------------------------------------------------ import / export
+
+
+@app.command("import")
+@friendly
+def import_cmd(
+    assets_dir: Annotated[Path, typer.Argument(help="Folder with genes.json, capsules.json, "
+                                               "failed_capsules.json, events.jsonl (reference format).")],
+    workspace: WorkspaceOpt,
+) -> None:
+    """Import the reference implementation's asset files into the workspace's store."""
+    from gep.assets import import_assets
+
+    if not assets_dir.is_dir():
+        raise GepError(f"{assets_dir}: not a directory")
+    with _open_store(workspace) as store:
+        report = import_assets(store, assets_dir)
+    out.print(report.summary() if hasattr(report, "summary") else report.model_dump_json(), markup=False)
+
+
+@app.command("export")
+@friendly
+def export_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="Folder to write genes.json, capsules.json, "
+                                            "failed_capsules.json and events.jsonl into.")],
+    workspace: WorkspaceOpt,
+) -> None:
+    """Export the store as the reference implementation's asset files."""
+    from gep.assets import export_assets
+
+    with _open_store(workspace) as store:
+        report = export_assets(store, out_dir)
+    out.print(report.summary() if hasattr(report, "summary") else report.model_dump_json(), markup=False)
+
+
+# ------------------------------------------------------------------ serve
+
+
+@app.command()
+@friendly
+def serve(
+    workspace: WorkspaceOpt,
+    cron: Annotated[str, typer.Option(help="Schedule (cron, UTC).")] = "*/30 * * * *",
+    mutator: Annotated[str | None, typer.Option(help="anthropic | command | prompt.")] = None,
+    strategy: Annotated[str | None, typer.Option(help="Strategy preset (default: automatic).")] = None,
+    agent_cmd: Annotated[str | None, typer.Option("--agent-cmd")] = None,
+) -> None:
+    """Serve scheduled cycles for one workspace until Ctrl-C (needs a Prefect server: PREFECT_API_URL)."""
+    from gep.workspace import Workspace
+
+    ws = Workspace.open(workspace)
+    from flows.serve import serve_workspace
+
+    serve_workspace(ws.path, cron=cron, mutator=mutator, strategy=strategy, agent_cmd=agent_cmd)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
