@@ -1,12 +1,15 @@
 """Forward-only, named schema migrations, recorded in ``schema_migrations`` and run on every open.
 
 Each migration is plain DDL that works on SQLite and PostgreSQL. Never edit a released migration:
-append a new one. Tests run them from a blank database and from every older schema.
+append a new one. Tests (tests/test_migrations.py) run them from a blank database, from the oldest schema
+with data in it, twice in a row, and on a database a newer version migrated further.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -46,10 +49,20 @@ def _m002_indexes(conn: Connection) -> None:
         conn.execute(text(ddl))
 
 
+def _m003_counters(conn: Connection) -> None:
+    # The event count a cycle asks for, kept in a row instead of counting the table on every cycle.
+    conn.execute(text("CREATE TABLE counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)"))
+    conn.execute(text("INSERT INTO counters (name, value) SELECT 'events', COUNT(*) FROM events"))
+
+
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_indexes", _m002_indexes),
+    ("003_counters", _m003_counters),
 ]
+
+_LOCK_KEY = 0x6E70_6D69  # PostgreSQL advisory lock held while migrating ("gep mi")
+log = logging.getLogger(__name__)
 
 
 def applied(conn: Connection) -> list[str]:
@@ -57,21 +70,49 @@ def applied(conn: Connection) -> list[str]:
     return [r[0] for r in rows]
 
 
-def migrate(engine: Engine, upto: str | None = None) -> list[str]:
-    """Apply the pending migrations in order (each in its own transaction); return the names applied."""
-    done: list[str] = []
-    with engine.begin() as conn:
-        conn.execute(text("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"))
+def unknown_migrations(conn: Connection) -> list[str]:
+    """Migrations recorded in the database that this version does not know (a newer gep wrote it)."""
+    known = {name for name, _ in MIGRATIONS}
+    return [name for name in applied(conn) if name not in known]
+
+
+@contextmanager
+def _locked(engine: Engine) -> Iterator[Connection]:
+    """One transaction that excludes other migrating processes (SQLite: BEGIN IMMEDIATE; PostgreSQL: a lock)."""
     with engine.connect() as conn:
-        have = set(applied(conn))
+        conn.info["gep_write"] = True  # gep.store's SQLite "begin" hook then issues BEGIN IMMEDIATE
+        try:
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+                yield conn
+        finally:
+            conn.info.pop("gep_write", None)
+
+
+def migrate(engine: Engine, upto: str | None = None) -> list[str]:
+    """Apply the pending migrations in order, each in its own transaction; return the names applied.
+
+    Safe when several processes open the same new database at once: each step re-checks, under the write
+    lock, whether another process applied it meanwhile. Migrations recorded by a newer version are left
+    alone (nothing is dropped or re-run); the store opens and a warning is logged.
+    """
+    done: list[str] = []
+    with _locked(engine) as conn:
+        conn.execute(text("CREATE TABLE IF NOT EXISTS schema_migrations "
+                          "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"))
     for name, step in MIGRATIONS:
-        if name in have:
-            continue
-        with engine.begin() as conn:
-            step(conn)
-            conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES (:n, :t)"),
-                         {"n": name, "t": iso(utc_now())})
-        done.append(name)
+        with _locked(engine) as conn:
+            if name not in set(applied(conn)):
+                step(conn)
+                conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES (:n, :t)"),
+                             {"n": name, "t": iso(utc_now())})
+                done.append(name)
         if upto == name:
             break
+    with engine.connect() as conn:
+        newer = unknown_migrations(conn)
+    if newer:
+        log.warning("this database was migrated by a newer gep (unknown migrations: %s); "
+                    "opening it unchanged, upgrade gep to use its new features", ", ".join(newer))
     return done

@@ -154,11 +154,21 @@ class CommandResult(GepModel):
     timed_out: bool = False
 
 
+class ValidationCommand(GepModel):
+    """One entry of a reference-written report's ``commands`` (the reference stores objects, not strings)."""
+
+    command: str = ""
+    ok: bool = False
+    stdout: str = ""
+    stderr: str = ""
+
+
 class ValidationReport(GepModel):
     type: Literal["ValidationReport"] = "ValidationReport"
     id: str
     gene_id: str | None = None
-    commands: list[str] = Field(default_factory=list)
+    # this engine writes command strings; reports imported from the reference hold ValidationCommand objects
+    commands: list[str | ValidationCommand] = Field(default_factory=list)
     results: list[CommandResult] = Field(default_factory=list)
     overall_ok: bool = True
     started_at: str | None = None

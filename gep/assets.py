@@ -1,0 +1,410 @@
+"""Gene files and the reference implementation's asset files.
+
+Genes: one JSON object per file. ``seed_genes_dir()`` ships with the engine; a workspace adds or overrides
+genes in ``<workspace>/.gep/genes/*.json`` or by importing them into its store.
+
+Asset files (the reference's ``assets/gep`` folder): ``genes.json`` (``{"version":1,"genes":[...]}``),
+``capsules.json`` (``{"version":1,"capsules":[...]}``), ``failed_capsules.json``
+(``{"version":1,"failed_capsules":[...]}``) and ``events.jsonl`` (one EvolutionEvent or ValidationReport per
+line, in the order they happened). ``genes.jsonl`` and ``capsules.jsonl``, which the reference also reads, are
+imported too.
+
+Import policy:
+- A file that is not valid JSON, or an object that does not validate, stops the import before anything is
+  written (AssetError naming the file, the object and the field).
+- An object whose ``asset_id`` does not match its content is not imported; it is listed in
+  ``ImportReport.rejected`` (file, id, reason) and the rest is imported. Pass ``allow_mismatch=True`` to import
+  such objects anyway, unchanged (they are then listed in ``ImportReport.mismatched``). The reference itself
+  can leave stale ids: it hashes capsules with ``undefined`` fields that JSON then drops, and it re-saves genes
+  after adding epigenetic marks without re-hashing them.
+- Importing the same files again adds nothing. Genes and capsules with a known id are replaced by the file's
+  version; events and validation reports already stored are left as they are (history is append-only).
+Export writes the stored JSON objects back exactly as stored, formatted as the reference formats them
+(``JSON.stringify(obj, null, 2)`` for .json files, one ``JSON.stringify(obj)`` per line for events.jsonl).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError
+
+from gep.config import gep_dir
+from gep.errors import AssetError
+from gep.hashing import compute_asset_id, js_dumps, verify_asset_id
+from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport
+from gep.store import Store
+
+M = TypeVar("M", bound=BaseModel)
+
+GENES_FILE = "genes.json"
+GENES_JSONL = "genes.jsonl"
+CAPSULES_FILE = "capsules.json"
+CAPSULES_JSONL = "capsules.jsonl"
+FAILED_CAPSULES_FILE = "failed_capsules.json"
+EVENTS_FILE = "events.jsonl"
+ASSET_FILES = (GENES_FILE, CAPSULES_FILE, FAILED_CAPSULES_FILE, EVENTS_FILE)
+
+
+# ------------------------------------------------------------------ errors
+
+
+def _field_error(where: str, exc: ValidationError) -> AssetError:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "(object)"
+    return AssetError(f"{where}: field '{field}': {err['msg']}")
+
+
+def _validate(cls: type[M], obj: Any, where: str) -> M:
+    if not isinstance(obj, dict):
+        raise AssetError(f"{where}: expected a JSON object, got {_json_type(obj)}")
+    try:
+        return cls.model_validate(obj)
+    except ValidationError as exc:
+        raise _field_error(where, exc) from None
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise AssetError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise AssetError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise AssetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise AssetError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with fh:
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield lineno, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise AssetError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except UnicodeDecodeError:
+            raise AssetError(f"{path}: not UTF-8 text") from None
+
+
+# ------------------------------------------------------------------ gene files
+
+
+def load_gene_file(path: Path | str) -> Gene:
+    """One gene from a JSON file; AssetError naming the file and the field when it is malformed."""
+    path = Path(path)
+    obj = _read_json(path)
+    gene = _validate(Gene, obj, str(path))
+    if isinstance(obj.get("asset_id"), str) and obj["asset_id"] and not verify_asset_id(obj):
+        raise AssetError(f"{path}: field 'asset_id': does not match the gene's content "
+                         f"(it hashes to {compute_asset_id(obj)}; remove asset_id or fix it)")
+    return gene
+
+
+def load_genes_dir(directory: Path | str) -> list[Gene]:
+    """Every ``*.json`` gene in ``directory`` (sorted by file name; none when the folder does not exist)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    genes: list[Gene] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(directory.glob("*.json")):
+        gene = load_gene_file(path)
+        if gene.id in seen:
+            raise AssetError(f"{path}: gene id '{gene.id}' is already defined in {seen[gene.id].name}")
+        seen[gene.id] = path
+        genes.append(gene)
+    return genes
+
+
+def seed_genes_dir() -> Path:
+    """The engine's ``genes/`` folder (next to the package: a source checkout or an editable install)."""
+    override = os.environ.get("GEP_SEED_GENES_DIR")
+    folder = Path(override) if override else Path(__file__).resolve().parent.parent / "genes"
+    if not folder.is_dir():
+        raise AssetError(f"seed genes folder not found: {folder} (set GEP_SEED_GENES_DIR)")
+    return folder
+
+
+def workspace_genes_dir(workspace: Path | str) -> Path:
+    return gep_dir(workspace) / "genes"
+
+
+def workspace_genes(workspace: Path | str, store: Store) -> list[Gene]:
+    """Genes a cycle selects from: seed genes, then store genes, then ``<workspace>/.gep/genes/*.json``.
+
+    A later source overrides an earlier gene with the same id in place, so the order stays stable: seeds by
+    file name, then new store genes by id, then new workspace files by file name.
+    """
+    merged: dict[str, Gene] = {}
+    for gene in [*load_genes_dir(seed_genes_dir()), *store.list_genes(), *load_genes_dir(workspace_genes_dir(workspace))]:
+        merged[gene.id] = gene
+    return list(merged.values())
+
+
+# ------------------------------------------------------------------ reports
+
+
+class KindCounts(BaseModel):
+    """Per kind of object: new ids, replaced objects, and objects already stored as they are.
+
+    For events and validation reports ``unchanged`` counts every id already stored (they are never replaced).
+    """
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+class RejectedAsset(BaseModel):
+    file: str
+    id: str
+    reason: str
+
+
+class ImportReport(BaseModel):
+    source: str
+    genes: KindCounts = Field(default_factory=KindCounts)
+    capsules: KindCounts = Field(default_factory=KindCounts)
+    failed_capsules: KindCounts = Field(default_factory=KindCounts)
+    events: KindCounts = Field(default_factory=KindCounts)
+    validation_reports: KindCounts = Field(default_factory=KindCounts)
+    files: list[str] = Field(default_factory=list)
+    rejected: list[RejectedAsset] = Field(default_factory=list)
+    mismatched: list[RejectedAsset] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = []
+        for kind in ("genes", "capsules", "failed_capsules", "events", "validation_reports"):
+            c: KindCounts = getattr(self, kind)
+            if c.added or c.updated or c.unchanged:
+                parts.append(f"{kind.replace('_', ' ')}: {c.added} new, {c.updated} updated, {c.unchanged} unchanged")
+        text = f"imported from {self.source}: " + ("; ".join(parts) if parts else "nothing to import")
+        if self.rejected:
+            text += f"; {len(self.rejected)} rejected (asset_id mismatch: " + ", ".join(
+                f"{r.file}:{r.id}" for r in self.rejected[:5]) + (", ..." if len(self.rejected) > 5 else "") + ")"
+        if self.mismatched:
+            text += f"; {len(self.mismatched)} imported with a mismatched asset_id"
+        return text
+
+
+class ExportReport(BaseModel):
+    out_dir: str
+    genes: int = 0
+    capsules: int = 0
+    failed_capsules: int = 0
+    events: int = 0
+    validation_reports: int = 0
+    files: list[str] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"exported to {self.out_dir}: {self.genes} genes, {self.capsules} capsules, "
+                f"{self.failed_capsules} failed capsules, {self.events} events, "
+                f"{self.validation_reports} validation reports")
+
+
+# ------------------------------------------------------------------ import
+
+
+def _list_in(path: Path, key: str) -> list[Any]:
+    doc = _read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        raise AssetError(f"{path}: expected an object with a '{key}' array")
+    return doc[key]
+
+
+def _where(path: Path, index: int, obj: Any, line: bool = False) -> str:
+    """``file (id)`` for an array item, ``file:line (id)`` for a JSONL line; the index when there is no id."""
+    ident = obj.get("id") if isinstance(obj, dict) else None
+    pos = f"{path}:{index}" if line else str(path)
+    if isinstance(ident, str):
+        return f"{pos} ({ident})"
+    return pos if line else f"{pos} (item {index})"
+
+
+@dataclass
+class _Plan:
+    """Everything read and validated, with the JSON object each model was read from, before any write."""
+
+    genes: list[tuple[Gene, dict[str, Any]]] = field(default_factory=list)
+    capsules: list[tuple[Capsule, dict[str, Any]]] = field(default_factory=list)
+    failed_capsules: list[tuple[FailedCapsule, dict[str, Any]]] = field(default_factory=list)
+    events: list[tuple[EvolutionEvent, dict[str, Any]]] = field(default_factory=list)
+    validation_reports: list[tuple[ValidationReport, dict[str, Any]]] = field(default_factory=list)
+
+
+def _accept(obj: dict[str, Any], path: Path, report: ImportReport, allow_mismatch: bool) -> bool:
+    claimed = obj.get("asset_id")
+    if not isinstance(claimed, str) or not claimed or verify_asset_id(obj):
+        return True
+    item = RejectedAsset(file=path.name, id=str(obj.get("id")),
+                         reason=f"asset_id {claimed} does not match the content ({compute_asset_id(obj)})")
+    (report.mismatched if allow_mismatch else report.rejected).append(item)
+    return allow_mismatch
+
+
+def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan:
+    plan = _Plan()
+
+    def array_file(name: str, key: str, cls: type[M], into: list[tuple[M, dict[str, Any]]]) -> None:
+        path = assets_dir / name
+        if not path.is_file():
+            return
+        report.files.append(name)
+        for i, obj in enumerate(_list_in(path, key)):
+            model = _validate(cls, obj, _where(path, i, obj))
+            if _accept(obj, path, report, allow_mismatch):
+                into.append((model, obj))
+
+    def lines_file(name: str, cls: type[M], into: list[tuple[M, dict[str, Any]]]) -> None:
+        path = assets_dir / name
+        if not path.is_file():
+            return
+        report.files.append(name)
+        for lineno, obj in _read_jsonl(path):
+            model = _validate(cls, obj, _where(path, lineno, obj, line=True))
+            if _accept(obj, path, report, allow_mismatch):
+                into.append((model, obj))
+
+    array_file(GENES_FILE, "genes", Gene, plan.genes)
+    lines_file(GENES_JSONL, Gene, plan.genes)
+    array_file(CAPSULES_FILE, "capsules", Capsule, plan.capsules)
+    lines_file(CAPSULES_JSONL, Capsule, plan.capsules)
+    array_file(FAILED_CAPSULES_FILE, "failed_capsules", FailedCapsule, plan.failed_capsules)
+
+    events_path = assets_dir / EVENTS_FILE
+    if events_path.is_file():
+        report.files.append(EVENTS_FILE)
+        for lineno, obj in _read_jsonl(events_path):
+            where = _where(events_path, lineno, obj, line=True)
+            kind = obj.get("type") if isinstance(obj, dict) else None
+            if kind == "ValidationReport":
+                vr = _validate(ValidationReport, obj, where)
+                if _accept(obj, events_path, report, allow_mismatch):
+                    plan.validation_reports.append((vr, obj))
+            elif kind == "EvolutionEvent" or (isinstance(obj, dict) and kind is None):
+                ev = _validate(EvolutionEvent, obj, where)
+                if _accept(obj, events_path, report, allow_mismatch):
+                    plan.events.append((ev, obj))
+            elif isinstance(obj, dict):
+                raise AssetError(f"{where}: field 'type': expected 'EvolutionEvent' or 'ValidationReport', "
+                                 f"got {kind!r}")
+            else:
+                raise AssetError(f"{where}: expected a JSON object, got {_json_type(obj)}")
+    return plan
+
+
+def _count(store: Store, kind: str, obj_id: str, obj: Mapping[str, Any], counts: KindCounts) -> bool:
+    """Count one object against the store; True when it needs writing."""
+    stored = store.stored_json(kind, obj_id)
+    if stored is None:
+        counts.added += 1
+        return True
+    if stored == obj:
+        counts.unchanged += 1
+        return False
+    counts.updated += 1
+    return True
+
+
+def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool = False) -> ImportReport:
+    """Import the reference's asset files from ``assets_dir`` into ``store`` (policy: module docstring)."""
+    assets_dir = Path(assets_dir)
+    if not assets_dir.is_dir():
+        raise AssetError(f"{assets_dir}: not a directory")
+    report = ImportReport(source=str(assets_dir))
+    plan = _plan(assets_dir, report, allow_mismatch)
+    if not report.files:
+        raise AssetError(f"{assets_dir}: no asset files found (expected one of {', '.join(ASSET_FILES)})")
+
+    for gene, obj in plan.genes:
+        if _count(store, "genes", gene.id, obj, report.genes):
+            store.upsert_gene(gene, source="import", as_read=obj)
+    for capsule, obj in plan.capsules:
+        if _count(store, "capsules", capsule.id, obj, report.capsules):
+            store.upsert_capsule(capsule, as_read=obj)
+    for failed, obj in plan.failed_capsules:
+        if _count(store, "failed_capsules", failed.id, obj, report.failed_capsules):
+            store.add_failed_capsule(failed, as_read=obj)
+    for vr, obj in plan.validation_reports:
+        if store.stored_json("validation_reports", vr.id) is None:
+            store.add_validation_report(vr, as_read=obj)
+            report.validation_reports.added += 1
+        else:
+            report.validation_reports.unchanged += 1
+    added = store.import_events(plan.events)
+    report.events.added = added
+    report.events.unchanged = len(plan.events) - added
+    return report
+
+
+# ------------------------------------------------------------------ export
+
+
+def _write_atomic(path: Path, chunks: Iterator[str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise AssetError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _events_lines(store: Store, report: ExportReport) -> Iterator[str]:
+    """Events in the order they were stored, each preceded by its validation report (as the reference
+    appends them); reports no event points to follow at the end."""
+    written: set[str] = set()
+    for event in store.iter_asset_json("events"):
+        vr_id = event.get("validation_report_id")
+        if isinstance(vr_id, str) and vr_id not in written:
+            vr = store.stored_json("validation_reports", vr_id)
+            if vr is not None:
+                written.add(vr_id)
+                report.validation_reports += 1
+                yield js_dumps(vr) + "\n"
+        report.events += 1
+        yield js_dumps(event) + "\n"
+    for vr in store.iter_asset_json("validation_reports"):
+        if vr.get("id") not in written:
+            report.validation_reports += 1
+            yield js_dumps(vr) + "\n"
+
+
+def export_assets(store: Store, out_dir: Path | str) -> ExportReport:
+    """Write the store's genes, capsules, failed capsules, events and validation reports to ``out_dir``."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AssetError(f"{out}: cannot create ({exc.strerror or exc})") from None
+    report = ExportReport(out_dir=str(out))
+    for name, kind, key in ((GENES_FILE, "genes", "genes"), (CAPSULES_FILE, "capsules", "capsules"),
+                            (FAILED_CAPSULES_FILE, "failed_capsules", "failed_capsules")):
+        items = list(store.iter_asset_json(kind))
+        setattr(report, kind, len(items))
+        _write_atomic(out / name, iter([js_dumps({"version": 1, key: items}, indent=2) + "\n"]))
+        report.files.append(name)
+    _write_atomic(out / EVENTS_FILE, _events_lines(store, report))
+    report.files.append(EVENTS_FILE)
+    return report
