@@ -1,0 +1,574 @@
+"""Signal extraction (seed 002): what a cycle reads in logs, transcripts and memory, as signal strings.
+
+``extract_signals`` returns, for the same inputs, the same list as the reference's ``extractSignals``
+(EvoMap/evolver ``src/gep/signals.js``), element for element, except for the host-specific
+``protocol_drift`` and ``path_outside_workspace`` signals, which are left out (and the reference's
+``windows_shell_incompatible``, which only fires on Windows hosts).
+
+The reference is JavaScript; the behaviour carried over includes its string model:
+
+* Strings are sequences of UTF-16 code units: counted quantifiers (``.{0,100}``) and slices
+  (``slice(0, 260)``) count code units, so a corpus holding astral characters (emoji) is worked
+  on in a surrogate-expanded form and converted back at the end (see ``_to_utf16_units``).
+* ``\\b`` and ``\\w`` are ASCII-only and ``/i`` folds only ASCII letters (``re.ASCII``).
+* ``\\s`` and ``trim`` use JavaScript's whitespace set (``_WS``), ``.`` excludes ``\\r``,
+  ``\\u2028`` and ``\\u2029`` as well as ``\\n`` (``_DOT``).
+* Plain-object key order puts integer-like keys first (``_js_key_order``), and inherited
+  ``Object.prototype`` names (``constructor``, ``toString`` ...) never count as numbers.
+
+History rules work on the last 10 events (last 8 for frequencies, empties and failures); see
+``analyze_recent_history``. An event is empty when ``meta.empty_cycle`` is truthy or its blast
+radius is exactly 0 files and 0 lines.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from gep import constants as C
+
+# ---------------------------------------------------------------- JavaScript string semantics
+
+# JavaScript's \s (WhiteSpace + LineTerminator), also what String.prototype.trim strips.
+_WS_CHARS = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+_WS = "[" + re.escape(_WS_CHARS) + "]"
+_WS_NO_LF = "[" + re.escape(_WS_CHARS.replace("\n", "")) + "]"
+_DOT = "[^\n\r\u2028\u2029]"
+_LINE_TERMINATORS = "\n\r\u2028\u2029"
+
+_A = re.ASCII
+_AI = re.ASCII | re.IGNORECASE
+
+_WS_RUN = re.compile(_WS + "+")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+# Names an empty JavaScript object inherits: counting into them yields strings, not numbers.
+_INHERITED = frozenset(
+    "constructor hasOwnProperty isPrototypeOf propertyIsEnumerable toString valueOf toLocaleString "
+    "__defineGetter__ __defineSetter__ __lookupGetter__ __lookupSetter__".split()
+)
+_PROTO = "__proto__"
+
+
+def _to_utf16_units(text: str) -> str:
+    """Astral characters as surrogate pairs, so indices count UTF-16 code units."""
+    if not _ASTRAL.search(text):
+        return text
+
+    def split(m: re.Match[str]) -> str:
+        cp = ord(m.group(0)) - 0x10000
+        return chr(0xD800 + (cp >> 10)) + chr(0xDC00 + (cp & 0x3FF))
+
+    return _ASTRAL.sub(split, text)
+
+
+def _from_utf16_units(text: str) -> str:
+    """Pairs of surrogates back to characters; a pair cut by a slice stays a lone surrogate."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _js_trim(text: str) -> str:
+    return text.strip(_WS_CHARS)
+
+
+def _collapse(text: str) -> str:
+    """``s.replace(/\\s+/g, ' ')``."""
+    return _WS_RUN.sub(" ", text)
+
+
+def _is_array_index(key: str) -> bool:
+    return key == "0" or (key.isascii() and key.isdigit() and key[0] != "0" and int(key) < 2**32 - 1)
+
+
+def _js_key_order(keys: Iterable[str]) -> list[str]:
+    """Insertion-ordered keys as a JavaScript object lists them: array indices first, ascending."""
+    keys = list(keys)
+    idx = sorted((k for k in keys if _is_array_index(k)), key=int)
+    return idx + [k for k in keys if not _is_array_index(k)]
+
+
+def _js_truthy(value: Any) -> bool:
+    if value is None or value is False or value == "":
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value != 0 and not (isinstance(value, float) and math.isnan(value))
+    return True
+
+
+def _js_number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:
+        mant, exp = text.split("e")
+        sign = "-" if exp.startswith("-") else "+"
+        return f"{mant}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
+    return text
+
+
+def _js_string(value: Any) -> str:
+    """``String(value)`` for JSON-shaped values."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _js_number(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join("" if v is None else _js_string(v) for v in value)
+    return "[object Object]"
+
+
+def _is_zero(value: Any) -> bool:
+    """``value === 0``."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
+
+
+class _Counter:
+    """A JavaScript plain object used as ``obj[k] = (obj[k] || 0) + 1``."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def add(self, key: str) -> None:
+        if key == _PROTO:  # assigning a non-object to __proto__ is ignored
+            return
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def numeric_items(self) -> list[tuple[str, int]]:
+        """Entries whose value is a number (inherited names hold strings), in JS key order."""
+        return [(k, self.counts[k]) for k in _js_key_order(self.counts) if k not in _INHERITED]
+
+    def ordered(self) -> dict[str, int]:
+        return {k: self.counts[k] for k in _js_key_order(self.counts)}
+
+
+# ---------------------------------------------------------------- history
+
+
+class HistoryAnalysis(BaseModel):
+    """What the last events say about loops (the reference's ``analyzeRecentHistory``)."""
+
+    suppressed_signals: list[str] = Field(default_factory=list)
+    recent_intents: list[str] = Field(default_factory=list)
+    consecutive_repair_count: int = 0
+    empty_cycle_count: int = 0
+    consecutive_empty_cycles: int = 0
+    consecutive_failure_count: int = 0
+    recent_failure_count: int = 0
+    recent_failure_ratio: float = 0.0
+    signal_freq: dict[str, int] = Field(default_factory=dict)
+    gene_freq: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def top_gene(self) -> str | None:
+        """The most used gene of the last 8 events (first in key order on ties)."""
+        best, best_count = None, 0
+        for gene in _js_key_order(self.gene_freq):
+            if gene in _INHERITED:
+                continue
+            if self.gene_freq[gene] > best_count:
+                best, best_count = gene, self.gene_freq[gene]
+        return best
+
+
+def _signal_key(signal: str) -> str:
+    """Frequency key: details after the prefix of snippet-carrying signals are ignored."""
+    if signal.startswith("errsig:"):
+        return "errsig"
+    if signal.startswith("recurring_errsig"):
+        return "recurring_errsig"
+    if signal.startswith("user_feature_request:"):
+        return "user_feature_request"
+    if signal.startswith("user_improvement_suggestion:"):
+        return "user_improvement_suggestion"
+    return signal
+
+
+def _event_dict(event: Any) -> Mapping[str, Any]:
+    if isinstance(event, BaseModel):
+        return event.model_dump(mode="json")
+    if isinstance(event, Mapping):
+        return event
+    return {}
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else None
+
+
+def is_empty_cycle(event: Any) -> bool:
+    """``meta.empty_cycle`` truthy, or a blast radius of exactly 0 files and 0 lines."""
+    ev = _event_dict(event)
+    if _js_truthy(_field(ev.get("meta"), "empty_cycle")):
+        return True
+    br = ev.get("blast_radius")
+    return _js_truthy(br) and _is_zero(_field(br, "files")) and _is_zero(_field(br, "lines"))
+
+
+def _is_failed(event: Mapping[str, Any]) -> bool:
+    return _field(event.get("outcome"), "status") == "failed"
+
+
+def analyze_recent_history(events: Iterable[Any]) -> HistoryAnalysis:
+    """Loop indicators over the last ``HISTORY_WINDOW`` events (oldest first)."""
+    all_events = list(events) if events is not None else []
+    if not all_events:
+        return HistoryAnalysis()
+    recent = [_event_dict(e) for e in all_events[-C.HISTORY_WINDOW :]]
+    tail = recent[-C.HISTORY_TAIL :]
+
+    def tail_run(pred: Any) -> int:
+        n = 0
+        for ev in reversed(recent):
+            if not pred(ev):
+                break
+            n += 1
+        return n
+
+    signal_freq, gene_freq = _Counter(), _Counter()
+    for ev in tail:
+        sigs = ev.get("signals")
+        for s in sigs if isinstance(sigs, list) else []:
+            signal_freq.add(_signal_key(_js_string(s)))
+        genes = ev.get("genes_used")
+        for g in genes if isinstance(genes, list) else []:
+            gene_freq.add(_js_string(g))
+
+    failures = sum(1 for ev in tail if _is_failed(ev))
+    return HistoryAnalysis(
+        suppressed_signals=[k for k, n in signal_freq.numeric_items() if n >= C.SUPPRESS_MIN_COUNT],
+        recent_intents=[
+            _js_string(ev.get("intent")) if _js_truthy(ev.get("intent")) else "unknown" for ev in recent
+        ],
+        consecutive_repair_count=tail_run(lambda ev: ev.get("intent") == "repair"),
+        empty_cycle_count=sum(1 for ev in tail if is_empty_cycle(ev)),
+        consecutive_empty_cycles=tail_run(is_empty_cycle),
+        consecutive_failure_count=tail_run(_is_failed),
+        recent_failure_count=failures,
+        recent_failure_ratio=failures / len(tail) if tail else 0.0,
+        signal_freq=signal_freq.ordered(),
+        gene_freq=gene_freq.ordered(),
+    )
+
+
+# ---------------------------------------------------------------- corpus patterns
+
+_ERROR_HIT = re.compile(
+    r'\[error\]|error:|exception:|iserror":true|"status":'
+    + _WS
+    + r'*"error"|"status":'
+    + _WS
+    + r'*"failed"|错误'
+    + _WS
+    + r"*[：:]|异常"
+    + _WS
+    + r"*[：:]|报错"
+    + _WS
+    + r"*[：:]|失败"
+    + _WS
+    + r"*[：:]",
+    _A,
+)
+# The error-signature test runs per line; searched over the whole corpus, \s must not cross "\n".
+_ERR_LINE = re.compile(
+    r"\b(typeerror|referenceerror|syntaxerror)\b"
+    + _WS_NO_LF
+    + r"*:|error"
+    + _WS_NO_LF
+    + r"*:|exception"
+    + _WS_NO_LF
+    + r"*:|\[error|错误"
+    + _WS_NO_LF
+    + r"*[：:]|异常"
+    + _WS_NO_LF
+    + r"*[：:]|报错"
+    + _WS_NO_LF
+    + r"*[：:]|失败"
+    + _WS_NO_LF
+    + r"*[：:]",
+    _AI,
+)
+_ERR_PATTERNS = re.compile(r'(?:LLM error|"error"|"status":' + _WS + r'*"error")[^}]{0,200}', _AI)
+_UNSUPPORTED = re.compile(r"unsupported mime|unsupported" + _DOT + r"*type|invalid" + _DOT + r"*mime", _AI)
+
+_VERBS = r"\b(add|implement|create|build|make|develop|write|design)\b"
+_NOUNS = r"\b(feature|function|module|capability|tool|support|endpoint|command|option|mode)\b"
+_FEAT_EN = re.compile(_VERBS + r"[^.?!\n]{3,120}" + _NOUNS, _AI)
+_FEAT_EN_SHORT = re.compile(_VERBS + r"[^.?!\n]{3,60}" + _NOUNS, _AI)
+_WANT = r"\b(i want|i need|we need|please add|can you add|could you add|let'?s add)\b"
+_FEAT_WANT_TEST = re.compile(_WANT, _AI)
+_FEAT_WANT = re.compile(_DOT + "{0,80}" + _WANT + _DOT + "{0,80}", _AI)
+_ZH_KEYS = (
+    r"加个|实现一下|做个|想要"
+    + _WS
+    + r"*一个|需要"
+    + _WS
+    + r"*一个|帮我加|帮我开发|加一下|新增一个|加个功能|做个功能"
+)
+_FEAT_ZH_TEST = re.compile(_ZH_KEYS + "|我想", _A)
+_FEAT_ZH = re.compile(_DOT + "{0,100}(" + _ZH_KEYS + ")" + _DOT + "{0,100}", _A)
+_WANT_ZH_TEST = re.compile("我想")
+_FEAT_WANT_ZH = re.compile("我想" + _WS + r"*[，,\.。、" + re.escape(_WS_CHARS) + r"]*([\s\S]{0,400})", _A)
+_TW_KEYS = "加個|實現一下|做個|想要一個|請加|新增一個|加個功能|做個功能|幫我加"
+_FEAT_TW_TEST = re.compile(_TW_KEYS)
+_FEAT_TW = re.compile(_DOT + "{0,100}(" + _TW_KEYS + ")" + _DOT + "{0,100}")
+_JA_KEYS = "追加|実装|作って|機能を|追加して|が欲しい|を追加|してほしい"
+_FEAT_JA_TEST = re.compile(_JA_KEYS)
+_FEAT_JA = re.compile(_DOT + "{0,100}(" + _JA_KEYS + ")" + _DOT + "{0,100}")
+
+_IMP_WORDS = r"\b(should be|could be better|improve|enhance|upgrade|refactor|clean up|simplify|streamline)\b"
+_IMP_TEST = re.compile(_IMP_WORDS, _AI)
+_IMP_EN = re.compile(_DOT + "{0,80}" + _IMP_WORDS + _DOT + "{0,80}", _AI)
+_IMP_ZH_KEYS = "改进一下|优化一下|简化|重构|整理一下|弄得更好"
+_IMP_ZH_TEST = re.compile(_IMP_ZH_KEYS)
+_IMP_ZH = re.compile(_DOT + "{0,100}(" + _IMP_ZH_KEYS + ")" + _DOT + "{0,100}")
+_IMP_TW_KEYS = "改進一下|優化一下|簡化|重構|整理一下|弄得更好"
+_IMP_TW_TEST = re.compile(_IMP_TW_KEYS)
+_IMP_TW = re.compile(_DOT + "{0,100}(" + _IMP_TW_KEYS + ")" + _DOT + "{0,100}")
+_IMP_JA_KEYS = "改善|最適化|簡素化|リファクタ|良くして|改良"
+_IMP_JA_TEST = re.compile(_IMP_JA_KEYS)
+_IMP_JA = re.compile(_DOT + "{0,100}(" + _IMP_JA_KEYS + ")" + _DOT + "{0,100}")
+
+_PERF = re.compile(
+    r"\b(slow|timeout|timed?" + _WS + r"*out|latency|bottleneck|took too long|performance issue|high cpu"
+    r"|high memory|oom|out of memory)\b",
+    _AI,
+)
+_CAP_GAP = re.compile(
+    r"\b(not supported|cannot|doesn'?t support|no way to|missing feature|unsupported|not available"
+    r"|not implemented|no support for)\b",
+    _AI,
+)
+_TOOL = re.compile(r"\[TOOL:" + _WS + r"*([\w-]+)\]", _A)
+_BENIGN_EXEC = re.compile(r"exec: (node" + _WS + r"+[\w/.-]+\.js" + _WS + r"+ensure)", _A)
+
+_COSMETIC = frozenset(
+    {"user_missing", "memory_missing", "session_logs_missing", "windows_shell_incompatible"}
+)
+
+
+def _snippet(text: str, limit: int = C.SNIPPET_MAX_CHARS) -> str:
+    return _js_trim(_collapse(text))[:limit]
+
+
+def _first_snippet(pattern: re.Pattern[str], corpus: str, group: int = 0) -> str | None:
+    m = pattern.search(corpus)
+    return None if m is None else _snippet(m.group(group))
+
+
+def _feature_request(corpus: str, lower: str) -> str | None:
+    """The ``user_feature_request:`` snippet, or None when no language's pattern fires."""
+    snippet = ""
+    m = _FEAT_EN.search(corpus)
+    if m:
+        snippet = _snippet(m.group(0))
+    if not snippet and _FEAT_WANT_TEST.search(lower):
+        s = _first_snippet(_FEAT_WANT, corpus)
+        snippet = "feature request" if s is None else s
+    if not snippet and _FEAT_ZH_TEST.search(corpus):
+        s = _first_snippet(_FEAT_ZH, corpus)
+        if s:
+            snippet = s
+        if not snippet and _WANT_ZH_TEST.search(corpus):
+            s = _first_snippet(_FEAT_WANT_ZH, corpus, 1)
+            snippet = s or "功能需求"
+        if not snippet:
+            snippet = "功能需求"
+    if not snippet and _FEAT_TW_TEST.search(corpus):
+        s = _first_snippet(_FEAT_TW, corpus)
+        snippet = "功能需求" if s is None else s
+    if not snippet and _FEAT_JA_TEST.search(corpus):
+        s = _first_snippet(_FEAT_JA, corpus)
+        snippet = "機能要望" if s is None else s
+    if (
+        snippet
+        or _FEAT_EN_SHORT.search(corpus)
+        or _FEAT_WANT_TEST.search(lower)
+        or _FEAT_ZH_TEST.search(corpus)
+        or _FEAT_TW_TEST.search(corpus)
+        or _FEAT_JA_TEST.search(corpus)
+    ):
+        return snippet
+    return None
+
+
+def _improvement(corpus: str, lower: str) -> str | None:
+    """The ``user_improvement_suggestion:`` snippet, or None when no language's pattern fires."""
+    snippet = ""
+    m = _IMP_EN.search(corpus)
+    if m:
+        snippet = _snippet(m.group(0))
+    for test, pattern, default in (
+        (_IMP_ZH_TEST, _IMP_ZH, "改进建议"),
+        (_IMP_TW_TEST, _IMP_TW, "改進建議"),
+        (_IMP_JA_TEST, _IMP_JA, "改善要望"),
+    ):
+        if not snippet and test.search(corpus):
+            s = _first_snippet(pattern, corpus)
+            snippet = default if s is None else s
+    if (
+        snippet
+        or _IMP_TEST.search(lower)
+        or _IMP_ZH_TEST.search(corpus)
+        or _IMP_TW_TEST.search(corpus)
+        or _IMP_JA_TEST.search(corpus)
+    ):
+        return snippet
+    return None
+
+
+def _error_signature(corpus: str) -> str | None:
+    m = _ERR_LINE.search(corpus)
+    if m is None:
+        return None
+    start = corpus.rfind("\n", 0, m.start()) + 1
+    end = corpus.find("\n", m.end())
+    line = corpus[start : len(corpus) if end < 0 else end]
+    return _collapse(_js_trim(line))[: C.ERRSIG_MAX_CHARS]
+
+
+def _recurring_error(corpus: str) -> tuple[str, int] | None:
+    counts: dict[str, int] = {}
+    for m in _ERR_PATTERNS.finditer(corpus):
+        key = _collapse(m.group(0))[:100]
+        counts[key] = counts.get(key, 0) + 1
+    best: tuple[str, int] | None = None
+    for key, n in counts.items():  # keys start with a letter or a quote: never integer-like
+        if n >= C.RECURRING_ERROR_MIN and (best is None or n > best[1]):
+            best = (key, n)
+    return best
+
+
+def _tool_signals(corpus: str) -> list[str]:
+    usage = _Counter()
+    for m in _TOOL.finditer(corpus):
+        usage.add(m.group(1))
+    counts = usage.counts
+    if counts.get("exec"):
+        counts["exec"] = max(0, counts["exec"] - len(_BENIGN_EXEC.findall(corpus)))
+    out: list[str] = []
+    for tool, n in usage.numeric_items():
+        if n >= C.HIGH_TOOL_USAGE_MIN:
+            out.append("high_tool_usage:" + tool)
+        if tool == "exec" and n >= C.REPEATED_EXEC_MIN:
+            out.append("repeated_tool_usage:exec")
+    return out
+
+
+def _is_repair_only(signal: str) -> bool:
+    return signal == "log_error" or signal.startswith("errsig:") or signal.startswith("recurring_errsig")
+
+
+def extract_signals(
+    *,
+    recent_session_transcript: str | None = "",
+    today_log: str | None = "",
+    memory_snippet: str | None = "",
+    user_snippet: str | None = "",
+    recent_events: Iterable[Any] | None = (),
+) -> list[str]:
+    """Signals of one cycle: corpus signals, then the history rules, de-duplicated in order."""
+    raw = "\n".join(s or "" for s in (recent_session_transcript, today_log, memory_snippet, user_snippet))
+    lower = raw.lower()  # only ever tested, never sliced: code points are fine here
+    corpus = _to_utf16_units(raw)
+    history = analyze_recent_history(recent_events or ())
+    signals: list[str] = []
+
+    # --- defensive
+    error_hit = _ERROR_HIT.search(lower) is not None
+    if error_hit:
+        signals.append("log_error")
+    errsig = _error_signature(corpus)
+    if errsig is not None:
+        signals.append("errsig:" + errsig)
+    if "memory.md missing" in lower:
+        signals.append("memory_missing")
+    if "user.md missing" in lower:
+        signals.append("user_missing")
+    if "key missing" in lower:
+        signals.append("integration_key_missing")
+    if "no session logs found" in lower or "no jsonl files" in lower:
+        signals.append("session_logs_missing")
+    recurring = _recurring_error(corpus)
+    if recurring is not None:
+        key, n = recurring
+        signals.append("recurring_error")
+        signals.append(f"recurring_errsig({n}x):" + key[:150])
+    if _UNSUPPORTED.search(lower):
+        signals.append("unsupported_input_type")
+
+    # --- opportunity
+    feature = _feature_request(corpus, lower)
+    if feature is not None:
+        signals.append("user_feature_request:" + feature)
+    if not error_hit:
+        improvement = _improvement(corpus, lower)
+        if improvement is not None:
+            signals.append("user_improvement_suggestion:" + improvement)
+    if _PERF.search(lower):
+        signals.append("perf_bottleneck")
+    if _CAP_GAP.search(lower) and not (
+        "memory_missing" in signals or "user_missing" in signals or "session_logs_missing" in signals
+    ):
+        signals.append("capability_gap")
+    signals.extend(_tool_signals(corpus))
+
+    # --- cosmetic signals give way to actionable ones
+    actionable = [s for s in signals if s not in _COSMETIC]
+    if actionable:
+        signals = actionable
+
+    # --- history
+    if history.suppressed_signals:
+        suppressed = set(history.suppressed_signals)
+        before = len(signals)
+        signals = [s for s in signals if _signal_key(s) not in suppressed]
+        if before > 0 and not signals:
+            signals += ["evolution_stagnation_detected", "stable_success_plateau"]
+    if history.consecutive_repair_count >= C.REPAIR_LOOP_MIN:
+        signals = [s for s in signals if not _is_repair_only(s)]
+        if not signals:
+            signals += ["repair_loop_detected", "stable_success_plateau"]
+        signals.append("force_innovation_after_repair_loop")
+    if history.empty_cycle_count >= C.EMPTY_CYCLE_LOOP_MIN:
+        signals = [s for s in signals if not _is_repair_only(s)]
+        for s in ("empty_cycle_loop_detected", "stable_success_plateau"):
+            if s not in signals:
+                signals.append(s)
+    if history.consecutive_empty_cycles >= C.STEADY_STATE_MIN:
+        for s in ("force_steady_state", "evolution_saturation"):
+            if s not in signals:
+                signals.append(s)
+    elif history.consecutive_empty_cycles >= C.SATURATION_MIN and "evolution_saturation" not in signals:
+        signals.append("evolution_saturation")
+    if history.consecutive_failure_count >= C.FAILURE_STREAK_MIN:
+        signals.append(f"consecutive_failure_streak_{history.consecutive_failure_count}")
+        if history.consecutive_failure_count >= C.FAILURE_LOOP_MIN:
+            signals.append("failure_loop_detected")
+            top = history.top_gene
+            if top:
+                signals.append("ban_gene:" + top)
+    if history.recent_failure_ratio >= C.HIGH_FAILURE_RATIO:
+        signals += ["high_failure_ratio", "force_innovation_after_repair_loop"]
+    if not signals:
+        signals.append("stable_success_plateau")
+
+    out = list(dict.fromkeys(signals))
+    return [_from_utf16_units(s) for s in out] if corpus is not raw else out
