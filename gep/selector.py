@@ -1,0 +1,422 @@
+"""Gene and capsule selection.
+
+Pure: genes, capsules, failed capsules, signals and recent events in (the cycle loads them from the store),
+plus an injected ``rng`` and ``now``; a :class:`Selection` out whose ``decision`` is stored in the event's
+``meta.selector``. The same inputs and the same seeded RNG give the same selection, so a cycle can be replayed.
+
+How a gene is chosen:
+  1. Match: each ``signals_match`` pattern that matches a signal scores 1 (``/body/flags`` regex, default flag
+     i; ``a|b|c`` case-insensitive alternatives; otherwise a case-insensitive substring). ``gene_distilled_*``
+     scores x0.8. Control signals only ever match a pattern equal to their whole text, so
+     ``ban_gene:gene_gep_repair_from_errors`` no longer matches the pattern ``error`` as it does in the reference.
+  2. Bans, which hold whatever the drift: ``ban_gene:<id>`` in the current signals or in a recent event's
+     signals (for ``settings.ban_cycles`` cycles after that event); failed capsules (>= 0.6 overlap with the
+     current situation, twice for one gene within the last ``ban_cycles`` cycles and with no success of the
+     gene in such a situation since); low-success bans from the memory graph.
+  3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known), then by match
+     score, then by gene order.
+  4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
+     the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior, the
+     highest wins (uniform when nothing is known, as the reference's random drift). Otherwise the top one.
+  5. Dominance: when two or more candidates remain, a gene that already holds ``dominance_share`` of the last
+     ``dominance_window`` selections yields to the best-ranked candidate that does not.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from gep import constants as C
+from gep.config import Settings
+from gep.memory_graph import (
+    MemoryAdvice,
+    event_time,
+    is_control_signal,
+    memory_advice,
+    parse_at,
+    situation_signals,
+)
+from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene
+
+__all__ = [
+    "CandidateScore",
+    "GeneBan",
+    "Selection",
+    "SelectorDecision",
+    "active_bans",
+    "drift_intensity",
+    "is_control_signal",
+    "match_pattern",
+    "match_score",
+    "select_capsule",
+    "select_gene_and_capsule",
+]
+
+BAN_PREFIX = "ban_gene:"
+DISTILLED_PREFIX = "gene_distilled_"
+NOT_A_CYCLE = {"skipped", "running"}  # recorded events that did not run a cycle do not use up a ban
+
+
+# ------------------------------------------------------------------ models
+
+
+class GeneBan(BaseModel):
+    gene_id: str
+    source: str  # "signal" | "failed_capsules" | "memory"
+    reason: str
+    cycles_left: int | None = None  # cycles the ban still covers, this one included; None: while evidence lasts
+
+
+class CandidateScore(BaseModel):
+    gene_id: str
+    match_score: float
+    expected: float = 0.5
+    evidence: float = 0.0
+    banned: bool = False
+
+
+class SelectorDecision(BaseModel):
+    selected: str | None = None
+    capsule: str | None = None
+    alternatives: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+    drift: bool = False
+    drift_intensity: float = 0.0
+    drift_mode: str = "none"  # none | selection | drift
+    bans_applied: list[GeneBan] = Field(default_factory=list)
+    dominance_capped: list[str] = Field(default_factory=list)
+    scores: list[CandidateScore] = Field(default_factory=list)
+    signal_key: str = ""
+    memory_preferred: str | None = None
+
+
+class Selection(BaseModel):
+    gene: Gene | None = None
+    capsule: Capsule | None = None
+    decision: SelectorDecision
+
+
+# ------------------------------------------------------------------ pattern matching
+
+_JS_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    raw: str
+    regex: re.Pattern[str] | None
+    needles: tuple[str, ...]
+
+
+def _compile(pattern: str) -> _Pattern:
+    p = str(pattern)
+    if len(p) >= 2 and p.startswith("/") and p.rfind("/") > 0:
+        last = p.rfind("/")
+        body, flags = p[1:last], p[last + 1:] or "i"
+        if set(flags) <= set("gimsuy"):
+            re_flags = 0
+            for f in flags:
+                re_flags |= _JS_FLAGS.get(f, 0)
+            try:
+                return _Pattern(p, re.compile(body, re_flags), ())
+            except re.error:
+                pass  # not a valid regex: the whole text is matched as a substring (as the reference)
+        return _Pattern(p, None, (p.lower(),))
+    if "|" in p:
+        return _Pattern(p, None, tuple(b for b in (x.strip().lower() for x in p.split("|")) if b))
+    return _Pattern(p, None, (p.lower(),) if p else ())
+
+
+_CACHE: dict[str, _Pattern] = {}
+
+
+def _pattern(pattern: str) -> _Pattern:
+    cp = _CACHE.get(pattern)
+    if cp is None:
+        if len(_CACHE) > 4096:
+            _CACHE.clear()
+        cp = _CACHE[pattern] = _compile(pattern)
+    return cp
+
+
+def match_pattern(pattern: str, signal: str, *, exclude_control: bool = True) -> bool:
+    """Whether one ``signals_match`` pattern (or capsule trigger) matches one signal.
+
+    ``exclude_control=False`` matches control signals like any other, as the reference does."""
+    if not pattern or not signal:
+        return False
+    s = str(signal)
+    if exclude_control and is_control_signal(s):
+        # a control signal matches only a pattern naming it exactly
+        return str(pattern).strip().lower() == s.strip().lower()
+    cp = _pattern(str(pattern))
+    if cp.regex is not None:
+        return cp.regex.search(s) is not None
+    low = s.lower()
+    return any(n in low for n in cp.needles)
+
+
+def match_score(gene: Gene, signals: Sequence[str]) -> float:
+    """Number of the gene's patterns that match any signal; ``gene_distilled_*`` genes score x0.8."""
+    score = float(sum(1 for pat in gene.signals_match if any(match_pattern(pat, s) for s in signals)))
+    if score > 0 and gene.id.startswith(DISTILLED_PREFIX):
+        score *= C.DISTILLED_GENE_FACTOR
+    return score
+
+
+def drift_intensity(pool_size: int, drift: bool) -> float:
+    """``1/sqrt(N)`` for a pool of N genes, +0.3 when drift is requested (capped at 1)."""
+    if drift:
+        return min(1.0, 1.0 / math.sqrt(pool_size) + C.DRIFT_BONUS) if pool_size > 1 else C.DRIFT_FALLBACK_INTENSITY
+    return min(1.0, 1.0 / math.sqrt(pool_size)) if pool_size > 0 else 0.0
+
+
+# ------------------------------------------------------------------ bans
+
+
+def _cycles(events: Sequence[EvolutionEvent]) -> list[EvolutionEvent]:
+    return [e for e in events if e.outcome.status not in NOT_A_CYCLE]
+
+
+def _signal_bans(events: Sequence[EvolutionEvent], signals: Sequence[str], ban_cycles: int) -> list[GeneBan]:
+    bans: dict[str, GeneBan] = {}
+
+    def add(gene_id: str, left: int, where: str) -> None:
+        if left <= 0 or not gene_id:
+            return
+        if gene_id not in bans or (bans[gene_id].cycles_left or 0) < left:
+            bans[gene_id] = GeneBan(gene_id=gene_id, source="signal", cycles_left=left,
+                                    reason=f"ban_gene:{gene_id} {where}")
+
+    cycles = _cycles(events)
+    for k, ev in enumerate(reversed(cycles)):  # k = cycles recorded after this one
+        for s in ev.signals:
+            if s.startswith(BAN_PREFIX):
+                add(s[len(BAN_PREFIX):].strip(), ban_cycles - k, f"signalled {k + 1} cycle(s) ago")
+    for s in signals:
+        if s.startswith(BAN_PREFIX):
+            add(s[len(BAN_PREFIX):].strip(), ban_cycles + 1, "in the current signals")
+    return list(bans.values())
+
+
+def _overlap(current: Sequence[str], trigger: Sequence[str]) -> float:
+    """Share of the current signals found in a trigger (the reference's computeSignalOverlap)."""
+    if not current or not trigger:
+        return 0.0
+    other = {str(t).lower() for t in trigger}
+    return sum(1 for s in current if str(s).lower() in other) / len(current)
+
+
+def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str],
+                         events: Sequence[EvolutionEvent], ban_cycles: int) -> list[GeneBan]:
+    current = situation_signals(signals)
+    if not current or not failed:
+        return []
+    cycles = _cycles(events)
+    times = [event_time(e) for e in cycles]
+    # the window: failures newer than the cycle ban_cycles back count (all of them when history is shorter)
+    window_start = times[-ban_cycles] if 0 < ban_cycles <= len(times) else None
+    last_success: dict[str, datetime] = {}
+    for ev, at in zip(cycles, times, strict=True):
+        if ev.genes_used and at is not None and ev.outcome.status == "success" and not ev.is_empty_cycle \
+                and _overlap(current, situation_signals(ev.signals)) >= C.FAILED_CAPSULE_OVERLAP_MIN:
+            gid = ev.genes_used[0]
+            if gid not in last_success or at > last_success[gid]:
+                last_success[gid] = at
+
+    hits: dict[str, list[datetime | None]] = {}
+    for fc in failed:
+        if not fc.gene or _overlap(current, situation_signals(fc.trigger)) < C.FAILED_CAPSULE_OVERLAP_MIN:
+            continue
+        at = parse_at(fc.created_at)
+        if at is not None:
+            if window_start is not None and at < window_start:
+                continue
+            if fc.gene in last_success and at <= last_success[fc.gene]:
+                continue
+        hits.setdefault(fc.gene, []).append(at)
+
+    bans: list[GeneBan] = []
+    for gid, ats in hits.items():
+        if len(ats) < C.FAILED_CAPSULE_BAN_COUNT:
+            continue
+        known = sorted((a for a in ats if a is not None), reverse=True)
+        left: int | None = None
+        if len(known) >= C.FAILED_CAPSULE_BAN_COUNT and len(known) == len(ats):
+            # the ban holds until the second-newest failure leaves the ban_cycles window
+            anchor = known[C.FAILED_CAPSULE_BAN_COUNT - 1]
+            after = sum(1 for t in times if t is not None and t > anchor)
+            left = max(1, ban_cycles - after)
+        bans.append(GeneBan(gene_id=gid, source="failed_capsules", cycles_left=left,
+                            reason=f"{len(ats)} failed capsules with >= {C.FAILED_CAPSULE_OVERLAP_MIN:.0%} "
+                                   f"signal overlap"))
+    return bans
+
+
+def _memory_bans(advice: MemoryAdvice) -> list[GeneBan]:
+    return [GeneBan(gene_id=g, source="memory", reason=advice.ban_reasons.get(g, "memory: low success"))
+            for g in advice.banned_gene_ids]
+
+
+def _merge(*groups: Sequence[GeneBan]) -> list[GeneBan]:
+    out: dict[str, GeneBan] = {}
+    for group in groups:
+        for b in group:
+            out.setdefault(b.gene_id, b)
+    return list(out.values())
+
+
+def active_bans(
+    *,
+    recent_events: Sequence[EvolutionEvent],
+    signals: Sequence[str],
+    settings: Settings,
+    failed_capsules: Sequence[FailedCapsule] = (),
+    genes: Sequence[Gene] = (),
+    now: datetime | None = None,
+) -> list[GeneBan]:
+    """Bans in force now (for ``gep genes list``): signalled bans always; failed-capsule bans when failed
+    capsules are given; memory-graph bans when genes and ``now`` are given. One ban per gene."""
+    groups = [_signal_bans(recent_events, signals, settings.ban_cycles),
+              _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles)]
+    if genes and now is not None:
+        groups.append(_memory_bans(memory_advice(events=recent_events, signals=signals, genes=genes, now=now)))
+    return _merge(*groups)
+
+
+# ------------------------------------------------------------------ capsules
+
+
+def select_capsule(capsules: Sequence[Capsule], signals: Sequence[str], *, gene_id: str | None = None,
+                   banned: frozenset[str] | set[str] = frozenset()) -> Capsule | None:
+    """The capsule whose triggers match the most signals; a capsule of a banned gene is never reused.
+    Ties go to a capsule of the selected gene, then to list order."""
+    best: tuple[float, int, int] | None = None
+    chosen: Capsule | None = None
+    for i, c in enumerate(capsules):
+        if c.gene and c.gene in banned:
+            continue
+        score = sum(1 for t in c.trigger if any(match_pattern(t, s) for s in signals))
+        if score <= 0:
+            continue
+        rank = (float(score), 1 if gene_id and c.gene == gene_id else 0, -i)
+        if best is None or rank > best:
+            best, chosen = rank, c
+    return chosen
+
+
+# ------------------------------------------------------------------ selection
+
+
+def _recent_selections(events: Sequence[EvolutionEvent], n: int) -> list[str]:
+    picks = [e.genes_used[0] for e in _cycles(events) if e.genes_used]
+    return picks[-n:] if n > 0 else []
+
+
+def select_gene_and_capsule(
+    *,
+    genes: Sequence[Gene],
+    capsules: Sequence[Capsule],
+    failed_capsules: Sequence[FailedCapsule],
+    signals: Sequence[str],
+    recent_events: Sequence[EvolutionEvent],
+    settings: Settings,
+    rng: random.Random,
+    now: datetime,
+    drift: bool = False,
+) -> Selection:
+    """Choose a gene (and a capsule to reuse) for the current signals. ``recent_events`` oldest first
+    (as ``Store.recent_events`` returns them); the more are given, the more the memory graph knows."""
+    signals = [str(s) for s in signals]
+    reasons: list[str] = []
+    advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now)
+    bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),
+                  _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles),
+                  _memory_bans(advice))
+    banned = {b.gene_id: b for b in bans}
+    intensity = drift_intensity(len(genes), drift)
+
+    scored: list[CandidateScore] = []
+    by_id: dict[str, Gene] = {}
+    for g in genes:
+        m = match_score(g, signals)
+        if m <= 0 or g.id in by_id:
+            continue
+        by_id[g.id] = g
+        st = advice.stats(g.id)
+        scored.append(CandidateScore(gene_id=g.id, match_score=round(m, 4), expected=st.expected,
+                                     evidence=round(st.evidence, 4), banned=g.id in banned))
+    order = {gid: i for i, gid in enumerate(by_id)}
+    # sorted() is stable, and ``order`` makes the gene-order tie-break explicit
+    candidates = sorted((c for c in scored if not c.banned),
+                        key=lambda c: (-c.expected, -c.match_score, order[c.gene_id]))
+    applied = [banned[c.gene_id] for c in scored if c.banned]
+    for b in applied:
+        reasons.append(f"banned {b.gene_id}: {b.reason}")
+
+    decision = SelectorDecision(drift=drift, drift_intensity=round(intensity, 4), bans_applied=applied,
+                                scores=scored, signal_key=advice.signal_key,
+                                memory_preferred=advice.preferred_gene_id)
+    if advice.explanation:
+        reasons.append("memory_graph: " + " | ".join(advice.explanation))
+
+    if not candidates:
+        if scored:
+            reasons.insert(0, f"all {len(scored)} matching gene(s) are banned; no gene selected")
+        else:
+            reasons.insert(0, "no gene matches the signals; a new gene may be required")
+        capsule = select_capsule(capsules, signals, banned=set(banned))
+        decision.capsule = capsule.id if capsule else None
+        decision.reasons = reasons
+        return Selection(gene=None, capsule=capsule, decision=decision)
+
+    pick = candidates[0]
+    mode = "selection"
+    if len(candidates) > 1 and rng.random() < intensity:
+        k = min(len(candidates), max(2, math.ceil(len(candidates) * intensity)))
+        draws = []
+        for c in candidates[:k]:
+            st = advice.stats(c.gene_id)
+            draws.append(rng.betavariate(1.0 + st.evidence_success, 1.0 + st.evidence_fail))
+        pick = candidates[max(range(k), key=lambda i: draws[i])]
+        mode = "drift"
+        reasons.append(f"drift: stochastic pick among top {k} (intensity {intensity:.2f})")
+
+    capped: list[str] = []
+    if len(candidates) > 1:
+        window = settings.dominance_window
+        cap = math.floor(settings.dominance_share * window + 1e-9)
+        recent = _recent_selections(recent_events, window - 1)
+
+        def over(gid: str) -> bool:
+            return recent.count(gid) + 1 > cap
+
+        if over(pick.gene_id):
+            alt = next((c for c in candidates if c.gene_id != pick.gene_id and not over(c.gene_id)), None)
+            if alt is not None:
+                capped.append(pick.gene_id)
+                reasons.append(f"dominance: {pick.gene_id} had {recent.count(pick.gene_id)} of the last "
+                               f"{len(recent)} selections (cap {settings.dominance_share:.0%} of {window}); "
+                               f"yielding to {alt.gene_id}")
+                pick = alt
+
+    gene = by_id[pick.gene_id]
+    reasons.insert(0, f"signals match {gene.id}.signals_match (score {pick.match_score:g}, "
+                      f"expected success {pick.expected:.2f})")
+    capsule = select_capsule(capsules, signals, gene_id=gene.id, banned=set(banned))
+    if capsule is not None:
+        reasons.append(f"capsule {capsule.id} trigger matches signals")
+    decision.selected = gene.id
+    decision.capsule = capsule.id if capsule else None
+    decision.alternatives = [c.gene_id for c in candidates if c.gene_id != gene.id][:C.MAX_ALTERNATIVES]
+    decision.drift_mode = mode
+    decision.dominance_capped = capped
+    decision.reasons = reasons
+    return Selection(gene=gene, capsule=capsule, decision=decision)
