@@ -1,0 +1,281 @@
+"""Anthropic mode: Claude makes the change through workspace tools (Messages API, tool use).
+
+One session per cycle: the static protocol goes in a cached system block, the tool definitions are
+cached with a breakpoint on the last one, and a third breakpoint on the newest message lets every turn
+reuse the conversation so far. The SDK retries 429/5xx itself. The session ends when the model calls
+``finish``, ends its turn without a tool call, or exhausts the turn or token budget.
+
+Outcomes: ``finish`` -> "changed" (or "no_change" when nothing was written); end of turn without
+``finish`` -> "changed"/"no_change" with the model's last text as rationale (solidify decides);
+budget exhausted, API errors and malformed replies -> "error" with a one-line message. Nothing raises.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anthropic
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gep import constants as C
+from gep.config import Settings
+from gep.errors import ConfigError
+from gep.mutators.base import (
+    MutationRequest,
+    MutatorMetrics,
+    MutatorResult,
+    bounded_output,
+    one_line,
+    write_prompt_file,
+)
+from gep.sanitize import redact
+from gep.tools import TOOL_SPECS, WorkspaceTools
+
+EPHEMERAL = {"type": "ephemeral"}
+
+# USD per million tokens (input, output) by model family, first match wins. Cache writes cost 1.25x
+# input, cache reads 0.1x input. An estimate for the event, not a bill.
+PRICES: list[tuple[str, float, float]] = [
+    ("opus-4-5", 5.0, 25.0),
+    ("opus", 15.0, 75.0),
+    ("sonnet", 3.0, 15.0),
+    ("haiku-4", 1.0, 5.0),
+    ("haiku-3-5", 0.8, 4.0),
+    ("haiku", 0.25, 1.25),
+]
+
+
+def estimate_cost(model: str | None, m: MutatorMetrics) -> float | None:
+    name = (model or "").lower().replace(".", "-")
+    for family, price_in, price_out in PRICES:
+        if family in name:
+            total = (m.input_tokens * price_in + m.cache_creation_input_tokens * price_in * 1.25
+                     + m.cache_read_input_tokens * price_in * 0.1 + m.output_tokens * price_out)
+            return round(total / 1_000_000, 6)
+    return None
+
+
+# ------------------------------------------------------------------ reply parsing (a JSON edge)
+
+
+class _Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int | None = 0
+    cache_read_input_tokens: int | None = 0
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: dict[str, Any] | None = None
+
+
+class _Reply(BaseModel):
+    type: str
+    content: list[_Block]
+    stop_reason: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+
+
+class MalformedReply(Exception):
+    pass
+
+
+def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:
+    """The validated reply and its content blocks as they go back into the conversation."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise MalformedReply("reply is not JSON") from None
+    try:
+        reply = _Reply.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise MalformedReply(f"reply field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}") from None
+    if reply.type != "message":
+        raise MalformedReply(f"reply type is '{reply.type}', expected 'message'")
+    history: list[dict[str, Any]] = []
+    for block, raw in zip(reply.content, data["content"], strict=True):
+        if block.type == "tool_use":
+            if not block.id or not block.name or block.input is None:
+                raise MalformedReply("tool_use block without id, name or input")
+            history.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
+        elif block.type == "text":
+            history.append({"type": "text", "text": block.text or ""})
+        else:  # thinking and other blocks go back unchanged, as the API requires
+            history.append(raw)
+    return reply, history
+
+
+def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the conversation with one cache breakpoint on the newest block."""
+    out = list(messages)
+    last = copy.deepcopy(out[-1])
+    if isinstance(last.get("content"), list) and last["content"]:
+        last["content"][-1]["cache_control"] = EPHEMERAL
+    out[-1] = last
+    return out
+
+
+def _api_error(exc: anthropic.APIError) -> str:
+    if isinstance(exc, anthropic.APIStatusError):
+        message = exc.message
+        body = exc.body
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            message = str(body["error"].get("message") or message)
+        return f"Messages API error {exc.status_code}: {message}"
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "Messages API request timed out"
+    if isinstance(exc, anthropic.APIConnectionError):
+        return f"cannot reach the Messages API: {exc}"
+    return f"Messages API error: {exc}"
+
+
+# ------------------------------------------------------------------ the mutator
+
+
+class AnthropicMutator:
+    name = "anthropic"
+
+    def __init__(self, settings: Settings, env: Mapping[str, str], *,
+                 max_retries: int = C.ANTHROPIC_MAX_RETRIES, timeout_s: float = C.ANTHROPIC_TIMEOUT_S) -> None:
+        api_key = env.get("ANTHROPIC_API_KEY")
+        if not api_key:
+            raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
+        self.settings = settings
+        self.client = anthropic.Anthropic(api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None,
+                                          max_retries=max_retries, timeout=timeout_s)
+
+    def apply(self, req: MutationRequest) -> MutatorResult:
+        started = time.monotonic()
+        session = _Session(self.client, req)
+        try:
+            result = session.run()
+        except Exception as exc:  # noqa: BLE001 - a mutator reports failures, it never raises them
+            result = session.result("error", error=f"anthropic mutator failed: {type(exc).__name__}: {exc}")
+        result.metrics.duration_ms = int((time.monotonic() - started) * 1000)
+        return result
+
+
+class _Session:
+    """One conversation: the loop, its budgets and its bookkeeping."""
+
+    def __init__(self, client: anthropic.Anthropic, req: MutationRequest) -> None:
+        self.client = client
+        self.req = req
+        self.settings = req.settings
+        self.tools = WorkspaceTools(req.workspace, forbidden_paths=req.forbidden_paths,
+                                    validation_commands=req.validation_commands, settings=req.settings,
+                                    gene_id=req.gene.id, cycle_id=req.cycle_id)
+        self.metrics = MutatorMetrics(model=req.settings.model)
+        self.log: list[str] = []
+        self.last_text = ""
+        self.prompt_file: str | None = None
+
+    def result(self, status: str, *, summary: str = "", rationale: str = "",
+               error: str | None = None) -> MutatorResult:
+        m = self.metrics
+        m.tool_calls, m.tool_refusals = self.tools.calls, self.tools.refusals
+        m.estimated_cost_usd = estimate_cost(m.model, m)
+        if status == "error" and self.tools.changed:
+            self.log.append(f"changed before the error: {', '.join(sorted(self.tools.changed))}")
+        return MutatorResult(status=status, summary=summary, rationale=redact(rationale),  # type: ignore[arg-type]
+                             error=one_line(error) if error else None, metrics=m,
+                             output=bounded_output("\n".join(self.log)), prompt_file=self.prompt_file)
+
+    def _changed_status(self) -> str:
+        return "changed" if self.tools.changed else "no_change"
+
+    def run(self) -> MutatorResult:
+        try:  # a copy of what the model was told, for review next to the event
+            self.prompt_file = str(write_prompt_file(self.req))
+        except OSError:
+            self.prompt_file = None
+        system = [{"type": "text", "text": self.req.prompt.system, "cache_control": EPHEMERAL}]
+        tool_defs = [t.to_api() for t in TOOL_SPECS]
+        tool_defs[-1]["cache_control"] = EPHEMERAL
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"type": "text", "text": self.req.prompt.context}]}]
+        max_turns = self.settings.max_turns
+        budget = self.settings.max_tokens_per_cycle
+
+        for turn in range(1, max_turns + 1):
+            remaining = budget - self.metrics.total_tokens
+            if remaining <= 0:
+                return self.result("error", error=f"token budget exhausted ({self.metrics.total_tokens} of "
+                                                  f"{budget} tokens) after {turn - 1} turns, before finish")
+            try:
+                raw = self.client.messages.with_raw_response.create(
+                    model=self.settings.model, max_tokens=min(C.MAX_OUTPUT_TOKENS_PER_TURN, remaining),
+                    system=system, tools=tool_defs, messages=_with_cache_breakpoint(messages))
+                reply, history = parse_reply(raw.text())
+            except anthropic.APIError as exc:
+                return self.result("error", error=_api_error(exc))
+            except MalformedReply as exc:
+                return self.result("error", error=f"malformed reply from the Messages API (turn {turn}): {exc}")
+            self.metrics.turns = turn
+            self._account(reply)
+            messages.append({"role": "assistant", "content": history})
+
+            texts = [b.text for b in reply.content if b.type == "text" and b.text]
+            if texts:
+                self.last_text = texts[-1]
+                self.log.append(f"[turn {turn}] " + " ".join(texts)[:600])
+            uses = [b for b in reply.content if b.type == "tool_use"]
+            if not uses:
+                if reply.stop_reason == "max_tokens":
+                    messages.append({"role": "user", "content": [{"type": "text", "text":
+                                     "Your reply was cut off. Continue; call finish when done."}]})
+                    continue
+                self.log.append(f"[turn {turn}] ended without finish ({reply.stop_reason})")
+                return self.result(self._changed_status(),
+                                   rationale=self.last_text or "the model ended its turn without calling finish")
+
+            results: list[dict[str, Any]] = []
+            for use in uses:
+                outcome = self.tools.call(use.name or "", use.input or {})
+                flag = "REFUSED" if outcome.refused else ("error" if outcome.is_error else "ok")
+                self.log.append(f"[turn {turn}] {use.name}({_brief(use.input or {})}) -> {flag}: "
+                                f"{one_line(outcome.content, 160)}")
+                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.content}
+                if outcome.is_error:
+                    block["is_error"] = True
+                results.append(block)
+            if self.tools.finished is not None:
+                fin = self.tools.finished
+                return self.result(self._changed_status(), summary=fin.summary, rationale=fin.rationale)
+            messages.append({"role": "user", "content": results})
+
+        return self.result("error", error=f"turn budget exhausted ({max_turns} turns) before finish")
+
+    def _account(self, reply: _Reply) -> None:
+        if reply.model:
+            self.metrics.model = reply.model
+        u = reply.usage
+        if u is None:
+            return
+        self.metrics.input_tokens += u.input_tokens
+        self.metrics.output_tokens += u.output_tokens
+        self.metrics.cache_creation_input_tokens += u.cache_creation_input_tokens or 0
+        self.metrics.cache_read_input_tokens += u.cache_read_input_tokens or 0
+
+
+def _brief(args: Mapping[str, Any]) -> str:
+    """Tool arguments for the log: paths and patterns in full, bodies by size only."""
+    parts = []
+    for k, v in args.items():
+        if isinstance(v, str) and k in ("content", "old_text", "new_text", "rationale"):
+            parts.append(f"{k}=<{len(v)} chars>")
+        else:
+            parts.append(f"{k}={json.dumps(v)[:80]}")
+    return redact(", ".join(parts))

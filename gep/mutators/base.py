@@ -1,0 +1,100 @@
+"""The one interface every way of applying a mutation implements.
+
+A mutator gets the prompt and the workspace, changes files (or, in prompt mode, asks someone else to),
+and reports what happened. It never commits or rolls back: solidify does that. ``apply`` never raises for
+a failure of the model, the agent or the network; those come back as ``status == "error"`` with a
+one-line ``error``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gep import constants as C
+from gep.config import GEP_DIR, Settings
+from gep.models import Gene
+from gep.prompt import GepPrompt, render_markdown
+from gep.sanitize import redact
+
+MutatorStatus = Literal["changed", "no_change", "awaiting_changes", "error"]
+
+
+class MutationRequest(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    workspace: Path
+    cycle_id: str
+    prompt: GepPrompt
+    gene: Gene
+    settings: Settings
+    forbidden_paths: list[str] = Field(default_factory=list)  # gene forbidden + .git + .gep + protected
+    validation_commands: list[str] = Field(default_factory=list)
+
+
+class MutatorMetrics(BaseModel):
+    model: str | None = None
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    estimated_cost_usd: float | None = None  # None: no price known for the model
+    tool_calls: int = 0
+    tool_refusals: int = 0
+    duration_ms: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return (self.input_tokens + self.output_tokens + self.cache_creation_input_tokens
+                + self.cache_read_input_tokens)
+
+
+class MutatorResult(BaseModel):
+    status: MutatorStatus
+    summary: str = ""  # one line; solidify uses it as the commit subject
+    rationale: str = ""
+    error: str | None = None  # one line when status == "error"
+    metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)
+    output: str = ""  # bounded, redacted
+    prompt_file: str | None = None
+
+
+@runtime_checkable
+class Mutator(Protocol):
+    name: str
+
+    def apply(self, req: MutationRequest) -> MutatorResult: ...
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """First non-empty line of ``text``, redacted and bounded (errors and summaries)."""
+    for line in str(text).splitlines():
+        if line.strip():
+            line = redact(line.strip())
+            return line if len(line) <= limit else line[: limit - 3] + "..."
+    return ""
+
+
+def bounded_output(text: str, limit: int = C.AGENT_OUTPUT_CHARS) -> str:
+    """Redacted ``text`` cut to ``limit`` characters, keeping its end (where agents report)."""
+    text = redact(text)
+    if len(text) <= limit:
+        return text
+    marker = "[... output truncated ...]\n"
+    return marker + text[len(text) - (limit - len(marker)):]
+
+
+def prompt_path(workspace: Path, cycle_id: str) -> Path:
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cycle_id) or "cycle"
+    return Path(workspace) / GEP_DIR / "prompts" / f"{safe}.md"
+
+
+def write_prompt_file(req: MutationRequest) -> Path:
+    """Write ``.gep/prompts/<cycle>.md`` (inside the engine's own directory) and return its path."""
+    path = prompt_path(req.workspace, req.cycle_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_markdown(req.prompt), encoding="utf-8")
+    return path

@@ -1,0 +1,27 @@
+"""Prompt mode: a human (or any agent) makes the change; the engine only writes the prompt.
+
+The prompt goes to ``.gep/prompts/<cycle>.md`` and the cycle is recorded as awaiting changes;
+``gep solidify --workspace DIR`` later checks and commits or rolls back what was changed in between.
+"""
+
+from __future__ import annotations
+
+from gep.mutators.base import MutationRequest, MutatorResult, write_prompt_file
+from gep.sanitize import redact
+
+
+class PromptMutator:
+    name = "prompt"
+
+    def apply(self, req: MutationRequest) -> MutatorResult:
+        try:
+            path = write_prompt_file(req)
+        except OSError as exc:
+            return MutatorResult(status="error", error=redact(f"cannot write the prompt file: {exc}"))
+        return MutatorResult(
+            status="awaiting_changes",
+            summary=f"prompt written to {path.relative_to(req.workspace).as_posix()}",
+            rationale="make the change the prompt describes, then run "
+                      f"`gep solidify --workspace {req.workspace}` to validate and commit it (or roll it back)",
+            prompt_file=str(path),
+        )
