@@ -1,0 +1,364 @@
+"""What a cycle reads from a workspace: bounded, redacted tails of logs, memory and transcripts.
+
+Mapping onto the four texts of ``gep.signals.extract_signals`` (the reference's inputs):
+
+* ``recent_session_transcript``: agent session transcripts (``transcript_globs``, JSONL), newest file
+  first, each rendered to lines such as ``**USER**: ...``, ``**ASSISTANT**: ... [TOOL: Bash]``,
+  ``[TOOL RESULT] ...``, ``[TOOL ERROR] ...`` and ``[LLM ERROR] ...`` under a
+  ``--- SESSION (<file>) ---`` header. Both OpenClaw sessions (``{"type": "message", "message":
+  {"role", "content": [{"type": "text"|"toolCall"}], "errorMessage"}}``) and Claude Code sessions
+  (``{"type": "user"|"assistant", "message": {"role", "content": [{"type": "text"|"tool_use"|
+  "tool_result"}]}}``) are understood. No transcript at all gives the reference's
+  ``[NO SESSION LOGS FOUND]`` marker.
+* ``today_log``: today's memory log (``<memory_dir>/YYYY-MM-DD.md``, the date of the injected
+  ``now`` in UTC, as the reference's ``toISOString``), then the tails of the log files
+  (``log_globs``), newest first, each under a ``--- LOG (<path>) ---`` header.
+* ``memory_snippet``: the tail of ``memory_file`` (MEMORY.md), or ``[MEMORY.md MISSING]``.
+* ``user_snippet``: the tail of ``user_file`` (USER.md), or ``[USER.md MISSING]``.
+
+Every file is read as a bounded tail: the reader seeks to ``size - cap`` and reads at most ``cap``
+bytes, so a 2 GB log costs what a 2 MB one does. Bytes are decoded as UTF-8 with replacement
+(binary content never raises), a tail that starts mid-line drops that partial line, and every
+returned text has passed through ``gep.sanitize.redact``. Nothing under ``.git/`` or ``.gep/`` is
+read, nor anything a glob or symlink would reach outside the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from gep.config import Settings
+from gep.sanitize import redact
+
+SourceKind = Literal["transcript", "memory_log", "log", "memory", "user"]
+
+_SKIP_DIRS = frozenset({".git", ".gep"})
+_LINE_CLIP = 300
+_RESULT_CLIP = 200
+
+NO_SESSION_LOGS = "[NO SESSION LOGS FOUND]"
+MEMORY_MISSING = "[MEMORY.md MISSING]"
+USER_MISSING = "[USER.md MISSING]"
+
+
+class SourceFile(BaseModel):
+    """One file a cycle read (paths relative to the workspace)."""
+
+    path: str
+    kind: SourceKind
+    size: int
+    bytes_read: int
+    truncated: bool
+    mtime: float = 0.0
+
+
+class SourceBundle(BaseModel):
+    """The texts handed to signal extraction and the prompt, plus what was read to make them."""
+
+    recent_session_transcript: str = ""
+    today_log: str = ""
+    memory_snippet: str = ""
+    user_snippet: str = ""
+    files: list[SourceFile] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------- bounded reading
+
+
+@dataclass
+class _Tail:
+    text: str
+    size: int
+    bytes_read: int
+    truncated: bool
+
+
+def read_tail(path: Path, cap: int) -> _Tail:
+    """At most ``cap`` bytes from the end of ``path``, decoded with replacement."""
+    cap = max(0, int(cap))
+    with path.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        start = max(0, size - cap)
+        fh.seek(start)
+        data = fh.read(cap)
+    truncated = start > 0
+    if truncated:
+        # Resume at a character boundary, then at the next full line when there is one.
+        skip = 0
+        while skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
+            skip += 1
+        data = data[skip:]
+        newline = data.find(b"\n")
+        if 0 <= newline < len(data) - 1:
+            data = data[newline + 1 :]
+    text = data.decode("utf-8", errors="replace").replace("\x00", "")
+    return _Tail(text=text, size=size, bytes_read=min(cap, size), truncated=truncated)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        rel = path.resolve().relative_to(root)
+    except (OSError, ValueError):
+        return False
+    return not (_SKIP_DIRS & set(rel.parts))
+
+
+def _glob_newest(root: Path, patterns: list[str], limit: int) -> list[tuple[Path, os.stat_result]]:
+    """Regular files matched by ``patterns`` inside ``root``, newest first, at most ``limit``."""
+    found: dict[Path, os.stat_result] = {}
+    for pattern in patterns:
+        if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            continue
+        for path in root.glob(pattern):
+            rel_parts = path.relative_to(root).parts
+            if _SKIP_DIRS & set(rel_parts) or path in found:
+                continue
+            try:
+                if not path.is_file() or not _inside(path, root):
+                    continue
+                found[path] = path.stat()
+            except OSError:
+                continue
+    ordered = sorted(found.items(), key=lambda item: (-item[1].st_mtime, str(item[0])))
+    return ordered[: max(0, limit)]
+
+
+# ---------------------------------------------------------------- transcripts
+
+
+def _flat(text: str, limit: int) -> str:
+    return " ".join(part for part in text.replace("\r", "\n").split("\n") if part != "")[:limit]
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for item in value:
+            if isinstance(item, dict) and item.get("type") == "text":
+                parts.append(str(item.get("text", "")))
+            elif isinstance(item, str):
+                parts.append(item)
+        return "\n".join(parts)
+    return json.dumps(value, ensure_ascii=False) if value is not None else ""
+
+
+def _tool_result_line(content: str, is_error: bool) -> str | None:
+    if not is_error:
+        if len(content) < 50 and ("success" in content or "done" in content):
+            return None
+        if content.strip() in ("", "{}"):
+            return None
+    preview = _flat(content, _RESULT_CLIP) + ("..." if len(content) > _RESULT_CLIP else "")
+    return ("[TOOL ERROR] " if is_error else "[TOOL RESULT] ") + preview
+
+
+def _openclaw_lines(data: dict[str, Any]) -> list[str]:
+    msg = data.get("message")
+    if data.get("type") == "message" and isinstance(msg, dict) and msg.get("role") != "toolResult":
+        role = str(msg.get("role") or "unknown").upper()
+        content = msg.get("content")
+        if isinstance(content, list):
+            text = " ".join(
+                str(c.get("text", ""))
+                if c.get("type") == "text"
+                else f"[TOOL: {c.get('name')}]"
+                if c.get("type") == "toolCall"
+                else ""
+                for c in content
+                if isinstance(c, dict)
+            )
+        elif isinstance(content, str):
+            text = content
+        else:
+            text = json.dumps(content, ensure_ascii=False)
+        error = msg.get("errorMessage")
+        if error:
+            err = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+            text = "[LLM ERROR] " + _flat(err, _LINE_CLIP)
+        if text.strip() == "HEARTBEAT_OK" or ("NO_REPLY" in text and not error):
+            return []
+        return [f"**{role}**: {_flat(text, _LINE_CLIP)}"]
+    # Tool results: {"type": "tool_result", ...} or a message with role "toolResult".
+    result = ""
+    tool_result = data.get("tool_result")
+    if isinstance(tool_result, dict):
+        result = _as_text(tool_result.get("output")) if tool_result.get("output") else json.dumps(tool_result)
+    if data.get("content"):
+        result = _as_text(data["content"])
+    elif isinstance(msg, dict) and msg.get("content"):
+        result = _as_text(msg["content"])
+    is_error = bool(data.get("is_error") or (isinstance(msg, dict) and msg.get("isError")))
+    line = _tool_result_line(result, is_error)
+    return [line] if line else []
+
+
+def _claude_code_lines(data: dict[str, Any]) -> list[str]:
+    msg = data.get("message")
+    if not isinstance(msg, dict):
+        return []
+    role = str(msg.get("role") or data.get("type") or "unknown").upper()
+    content = msg.get("content")
+    if data.get("isApiErrorMessage"):
+        return ["[LLM ERROR] " + _flat(_as_text(content), _LINE_CLIP)]
+    if isinstance(content, str):
+        return [f"**{role}**: {_flat(content, _LINE_CLIP)}"] if content.strip() else []
+    if not isinstance(content, list):
+        return []
+    lines: list[str] = []
+    words: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            words.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            words.append(f"[TOOL: {block.get('name')}]")
+        elif kind == "tool_result":
+            line = _tool_result_line(_as_text(block.get("content")), bool(block.get("is_error")))
+            if line:
+                lines.append(line)
+    text = " ".join(w for w in words if w)
+    if text.strip():
+        lines.insert(0, f"**{role}**: {_flat(text, _LINE_CLIP)}")
+    return lines
+
+
+def render_transcript(jsonl: str) -> str:
+    """Readable lines of an OpenClaw or Claude Code JSONL session (unparsable lines skipped)."""
+    out: list[str] = []
+    last, repeats = "", 0
+    for raw in jsonl.split("\n"):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        if data.get("type") in ("user", "assistant"):
+            entries = _claude_code_lines(data)
+        else:
+            entries = _openclaw_lines(data)
+        for entry in entries:
+            if entry == last:
+                repeats += 1
+                continue
+            if repeats:
+                out.append(f"   ... [Repeated {repeats} times] ...")
+                repeats = 0
+            out.append(entry)
+            last = entry
+    if repeats:
+        out.append(f"   ... [Repeated {repeats} times] ...")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- collection
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _read_single(root: Path, name: str, cap: int, kind: SourceKind, files: list[SourceFile]) -> str | None:
+    if not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        return None
+    path = root / name
+    if not path.is_file() or not _inside(path, root):
+        return None
+    try:
+        tail = read_tail(path, cap)
+        mtime = path.stat().st_mtime
+    except OSError:
+        return None
+    files.append(
+        SourceFile(
+            path=_rel(path, root),
+            kind=kind,
+            size=tail.size,
+            bytes_read=tail.bytes_read,
+            truncated=tail.truncated,
+            mtime=mtime,
+        )
+    )
+    return tail.text
+
+
+def collect_sources(workspace: Path, settings: Settings, now: datetime | None = None) -> SourceBundle:
+    """Read what ``settings`` points at in ``workspace`` (see the module docstring for the mapping)."""
+    root = Path(workspace).resolve()
+    now = now or datetime.now(UTC)
+    files: list[SourceFile] = []
+
+    # Transcripts, newest first.
+    sections = []
+    for path, st in _glob_newest(root, settings.transcript_globs, settings.max_source_files):
+        try:
+            tail = read_tail(path, settings.transcript_tail_bytes)
+        except OSError:
+            continue
+        files.append(
+            SourceFile(
+                path=_rel(path, root),
+                kind="transcript",
+                size=tail.size,
+                bytes_read=tail.bytes_read,
+                truncated=tail.truncated,
+                mtime=st.st_mtime,
+            )
+        )
+        rendered = render_transcript(tail.text)
+        if rendered.strip():
+            sections.append(f"--- SESSION ({path.name}) ---\n{rendered}")
+    transcript = "\n\n".join(sections) if sections else NO_SESSION_LOGS
+
+    # Today's memory log, then the log files.
+    day = now.astimezone(UTC).strftime("%Y-%m-%d")
+    log_parts = []
+    memory_log = _read_single(
+        root, f"{settings.memory_dir}/{day}.md", settings.memory_tail_bytes, "memory_log", files
+    )
+    if memory_log:
+        log_parts.append(memory_log)
+    for path, st in _glob_newest(root, settings.log_globs, settings.max_source_files):
+        try:
+            tail = read_tail(path, settings.log_tail_bytes)
+        except OSError:
+            continue
+        files.append(
+            SourceFile(
+                path=_rel(path, root),
+                kind="log",
+                size=tail.size,
+                bytes_read=tail.bytes_read,
+                truncated=tail.truncated,
+                mtime=st.st_mtime,
+            )
+        )
+        if tail.text.strip():
+            log_parts.append(f"--- LOG ({_rel(path, root)}) ---\n{tail.text}")
+
+    memory = _read_single(root, settings.memory_file, settings.memory_tail_bytes, "memory", files)
+    user = _read_single(root, settings.user_file, settings.user_tail_bytes, "user", files)
+
+    return SourceBundle(
+        recent_session_transcript=redact(transcript),
+        today_log=redact("\n".join(log_parts)),
+        memory_snippet=redact(memory) if memory is not None else MEMORY_MISSING,
+        user_snippet=redact(user) if user is not None else USER_MISSING,
+        files=files,
+    )
