@@ -1,0 +1,219 @@
+"""The safe command runner: injection payloads are refused and never run; allowed commands run safely."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gep.config import Settings
+from gep.runner import check_command, resolve_program, run_command, run_validation
+
+ALLOW = Settings().command_allowlist
+
+# Every payload tries to create the marker file {m}. All must be refused, and none may create it.
+PAYLOADS = [
+    "pytest; touch {m}",
+    "pytest ;touch {m}",
+    "pytest && touch {m}",
+    "pytest || touch {m}",
+    "pytest | tee {m}",
+    "pytest & touch {m}",
+    "ruff check . &touch {m}",
+    "pytest `touch {m}`",
+    "pytest $(touch {m})",
+    'pytest "$(touch {m})"',
+    "pytest --x=`touch {m}`",
+    "pytest > {m}",
+    "pytest >> {m}",
+    "pytest 2> {m}",
+    "pytest &> {m}",
+    "pytest < {m}",
+    "pytest\ntouch {m}",
+    "pytest\rtouch {m}",
+    "pytest\x00touch {m}",
+    "pytest${{IFS}}-q;touch${{IFS}}{m}",
+    "python${{IFS}}-c${{IFS}}open('{m}','w')",
+    "python $HOME/x.py",
+    "python -c \"open('{m}','w')\"",
+    "python3 -c \"open('{m}','w')\"",
+    "python -Ic \"open('{m}','w')\"",
+    "python -qc \"open('{m}','w')\"",
+    "python -c\"open('{m}','w')\"",
+    "python -W ignore -c \"open('{m}','w')\"",
+    "/usr/bin/python3 -c \"open('{m}','w')\"",
+    "node -e \"require('fs').writeFileSync('{m}','x')\"",
+    "node --eval \"require('fs').writeFileSync('{m}','x')\"",
+    "node --eval=\"require('fs').writeFileSync('{m}','x')\"",
+    "node -p \"require('fs').writeFileSync('{m}','x')\"",
+    "node -pe \"require('fs').writeFileSync('{m}','x')\"",
+    "node --print \"require('fs').writeFileSync('{m}','x')\"",
+    "npx -c 'touch {m}'",
+    "npx --call 'touch {m}'",
+    "npm exec -c 'touch {m}'",
+    "make --eval='all: ; touch {m}'",
+    "make -E 'x'",
+    "make SHELL=/bin/touch",
+    "touch {m}",
+    "/usr/bin/touch {m}",
+    "'touch' {m}",
+    "sh -c 'touch {m}'",
+    "/bin/sh -c 'touch {m}'",
+    "bash -c 'touch {m}'",
+    "env touch {m}",
+    "xargs touch {m}",
+    "perl -e 'open(F,\">{m}\")'",
+    "FOO=1 touch {m}",
+    "LD_PRELOAD=/tmp/evil.so pytest",
+    "PYTHONSTARTUP=/tmp/evil.py python",
+    "python3.11 -c \"open('{m}','w')\"",
+    "",
+    "   ",
+    "pytest 'unbalanced",
+]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_injection_payload_is_blocked_and_never_runs(payload: str, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    cmd = payload.format(m=marker)
+    assert check_command(cmd, ALLOW) is not None, cmd
+    res = run_command(cmd, cwd=tmp_path, settings=Settings())
+    assert not res.ok
+    assert res.blocked_reason
+    assert res.exit_code is None
+    assert res.stderr.startswith("BLOCKED:")
+    assert not marker.exists()
+
+
+def test_there_are_at_least_30_payloads() -> None:
+    assert len(PAYLOADS) >= 30
+
+
+@pytest.mark.parametrize("cmd", [
+    "python -m pytest -q",
+    "python -m pytest -c pytest.ini -k 'not slow'",  # pytest's own -c (config file) is fine after -m
+    "python -q -m compileall .",
+    "python script.py -c x",  # -c after the script belongs to the script
+    "pytest -q tests/test_x.py",
+    "ruff check .",
+    "mypy gep",
+    "make test",
+    "node scripts/validate.js -e",
+    "npm test",
+    "npx tsc --noEmit",
+    "/usr/bin/python3 -m pytest",
+])
+def test_ordinary_validation_commands_are_allowed(cmd: str) -> None:
+    assert check_command(cmd, ALLOW) is None
+
+
+def test_allowlist_is_configurable() -> None:
+    assert check_command("cargo test", ALLOW) is not None
+    assert check_command("cargo test", [*ALLOW, "cargo"]) is None
+    assert check_command("pytest", ["python"]) is not None
+
+
+def _script(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "script.py"
+    p.write_text(body)
+    return p
+
+
+def test_runs_without_a_shell_and_reports_exit_code(tmp_path: Path) -> None:
+    _script(tmp_path, "import sys\nprint('args', sys.argv[1:])\nsys.exit(3)\n")
+    res = run_command("python script.py 'a b' '*'", cwd=tmp_path, settings=Settings())
+    assert res.exit_code == 3 and not res.ok
+    assert "args ['a b', '*']" in res.stdout  # no globbing, quoting honoured
+    ok = run_command("python script.py", cwd=tmp_path, settings=Settings())
+    assert ok.exit_code == 3
+    _script(tmp_path, "print('fine')\n")
+    assert run_command("python script.py", cwd=tmp_path, settings=Settings()).ok
+
+
+def test_output_is_capped_and_redacted(tmp_path: Path) -> None:
+    secret = "sk-ant-api03-" + "A" * 40
+    _script(tmp_path, f"print('x' * 100_000)\nprint('token {secret}')\n")
+    res = run_command("python script.py", cwd=tmp_path, settings=Settings(output_cap_chars=500))
+    assert res.ok
+    assert len(res.stdout) <= 500 + 80
+    assert "truncated" in res.stdout
+    assert secret not in res.stdout and "[REDACTED]" in res.stdout
+
+
+def test_environment_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-" + "B" * 40)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "hunter2hunter2")
+    monkeypatch.setenv("GEP_HARMLESS", "visible")
+    _script(tmp_path, "import os\nprint(sorted(os.environ))\n")
+    res = run_command("python script.py", cwd=tmp_path, settings=Settings())
+    assert "GEP_HARMLESS" in res.stdout
+    assert "ANTHROPIC_API_KEY" not in res.stdout and "MY_SERVICE_TOKEN" not in res.stdout
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    _script(tmp_path, (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"))
+    started = time.monotonic()
+    res = run_command("python script.py", cwd=tmp_path, settings=Settings(validation_timeout_s=1.5))
+    assert time.monotonic() - started < 20
+    assert res.timed_out and not res.ok and res.exit_code is None
+    assert "timed out" in res.stderr
+    child = int(pidfile.read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the grandchild survived the timeout")
+
+
+def test_python_falls_back_to_this_interpreter_when_not_on_path(tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    assert resolve_program("python", {"PATH": str(empty)}) == sys.executable
+    assert resolve_program("pytest", {"PATH": str(empty)}) is None
+
+
+def test_python_resolves_to_the_path_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    fake = venv_bin / "python"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'print(\"workspace venv\")'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}")
+    res = run_command("python -m pytest", cwd=tmp_path, settings=Settings())
+    assert res.ok and "workspace venv" in res.stdout
+
+
+def test_missing_program_fails_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    res = run_command("mypy .", cwd=tmp_path, settings=Settings())
+    assert not res.ok and "not found" in res.stderr and res.blocked_reason is None
+
+
+def test_validation_stops_at_first_failure_and_reports(tmp_path: Path) -> None:
+    (tmp_path / "ok.py").write_text("print('ok')\n")
+    (tmp_path / "bad.py").write_text("raise SystemExit(2)\n")
+    rep = run_validation(commands=["python ok.py", "python bad.py", "python ok.py"], cwd=tmp_path,
+                         settings=Settings(), gene_id="g", report_id="vr_1")
+    assert not rep.overall_ok
+    assert [r.ok for r in rep.results] == [True, False]
+    assert rep.commands == ["python ok.py", "python bad.py", "python ok.py"]
+    assert rep.started_at and rep.finished_at
+    good = run_validation(commands=["python ok.py"], cwd=tmp_path, settings=Settings(), gene_id="g",
+                          report_id="vr_2")
+    assert good.overall_ok
+    blocked = run_validation(commands=["python ok.py; touch x"], cwd=tmp_path, settings=Settings(), gene_id="g",
+                             report_id="vr_3")
+    assert not blocked.overall_ok and blocked.results[0].blocked_reason
+    assert not (tmp_path / "x").exists()
