@@ -59,7 +59,7 @@ def tool_use(name: str, input: dict[str, Any], id: str | None = None) -> dict[st
     return {"type": "tool_use", "id": id or f"toolu_{uuid.uuid4().hex[:20]}", "name": name, "input": input}
 
 
-def message(*blocks: dict[str, Any], stop_reason: str | None = None, model: str = "claude-sonnet-4-5",
+def message(*blocks: dict[str, Any], stop_reason: str | None = None, model: str = "claude-sonnet-4-6",
             input_tokens: int = 100, output_tokens: int = 20, cache_creation: int = 0,
             cache_read: int = 0) -> dict[str, Any]:
     if stop_reason is None:

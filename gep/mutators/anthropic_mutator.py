@@ -40,12 +40,16 @@ EPHEMERAL = {"type": "ephemeral"}
 # USD per million tokens (input, output) by model family, first match wins. Cache writes cost 1.25x
 # input, cache reads 0.1x input. An estimate for the event, not a bill.
 PRICES: list[tuple[str, float, float]] = [
-    ("opus-4-5", 5.0, 25.0),
-    ("opus", 15.0, 75.0),
+    ("claude-3-opus", 15.0, 75.0),
+    ("opus-4-0", 15.0, 75.0),
+    ("opus-4-1", 15.0, 75.0),
+    ("opus-4-2025", 15.0, 75.0),
+    ("opus", 5.0, 25.0),  # Opus 4.5 and later
     ("sonnet", 3.0, 15.0),
-    ("haiku-4", 1.0, 5.0),
+    ("3-5-haiku", 0.8, 4.0),
     ("haiku-3-5", 0.8, 4.0),
-    ("haiku", 0.25, 1.25),
+    ("3-haiku", 0.25, 1.25),
+    ("haiku", 1.0, 5.0),  # Haiku 4.5 and later
 ]
 
 
