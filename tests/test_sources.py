@@ -1,0 +1,245 @@
+"""What a cycle reads from a workspace (gep/sources.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from gep.config import Settings, load_settings
+from gep.sanitize import REDACTED
+from gep.signals import extract_signals
+from gep.sources import (
+    MEMORY_MISSING,
+    NO_SESSION_LOGS,
+    USER_MISSING,
+    collect_sources,
+    read_tail,
+    render_transcript,
+)
+
+NOW = datetime(2026, 3, 14, 23, 30, tzinfo=UTC)
+
+
+def write(path: Path, text: str | bytes, mtime: float | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_empty_workspace_gives_the_reference_markers(tmp_path: Path) -> None:
+    bundle = collect_sources(tmp_path, Settings(), now=NOW)
+    assert bundle.recent_session_transcript == NO_SESSION_LOGS
+    assert bundle.today_log == ""
+    assert bundle.memory_snippet == MEMORY_MISSING
+    assert bundle.user_snippet == USER_MISSING
+    assert bundle.files == []
+    signals = extract_signals(**bundle.model_dump(exclude={"files"}))
+    assert signals == ["memory_missing", "user_missing", "session_logs_missing"]
+
+
+def test_example_workspace_yields_its_bug(example_ws: Path) -> None:
+    bundle = collect_sources(example_ws, load_settings(example_ws), now=NOW)
+    signals = extract_signals(**bundle.model_dump(exclude={"files"}))
+    assert signals[0] == "log_error"
+    assert signals[1].startswith("errsig:") and "AssertionError: mean" in signals[1]
+    assert {f.kind for f in bundle.files} >= {"log", "memory", "user"}
+
+
+def test_today_memory_log_uses_the_injected_clock_then_logs(tmp_path: Path) -> None:
+    write(tmp_path / "memory/2026-03-14.md", "today: I need a csv export")
+    write(tmp_path / "memory/2026-03-13.md", "yesterday: Error: old")
+    write(tmp_path / "logs/app.log", "worker timeout\n")
+    bundle = collect_sources(tmp_path, Settings(), now=NOW)
+    assert bundle.today_log.startswith(
+        "today: I need a csv export\n--- LOG (logs/app.log) ---\nworker timeout"
+    )
+    assert "yesterday" not in bundle.today_log
+    # The date is taken in UTC, as the reference's toISOString.
+    local_evening = datetime(2026, 3, 15, 1, 0, tzinfo=UTC).astimezone()
+    assert "today" not in collect_sources(tmp_path, Settings(), now=local_evening).today_log
+
+
+def test_logs_newest_first_and_capped_in_number(tmp_path: Path) -> None:
+    for i in range(5):
+        write(tmp_path / f"logs/sub/{i}.log", f"entry {i}\n", mtime=1_700_000_000 + i)
+    bundle = collect_sources(tmp_path, Settings(max_source_files=3), now=NOW)
+    assert [f.path for f in bundle.files if f.kind == "log"] == [
+        "logs/sub/4.log",
+        "logs/sub/3.log",
+        "logs/sub/2.log",
+    ]
+    assert bundle.today_log.index("entry 4") < bundle.today_log.index("entry 3")
+    assert "entry 0" not in bundle.today_log
+
+
+def test_huge_sparse_log_costs_only_the_tail(tmp_path: Path) -> None:
+    big = tmp_path / "logs/huge.log"
+    big.parent.mkdir(parents=True)
+    with big.open("wb") as fh:
+        fh.truncate(2 * 1024**3)  # 2 GB, sparse
+        fh.seek(2 * 1024**3 - 40)
+        fh.write(b"\nTypeError: boom at the very end\n")
+    bundle = collect_sources(tmp_path, Settings(log_tail_bytes=4096), now=NOW)
+    (entry,) = [f for f in bundle.files if f.kind == "log"]
+    assert entry.size >= 2 * 1024**3
+    assert entry.bytes_read <= 4096
+    assert entry.truncated
+    assert "TypeError: boom at the very end" in bundle.today_log
+    assert len(bundle.today_log) < 5000
+
+
+def test_binary_and_invalid_utf8_never_crash(tmp_path: Path) -> None:
+    write(tmp_path / "logs/bin.log", bytes(range(256)) * 50 + b"\xff\xfe Error: after garbage\n")
+    write(tmp_path / "MEMORY.md", b"\xc3\x28 broken \xe2\x82 utf8")
+    bundle = collect_sources(tmp_path, Settings(), now=NOW)
+    assert "Error: after garbage" in bundle.today_log
+    assert "\ufffd" in bundle.memory_snippet
+    assert "\x00" not in bundle.today_log
+
+
+def test_tail_starts_on_a_line_and_character_boundary(tmp_path: Path) -> None:
+    path = write(tmp_path / "x.log", "é" * 100 + "\nsecond line\nthird line\n")
+    for cap in (27, 30):  # 27 starts inside a two-byte "é", 30 on its first byte
+        tail = read_tail(path, cap)
+        assert tail.truncated and tail.bytes_read == cap
+        assert tail.text == "second line\nthird line\n"
+    assert read_tail(path, 10_000).text.startswith("é")
+
+
+def test_secrets_are_redacted_everywhere(tmp_path: Path) -> None:
+    key = "sk-ant-api03-" + "Q" * 40
+    write(tmp_path / "logs/a.log", f"calling with ANTHROPIC_API_KEY={key}\n")
+    write(tmp_path / "MEMORY.md", "owner: alice@example.com\npassword: hunter2hunter2")
+    write(tmp_path / "USER.md", "token ghp_" + "x" * 36)
+    line = {"type": "user", "message": {"role": "user", "content": f"use {key} please"}}
+    write(tmp_path / "sessions/s.jsonl", json.dumps(line) + "\n")
+    bundle = collect_sources(tmp_path, Settings(), now=NOW)
+    text = bundle.model_dump_json()
+    for secret in (key, "alice@example.com", "hunter2hunter2", "ghp_" + "x" * 36):
+        assert secret not in text
+    assert REDACTED in bundle.today_log and REDACTED in bundle.recent_session_transcript
+
+
+def test_git_and_gep_dirs_and_escaping_globs_are_never_read(tmp_path: Path) -> None:
+    write(tmp_path / ".git/logs/HEAD.log", "Error: from git\n")
+    write(tmp_path / ".gep/logs/x.log", "Error: from gep\n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.log"
+    outside.write_text("Error: outside\n")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/link.log").symlink_to(outside)
+    settings = Settings(log_globs=["**/*.log", "../*.log", str(outside)])
+    bundle = collect_sources(tmp_path, settings, now=NOW)
+    assert bundle.today_log == ""
+    assert bundle.files == [] or all(f.kind != "log" for f in bundle.files)
+
+
+def test_openclaw_session_rendering() -> None:
+    lines = [
+        {
+            "type": "message",
+            "message": {"role": "user", "content": [{"type": "text", "text": "please add\nexport"}]},
+        },
+        {
+            "type": "message",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "on it"}, {"type": "toolCall", "name": "exec"}],
+            },
+        },
+        {"type": "message", "message": {"role": "assistant", "content": "HEARTBEAT_OK"}},
+        {
+            "type": "message",
+            "message": {
+                "role": "assistant",
+                "content": [],
+                "errorMessage": "Unsupported MIME type: image/gif",
+            },
+        },
+        {"type": "tool_result", "content": "done"},
+        {"type": "tool_result", "content": "Traceback ... ZeroDivisionError: division by zero " + "x" * 300},
+        {
+            "type": "message",
+            "message": {"role": "assistant", "content": [{"type": "toolCall", "name": "exec"}]},
+        },
+        {
+            "type": "message",
+            "message": {"role": "assistant", "content": [{"type": "toolCall", "name": "exec"}]},
+        },
+    ]
+    text = render_transcript("\n".join(json.dumps(x) for x in lines) + "\nnot json\n")
+    out = text.split("\n")
+    assert out[0] == "**USER**: please add export"
+    assert out[1] == "**ASSISTANT**: on it [TOOL: exec]"
+    assert out[2] == "**ASSISTANT**: [LLM ERROR] Unsupported MIME type: image/gif"
+    assert out[3].startswith("[TOOL RESULT] Traceback ... ZeroDivisionError") and out[3].endswith("...")
+    assert out[4] == "**ASSISTANT**: [TOOL: exec]"
+    assert out[5] == "   ... [Repeated 1 times] ..."
+    assert "unsupported_input_type" in extract_signals(recent_session_transcript=text)
+
+
+def test_claude_code_session_rendering(tmp_path: Path) -> None:
+    lines = [
+        {"type": "summary", "summary": "x"},
+        {"type": "user", "message": {"role": "user", "content": "fix the failing test"}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "hmm"},
+                    {"type": "text", "text": "Running tests"},
+                    {"type": "tool_use", "name": "Bash", "input": {"command": "pytest"}},
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "Error: 1 failed"}],
+                    }
+                ],
+            },
+        },
+        {
+            "type": "assistant",
+            "isApiErrorMessage": True,
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "API Error: 529 overloaded"}],
+            },
+        },
+    ]
+    write(tmp_path / ".claude/projects/p/abc.jsonl", "\n".join(json.dumps(x) for x in lines))
+    bundle = collect_sources(tmp_path, Settings(), now=NOW)
+    assert bundle.recent_session_transcript.split("\n") == [
+        "--- SESSION (abc.jsonl) ---",
+        "**USER**: fix the failing test",
+        "**ASSISTANT**: Running tests [TOOL: Bash]",
+        "[TOOL ERROR] Error: 1 failed",
+        "[LLM ERROR] API Error: 529 overloaded",
+    ]
+    assert [f.kind for f in bundle.files] == ["transcript"]
+
+
+def test_transcripts_newest_first_with_partial_first_line_dropped(tmp_path: Path) -> None:
+    old = {"type": "user", "message": {"role": "user", "content": "old session"}}
+    new = {"type": "user", "message": {"role": "user", "content": "new session"}}
+    write(tmp_path / "sessions/a.jsonl", json.dumps(old), mtime=1_700_000_000)
+    filler = json.dumps({"type": "user", "message": {"role": "user", "content": "z" * 500}})
+    write(tmp_path / "sessions/b.jsonl", filler + "\n" + json.dumps(new) + "\n", mtime=1_700_000_100)
+    bundle = collect_sources(tmp_path, Settings(transcript_tail_bytes=200), now=NOW)
+    text = bundle.recent_session_transcript
+    assert text.index("new session") < text.index("old session")
+    assert "zzz" not in text
