@@ -188,10 +188,14 @@ class GeneStats(BaseModel):
     successes: int = 0
     failures: int = 0
     empties: int = 0
-    # decayed, similarity-weighted evidence (empties count as failures): a Beta(s+1, f+1) posterior
+    # decayed, similarity-weighted evidence in similar situations (empties count as failures)
     evidence_success: float = 0.0
     evidence_fail: float = 0.0
-    expected: float = 0.5  # posterior mean (Laplace); 0.5 with no evidence
+    # Beta(alpha, beta) posterior: 1 + evidence, plus one pseudo-observation from the gene's record in other
+    # situations while this one has little evidence of its own
+    alpha: float = 1.0
+    beta: float = 1.0
+    expected: float = 0.5  # posterior mean alpha / (alpha + beta); 0.5 with no evidence at all
 
     @property
     def evidence(self) -> float:
@@ -264,6 +268,8 @@ def memory_advice(
     ev_f: dict[str, float] = {}
     prior_s: dict[str, float] = {}
     prior_f: dict[str, float] = {}
+    other_s: dict[str, float] = {}
+    other_f: dict[str, float] = {}
 
     for ev in events:
         if not ev.genes_used:
@@ -287,6 +293,11 @@ def memory_advice(
             prior_f[gid] = prior_f.get(gid, 0.0) + w_prior
 
         if sim < C.SIGNAL_KEY_JACCARD_MIN:
+            w_other = decay_weight(at, now, C.EDGE_HALF_LIFE_DAYS)
+            if kind == "success":
+                other_s[gid] = other_s.get(gid, 0.0) + w_other
+            else:
+                other_f[gid] = other_f.get(gid, 0.0) + w_other
             continue
         edges.setdefault((key, gid), _Edge()).add(kind, at)
         w = sim * decay_weight(at, now, C.EDGE_HALF_LIFE_DAYS)
@@ -318,16 +329,17 @@ def memory_advice(
             st.prior_attempts = priors[gid].total
         st.score = st.best + st.prior * 0.12 if st.best > 0 else st.prior * 0.4
 
-        # posterior over the decayed evidence; the gene's global record counts as one pseudo-observation
-        # when this situation has little evidence of its own
         s, f = ev_s.get(gid, 0.0), ev_f.get(gid, 0.0)
         ps, pf = prior_s.get(gid, 0.0), prior_f.get(gid, 0.0)
-        if ps + pf > 0 and s + f < C.MEMORY_BAN_MIN_EVIDENCE:
-            prior_p = laplace(ps, ps + pf)
-            s += C.GENE_PRIOR_PSEUDO_COUNT * prior_p
-            f += C.GENE_PRIOR_PSEUDO_COUNT * (1.0 - prior_p)
         st.evidence_success, st.evidence_fail = round(s, 6), round(f, 6)
-        st.expected = round(laplace(s, s + f), 6)
+        a, b = 1.0 + s, 1.0 + f
+        os_, of_ = other_s.get(gid, 0.0), other_f.get(gid, 0.0)
+        if os_ + of_ > 0 and s + f < C.MEMORY_BAN_MIN_EVIDENCE:
+            other_p = laplace(os_, os_ + of_)
+            a += C.GENE_PRIOR_PSEUDO_COUNT * other_p
+            b += C.GENE_PRIOR_PSEUDO_COUNT * (1.0 - other_p)
+        st.alpha, st.beta = round(a, 6), round(b, 6)
+        st.expected = round(a / (a + b), 6)
         stats.append(st)
 
         edge_n = ev_s.get(gid, 0.0) + ev_f.get(gid, 0.0)

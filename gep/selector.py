@@ -384,7 +384,7 @@ def select_gene_and_capsule(
         draws = []
         for c in candidates[:k]:
             st = advice.stats(c.gene_id)
-            draws.append(rng.betavariate(1.0 + st.evidence_success, 1.0 + st.evidence_fail))
+            draws.append(rng.betavariate(st.alpha, st.beta))
         pick = candidates[max(range(k), key=lambda i: draws[i])]
         mode = "drift"
         reasons.append(f"drift: stochastic pick among top {k} (intensity {intensity:.2f})")

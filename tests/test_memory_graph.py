@@ -1,0 +1,176 @@
+"""Memory graph: signal keys, Laplace estimates, decay, similarity, empty cycles, low-success bans."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from gep.memory_graph import (
+    compute_signal_key,
+    jaccard,
+    memory_advice,
+    normalize_error_signature,
+    stable_hash,
+)
+from gep.models import BlastRadius, EvolutionEvent, Gene, Outcome, iso
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+SIG = ["log_error", "errsig:TypeError: x is undefined", "recurring_error"]
+GENES = [Gene(id="gene_a", signals_match=["log_error"]), Gene(id="gene_b", signals_match=["errsig"])]
+
+
+def ev(i: int, gene: str | None, status: str, signals=SIG, age_days: float = 0.0, empty: bool = False,
+       at: str | None = None) -> EvolutionEvent:
+    changed = status == "success" and not empty
+    return EvolutionEvent(id=f"e{i}", signals=list(signals), genes_used=[gene] if gene else [],
+                          outcome=Outcome(status=status, score=0.85 if changed else 0.2),
+                          blast_radius=BlastRadius(files=1, lines=3) if changed else BlastRadius(),
+                          meta={"at": at if at is not None else iso(NOW - timedelta(days=age_days)),
+                                "empty_cycle": empty})
+
+
+def advice(events, signals=SIG, genes=GENES):
+    return memory_advice(events=events, signals=signals, genes=genes, now=NOW)
+
+
+# ------------------------------------------------------------------ keys
+
+
+def test_stable_hash_is_fnv1a():
+    assert stable_hash("") == "811c9dc5"
+    assert stable_hash("a") == "e40c292c"
+    assert stable_hash("foobar") == "bf9cf968"
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (["errsig:Error at /home/u/app.py line 12"], ["errsig:Error at /srv/x/app.py line 99"], True),
+    (["errsig:bad value 0xdeadbeef"], ["errsig:bad value 0x1f"], True),
+    (["errsig:Error   in   C:\\work\\x.js"], ["errsig:error in D:\\other\\y.js"], True),
+    (["errsig:TypeError"], ["errsig:ValueError"], False),
+    (["b", "a", "a", " "], ["a", "b"], True),  # de-duplicated, sorted, blanks dropped
+])
+def test_signal_key_normalises_noise(a, b, same):
+    assert (compute_signal_key(a) == compute_signal_key(b)) is same
+
+
+def test_signal_key_shape():
+    assert compute_signal_key([]) == "(none)"
+    key = compute_signal_key(["log_error", "errsig:Boom 42"])
+    assert key == f"errsig_norm:{stable_hash(normalize_error_signature('Boom 42'))}|log_error"
+    assert normalize_error_signature("Boom 42 at /a/b.py") == "boom <n> at <path>"
+
+
+def test_jaccard():
+    assert jaccard([], []) == 1.0
+    assert jaccard(["a"], []) == 0.0
+    assert jaccard(["a", "b"], ["b", "c"]) == pytest.approx(1 / 3)
+
+
+# ------------------------------------------------------------------ estimates
+
+
+def test_laplace_expected_success_from_recorded_events():
+    events = [ev(1, "gene_a", "success"), ev(2, "gene_a", "success"), ev(3, "gene_a", "success"),
+              ev(4, "gene_a", "failed")]
+    a = advice(events).stats("gene_a")
+    assert (a.successes, a.failures, a.attempts) == (3, 1, 4)
+    assert a.expected == pytest.approx(4 / 6)
+    assert a.best == pytest.approx(4 / 6)
+    assert advice(events).stats("gene_b").expected == 0.5  # nothing known
+
+
+def test_edge_evidence_decays_with_a_30_day_half_life():
+    a = advice([ev(1, "gene_a", "failed", age_days=30)]).stats("gene_a")
+    assert a.evidence_fail == pytest.approx(0.5, abs=1e-6)
+    assert a.best == pytest.approx((1 / 3) * 0.5, abs=1e-6)  # reference value: p * decay(last)
+    assert a.prior == pytest.approx((1 / 3) * 0.5 ** (30 / 45), abs=1e-6)  # gene prior: 45-day half-life
+
+
+def test_similar_situations_count_by_jaccard_at_least_0_34():
+    near = ["log_error", "recurring_error", "perf_bottleneck"]  # 2 shared of 4 -> 0.5
+    far = ["log_error", "perf_bottleneck", "high_tool_usage", "capability_gap"]  # 1 of 6 -> 0.17
+    a = advice([ev(1, "gene_a", "failed", signals=near), ev(2, "gene_a", "failed", signals=far)])
+    st = a.stats("gene_a")
+    assert st.failures == 1
+    assert st.prior_attempts == 2  # the far event still counts toward the gene's global prior
+    assert [round(k.similarity, 2) for k in a.similar_keys] == [1.0, 0.5]
+
+
+def test_control_signals_do_not_split_a_situation():
+    events = [ev(1, "gene_a", "failed", signals=SIG + ["consecutive_failure_streak_3"]),
+              ev(2, "gene_a", "failed", signals=SIG + ["consecutive_failure_streak_4", "ban_gene:gene_a"])]
+    a = advice(events, signals=SIG + ["consecutive_failure_streak_5"])
+    assert len(a.similar_keys) == 1
+    assert a.signal_key == compute_signal_key(SIG)
+    assert a.stats("gene_a").attempts == 2
+
+
+def test_empty_success_is_not_a_success():
+    a = advice([ev(i, "gene_a", "success", empty=True) for i in range(3)]).stats("gene_a")
+    assert (a.successes, a.empties) == (0, 3)
+    assert a.expected == pytest.approx(1 / 5)
+
+
+@pytest.mark.parametrize("status", ["running", "skipped", "awaiting_changes"])
+def test_events_without_an_outcome_are_ignored(status):
+    a = advice([ev(1, "gene_a", status), ev(2, None, "failed"), ev(3, "gene_zzz", "failed")])
+    assert a.stats("gene_a").attempts == 0 and a.stats("gene_a").prior_attempts == 0
+
+
+def test_bad_timestamp_counts_as_now():
+    assert advice([ev(1, "gene_a", "failed", at="not a time")]).stats("gene_a").evidence_fail == 1.0
+
+
+# ------------------------------------------------------------------ advice
+
+
+@pytest.mark.parametrize("fails, banned", [(3, False), (4, True), (6, True)])
+def test_low_success_ban_after_repeated_failures(fails, banned):
+    a = advice([ev(i, "gene_a", "failed") for i in range(fails)])
+    assert ("gene_a" in a.banned_gene_ids) is banned
+    if banned:
+        assert "expected success" in a.ban_reasons["gene_a"]
+
+
+def test_old_failures_fade_instead_of_banning_forever():
+    a = advice([ev(i, "gene_a", "failed", age_days=60) for i in range(4)])
+    assert a.banned_gene_ids == []
+    assert a.stats("gene_a").expected > 0.3
+
+
+def test_old_success_is_not_turned_into_a_ban():
+    # the reference bans when p * decay(last) < 0.18: three old successes and one failure would be banned
+    events = [ev(i, "gene_a", "success", age_days=90) for i in range(3)] + [ev(9, "gene_a", "failed", age_days=90)]
+    a = advice(events)
+    assert a.stats("gene_a").best < 0.18
+    assert a.banned_gene_ids == []
+
+
+@pytest.mark.parametrize("fails, banned", [(6, False), (7, True)])
+def test_gene_failing_everywhere_is_banned_by_its_prior(fails, banned):
+    other = ["high_tool_usage", "capability_gap"]
+    a = advice([ev(i, "gene_b", "failed", signals=other) for i in range(fails)])
+    assert ("gene_b" in a.banned_gene_ids) is banned
+
+
+def test_preferred_gene_has_the_best_record():
+    events = [ev(1, "gene_a", "success"), ev(2, "gene_b", "success"), ev(3, "gene_b", "success"),
+              ev(4, "gene_a", "failed")]
+    a = advice(events)
+    assert a.preferred_gene_id == "gene_b"
+    assert a.explanation[0] == "memory_prefer:gene_b"
+    assert advice([]).preferred_gene_id is None
+
+
+def test_record_in_other_situations_is_one_pseudo_observation():
+    other = ["high_tool_usage", "capability_gap"]
+    good = advice([ev(i, "gene_a", "success", signals=other) for i in range(5)]).stats("gene_a")
+    bad = advice([ev(i, "gene_a", "failed", signals=other) for i in range(5)]).stats("gene_a")
+    assert good.evidence == 0 and bad.evidence == 0  # nothing in this situation
+    assert 0.5 < good.expected < 2 / 3 and 1 / 3 < bad.expected < 0.5
+    assert good.alpha + good.beta == pytest.approx(3.0)
+    # once this situation has its own evidence, the other situations stop counting
+    own = advice([ev(i, "gene_a", "success", signals=other) for i in range(5)]
+                 + [ev(9, "gene_a", "failed"), ev(10, "gene_a", "failed")]).stats("gene_a")
+    assert own.expected == pytest.approx(1 / 4)
