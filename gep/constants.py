@@ -28,6 +28,31 @@ GENE_PRIOR_HALF_LIFE_DAYS = 45.0
 SIGNAL_KEY_JACCARD_MIN = 0.34
 FAILED_CAPSULE_OVERLAP_MIN = 0.6
 FAILED_CAPSULE_BAN_COUNT = 2
+# selection internals (issue 4)
+CONTROL_SIGNAL_PREFIXES = ("ban_gene:", "consecutive_failure_streak_", "force_")
+MEMORY_GRAPH_EVENTS = 500  # how many recent events the memory graph should be given (more = better memory)
+MEMORY_BAN_MIN_EVIDENCE = 2.0  # reference: attempts >= 2 ...
+MEMORY_BAN_P = 0.18  # ... and expected success < 0.18 bans a gene for the situation
+PRIOR_BAN_MIN_EVIDENCE = 3.0  # reference: a gene failing everywhere (prior < 0.12 over >= 3 attempts)
+PRIOR_BAN_P = 0.12
+GENE_PRIOR_PSEUDO_COUNT = 1.0  # weight of a gene's global record when it has no record in this situation
+DRIFT_FALLBACK_INTENSITY = 0.7  # reference: explicit drift with a pool of one gene
+MAX_ALTERNATIVES = 4
+# personality (reference values)
+PERSONALITY_KEY_STEP = 0.1
+PERSONALITY_BEST_MIN_SAMPLES = 3
+PERSONALITY_NATURAL_STEP = 0.1
+PERSONALITY_NATURAL_MIN_DIFF = 0.05
+PERSONALITY_MUTATION_CLIP = 0.2
+PERSONALITY_MAX_MUTATIONS = 4
+HIGH_RISK_RIGOR_BELOW = 0.5
+HIGH_RISK_TOLERANCE_ABOVE = 0.6
+HIGH_RISK_ALLOWED_RIGOR_MIN = 0.6
+HIGH_RISK_ALLOWED_TOLERANCE_MAX = 0.5
+# strategy
+EARLY_STABILIZE_CYCLES = 5
+STEADY_STATE_SCHEDULE_EVERY = 5
+STEADY_STATE_FORCED_SCHEDULE_EVERY = 10
 
 # --- solidify (configurable defaults)
 HARD_CAP_FILES = 60
