@@ -348,9 +348,35 @@ class WorkspaceTools:
         if not self.validation_commands:
             return "the gene declares no validation commands"
         self.validations += 1
-        report = run_validation(commands=self.validation_commands, cwd=self.root, settings=self.settings,
-                                gene_id=self.gene_id, report_id=f"vr_{self.cycle_id}_tool{self.validations}")
+        before = self._snapshot()
+        try:
+            report = run_validation(commands=self.validation_commands, cwd=self.root, settings=self.settings,
+                                    gene_id=self.gene_id, report_id=f"vr_{self.cycle_id}_tool{self.validations}")
+        finally:
+            self._remove_new(before)
         return format_report(report, self.settings.output_cap_chars)
+
+    def _snapshot(self) -> set[str]:
+        """Every path in the workspace (outside .git and .gep), files and directories."""
+        seen: set[str] = set()
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            here = Path(dirpath)
+            dirnames[:] = [d for d in dirnames if not (here == self.root and d in ALWAYS_FORBIDDEN)]
+            seen.update(str(here / n) for n in (*dirnames, *filenames))
+        return seen
+
+    def _remove_new(self, before: set[str]) -> None:
+        """Drop what validation left behind (__pycache__, .pytest_cache, test output), so the model's
+        checks never end up in the commit. Only paths that did not exist before the run are removed."""
+        for path in sorted(self._snapshot() - before, key=len, reverse=True):
+            p = Path(path)
+            try:
+                if p.is_dir() and not p.is_symlink():
+                    p.rmdir()  # deepest first, so directories are empty by now
+                else:
+                    p.unlink()
+            except OSError:
+                pass
 
     def _tool_finish(self, args: Mapping[str, Any]) -> str:
         summary = args.get("summary")

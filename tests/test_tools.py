@@ -177,16 +177,18 @@ def test_unknown_tool_and_bad_input_are_errors_not_exceptions(repo: Path) -> Non
 
 def test_run_validation_uses_the_safe_runner(example_ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    tools = make_tools(example_ws, ["python -m pytest -q -p no:cacheprovider", "python -c 'print(1)'"])
+    tools = make_tools(example_ws, ["python -m compileall -q .", "python -m pytest -q", "python -c 'print(1)'"])
     out = tools.call("run_validation", {})
     assert not out.is_error  # a failing validation is information for the model, not a tool error
     assert out.content.startswith("validation FAILED")
-    assert "python -m pytest -q -p no:cacheprovider  (exit 1, failed)" in out.content
+    assert "python -m pytest -q  (exit 1, failed)" in out.content
     assert "test_mean" in out.content
     (example_ws / "stats.py").write_text((example_ws / "stats.py").read_text().replace(
         "(len(values) - 1)", "len(values)"))
     again = tools.call("run_validation", {})
     assert "(exit 0, ok)" in again.content
     assert "blocked: python -c (inline code) is not allowed" in again.content
+    # what validation wrote (byte code, caches) is gone again: it must not end up in the commit
+    assert not list(example_ws.rglob("__pycache__")) and not (example_ws / ".pytest_cache").exists()
     assert make_tools(example_ws).call("run_validation", {}).content == \
         "the gene declares no validation commands"

@@ -28,6 +28,7 @@ from gep.mutators.base import (
     MutationRequest,
     MutatorMetrics,
     MutatorResult,
+    MutatorStatus,
     bounded_output,
     one_line,
     write_prompt_file,
@@ -186,18 +187,18 @@ class _Session:
         self.last_text = ""
         self.prompt_file: str | None = None
 
-    def result(self, status: str, *, summary: str = "", rationale: str = "",
+    def result(self, status: MutatorStatus, *, summary: str = "", rationale: str = "",
                error: str | None = None) -> MutatorResult:
         m = self.metrics
         m.tool_calls, m.tool_refusals = self.tools.calls, self.tools.refusals
         m.estimated_cost_usd = estimate_cost(m.model, m)
         if status == "error" and self.tools.changed:
             self.log.append(f"changed before the error: {', '.join(sorted(self.tools.changed))}")
-        return MutatorResult(status=status, summary=summary, rationale=redact(rationale),  # type: ignore[arg-type]
+        return MutatorResult(status=status, summary=summary, rationale=redact(rationale),
                              error=one_line(error) if error else None, metrics=m,
                              output=bounded_output("\n".join(self.log)), prompt_file=self.prompt_file)
 
-    def _changed_status(self) -> str:
+    def _changed_status(self) -> MutatorStatus:
         return "changed" if self.tools.changed else "no_change"
 
     def run(self) -> MutatorResult:
