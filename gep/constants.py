@@ -66,6 +66,12 @@ DIFF_SNAPSHOT_CHARS = 8_000
 SUCCESS_SCORE = 0.85
 FAILURE_SCORE = 0.2
 LOCK_TIMEOUT_S = 30.0
+# solidify internals (issue 5)
+LOCK_POLL_S = 0.1
+COMMIT_SUBJECT_CHARS = 72
+COMMIT_SIGNALS_CHARS = 200
+RECOVERY_LOG_DEPTH = 50  # commits searched for a crashed cycle's GEP-Event trailer
+FAILURE_REASON_CHARS = 2_000
 
 # --- prompt and mutators (configurable defaults)
 PROMPT_CONTEXT_CHARS = 8_000
