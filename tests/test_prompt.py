@@ -184,3 +184,11 @@ def test_sources_accept_any_object_with_the_four_fields() -> None:
 @pytest.mark.parametrize("budget", [8000, 1000])
 def test_build_is_deterministic(budget: int) -> None:
     assert build_prompt(make_input(), context_chars=budget) == build_prompt(make_input(), context_chars=budget)
+
+
+def test_accepts_the_sources_modules_bundle() -> None:
+    from gep.sources import SourceBundle
+
+    bundle = SourceBundle(today_log="[ERROR] from the bundle", memory_snippet="memo")
+    p = build_prompt(make_input(sources=bundle), context_chars=8000)
+    assert "[ERROR] from the bundle" in p.context and "memo" in p.context
