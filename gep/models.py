@@ -241,3 +241,7 @@ class CycleRun(BaseModel):
     started_at: str = Field(default_factory=lambda: iso(utc_now()))
     # everything solidify needs to finish a two-phase (prompt-mode) cycle later
     pending: dict[str, Any] = Field(default_factory=dict)
+    # baseline entries rollback must never touch: ignored paths (git's collapsed listing, e.g. ".venv/")
+    # and empty directories that existed before the cycle
+    ignored: list[str] = Field(default_factory=list)
+    empty_dirs: list[str] = Field(default_factory=list)
