@@ -40,8 +40,11 @@ def main() -> int:
     prompts = sorted((ws / ".gep" / "prompts").glob("*.md"))
     if prompts:
         text = prompts[-1].read_text()
-        print(f"\n----- GEP prompt ({len(text)} chars): {prompts[-1]} -----")
-        print(text[:6000] + ("\n[... truncated for display ...]" if len(text) > 6000 else ""))
+        # the per-cycle part is what differs between cycles; the static protocol text precedes it
+        start = text.find("# Cycle ")
+        shown = text[start:] if start >= 0 else text
+        print(f"\n----- GEP prompt ({len(text)} chars in all; per-cycle part shown): {prompts[-1]} -----")
+        print(shown[:6000] + ("\n[... truncated for display ...]" if len(shown) > 6000 else ""))
         print("----- end of prompt -----\n")
     subprocess.run([str(GEP), "history", "--workspace", str(ws), "--limit", "3"], env=env)
     print("\nTo let Claude make the change: export ANTHROPIC_API_KEY=... and run "

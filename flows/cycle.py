@@ -122,6 +122,7 @@ def _run(ctx: C.CycleContext, *, scheduled: bool) -> Any:
         result = apply_task(ctx, p, event, sources)
         if result.status == "awaiting_changes":
             event = C.mark_awaiting(ctx, event, p, result)
+            reporting.label_run(ctx, event)
             reporting.publish(ctx, event, prompt_file=result.prompt_file)
             logger.info("prompt written to %s; make the change, then run: gep solidify --workspace %s",
                         result.prompt_file, ctx.workspace.path)

@@ -28,7 +28,8 @@ genes_app = typer.Typer(help="List and inspect genes (seed genes, workspace gene
                         no_args_is_help=True)
 app.add_typer(genes_app, name="genes")
 
-out = Console(soft_wrap=True)
+# when piped, rich assumes 80 columns and truncates ids: give tables room instead
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -237,11 +238,15 @@ def genes_list(
         from gep.config import load_settings
         from gep.selector import active_bans
 
+        from gep.models import utc_now
+
         with _open_store(workspace) as store:
             genes = workspace_genes(Path(workspace), store)
-            events = store.recent_events(50)
+            events = store.recent_events(500)
+            failed = store.list_failed_capsules()
             settings = load_settings(workspace)
-        bans = {b.gene_id: b for b in active_bans(recent_events=events, signals=[], settings=settings)}
+        bans = {b.gene_id: b for b in active_bans(recent_events=events, signals=[], settings=settings,
+                                                  failed_capsules=failed, genes=genes, now=utc_now())}
     else:
         genes = load_genes_dir(seed_genes_dir())
     if as_json:
@@ -252,7 +257,8 @@ def genes_list(
     for g in genes:
         b = bans.get(g.id)
         table.add_row(g.id, g.category, ", ".join(g.signals_match)[:70],
-                      f"banned ({b.cycles_left} cycles left: {b.reason})" if b else "")
+                      (f"banned ({b.cycles_left} cycles left): {b.reason}" if b and b.cycles_left is not None
+                       else f"banned: {b.reason}" if b else ""))
     out.print(table)
 
 

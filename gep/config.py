@@ -63,7 +63,7 @@ class Settings(BaseModel):
 
     # prompt and mutators
     mutator: str | None = None
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     max_turns: int = C.MAX_TURNS
     max_tokens_per_cycle: int = C.MAX_TOKENS_PER_CYCLE
     prompt_context_chars: int = C.PROMPT_CONTEXT_CHARS

@@ -194,7 +194,8 @@ def select(ctx: CycleContext, sources: Any, signals: list[str], history: Any,
     from gep.strategy import resolve_strategy
 
     now = ctx.started_at
-    finished = [e for e in events if e.outcome.status in SOLIDIFY_TERMINAL]
+    # selection learns from a long history (memory graph); the loop rules only read the last few events
+    finished = [e for e in ctx.store.recent_events(C.MEMORY_GRAPH_EVENTS) if e.outcome.status in SOLIDIFY_TERMINAL]
     strategy = resolve_strategy(requested=ctx.options.strategy or ctx.settings.strategy, env=os.environ,
                                 cycle_count=ctx.cycle_number - 1, signals=signals)
     genes = workspace_genes(ctx.workspace.path, ctx.store)
@@ -205,7 +206,7 @@ def select(ctx: CycleContext, sources: Any, signals: list[str], history: Any,
     current = ctx.store.get_state("personality.current", PersonalityState) or PersonalityState()
     stats = ctx.store.get_state("personality.stats", PersonalityStats) or PersonalityStats()
     persona = select_personality(current=current, stats=stats, recent_events=finished,
-                                 rng=ctx.rng("personality"), now=now)
+                                 rng=ctx.rng("personality"), now=now, signals=signals, drift=ctx.options.drift)
     return Plan(
         signals=signals,
         history=history.model_dump(mode="json"),
@@ -285,7 +286,7 @@ def apply(ctx: CycleContext, p: Plan, event: EvolutionEvent, sources: Any) -> An
         PromptInput(mutation=p.mutation, gene=p.gene, capsule=p.capsule, signals=p.signals,
                     recent_events=history, lessons=lessons(history), sources=sources,
                     workspace_name=ctx.workspace.path.name, cycle_id=event.id, personality=p.personality,
-                    strategy_name=p.strategy),
+                    strategy_name=p.strategy, protected_paths=list(ctx.settings.protected_paths)),
         context_chars=ctx.settings.prompt_context_chars)
     event.meta["prompt_sizes"] = prompt.sizes.model_dump(mode="json")
     forbidden = sorted({*p.gene.constraints.forbidden_paths, ".git", ".gep", *ctx.settings.protected_paths})

@@ -1,0 +1,134 @@
+"""The `gep` CLI: stable verbs, one-line errors with non-zero exits, JSON on stdout only."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, init_repo
+from typer.testing import CliRunner
+
+from gep.cli import app
+from gep.models import EvolutionEvent
+from gep.store import Store
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def one_line_error(result, *needles: str) -> None:
+    assert result.exit_code != 0
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_help_lists_every_verb():
+    result = run("--help")
+    assert result.exit_code == 0
+    for verb in ("cycle", "solidify", "history", "show", "genes", "import", "export", "recover", "serve"):
+        assert verb in result.stdout
+
+
+def test_missing_workspace(tmp_path: Path):
+    one_line_error(run("history", "--workspace", str(tmp_path / "nope")), "nope")
+
+
+def test_not_a_git_repo(tmp_path: Path):
+    one_line_error(run("cycle", "--workspace", str(tmp_path)), "not a git repository")
+
+
+def test_repo_without_commits(tmp_path: Path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    one_line_error(run("cycle", "--workspace", str(tmp_path)), "commit")
+
+
+def test_malformed_workspace_gene_names_file_and_field(repo: Path):
+    genes = repo / ".gep" / "genes"
+    genes.mkdir(parents=True)
+    (genes / "bad.json").write_text(json.dumps({"type": "Gene", "id": "g1", "signals_match": "error"}))
+    one_line_error(run("genes", "list", "--workspace", str(repo)), "bad.json", "signals_match")
+
+
+def test_unreadable_store(repo: Path):
+    db = repo / ".gep" / "gep.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not a sqlite database at all" * 100)
+    one_line_error(run("history", "--workspace", str(repo)), "store")
+
+
+def test_history_show_json(repo: Path):
+    with Store.for_workspace(repo) as store:
+        for i in range(3):
+            store.add_event(EvolutionEvent(id=f"evt_{i}", signals=["log_error"], genes_used=["g"],
+                                           outcome={"status": "success", "score": 0.85}))
+    result = run("history", "--workspace", str(repo), "--limit", "2", "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert [e["id"] for e in data] == ["evt_2", "evt_1"]
+    shown = run("show", "evt_0", "--workspace", str(repo))
+    assert json.loads(shown.stdout)["id"] == "evt_0"
+    one_line_error(run("show", "evt_missing", "--workspace", str(repo)), "evt_missing")
+
+
+def test_genes_list_and_show():
+    listed = run("genes", "list", "--json")
+    ids = {g["id"] for g in json.loads(listed.stdout)}
+    assert {"gene_repair_from_errors", "gene_innovate_from_opportunity", "gene_perf_bottleneck",
+            "gene_capability_gap", "gene_optimize_code_quality"} <= ids
+    shown = json.loads(run("genes", "show", "gene_repair_from_errors").stdout)
+    assert shown["category"] == "repair" and shown["validation"]
+    one_line_error(run("genes", "show", "gene_nope"), "gene_nope")
+
+
+def test_banned_gene_visible_in_genes_list(repo: Path):
+    with Store.for_workspace(repo) as store:
+        store.add_event(EvolutionEvent(id="evt_ban", signals=["failure_loop_detected",
+                                                              "ban_gene:gene_repair_from_errors"],
+                                       genes_used=["gene_repair_from_errors"],
+                                       outcome={"status": "failed", "score": 0.2}))
+    out = run("genes", "list", "--workspace", str(repo), "--json")
+    genes = {g["id"]: g for g in json.loads(out.stdout)}
+    assert genes["gene_repair_from_errors"]["ban"] is not None
+    assert genes["gene_innovate_from_opportunity"]["ban"] is None
+
+
+def test_export_import_round_trip(repo: Path, tmp_path: Path):
+    with Store.for_workspace(repo) as store:
+        store.add_event(EvolutionEvent(id="evt_x", signals=["a"], outcome={"status": "success", "score": 0.85}))
+    out = tmp_path / "assets"
+    assert run("export", str(out), "--workspace", str(repo)).exit_code == 0
+    assert (out / "events.jsonl").is_file() and (out / "genes.json").is_file()
+    other = init_repo(tmp_path / "other")
+    assert run("import", str(out), "--workspace", str(other)).exit_code == 0
+    with Store.for_workspace(other) as store:
+        assert store.get_event("evt_x") is not None
+
+
+def test_engine_has_no_prefect_import():
+    """gep/ is a plain library: Prefect lives in flows/ only."""
+    for path in (ROOT / "gep").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n == "prefect" or n.startswith("prefect.") for n in names), path
+
+
+@pytest.mark.timeout(120)
+def test_console_script_errors_without_traceback(tmp_path: Path):
+    gep = Path(sys.executable).with_name("gep")
+    proc = subprocess.run([str(gep), "cycle", "--workspace", str(tmp_path / "missing")],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -1,0 +1,223 @@
+"""The cycle as Prefect flow runs, under Prefect's test harness (one server for the whole session)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import git, init_repo
+
+from gep.models import EvolutionEvent
+from gep.store import Store
+
+pytestmark = pytest.mark.timeout(300)
+
+FIX_AGENT = textwrap.dedent("""
+    import os, pathlib, sys
+    prompt = sys.stdin.read()
+    assert "stats" in prompt or os.environ.get("GEP_PROMPT_FILE")
+    assert pathlib.Path(os.environ["GEP_PROMPT_FILE"]).is_file()
+    p = pathlib.Path("stats.py")
+    p.write_text(p.read_text().replace("(len(values) - 1)", "len(values)"))
+    print("fixed the mean")
+""")
+
+BREAK_AGENT = textwrap.dedent("""
+    import pathlib, sys
+    sys.stdin.read()
+    p = pathlib.Path("stats.py")
+    p.write_text(p.read_text().replace("return ordered[mid]", "return ordered[0]"))
+    pathlib.Path("notes_from_agent.txt").write_text("temporary")
+    print("changed median")
+""")
+
+NOOP_AGENT = "import sys; sys.stdin.read(); print('nothing to do')\n"
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+def agent(tmp_path: Path, name: str, code: str) -> str:
+    script = tmp_path / f"{name}.py"
+    script.write_text(code)
+    return f"{sys.executable} {script}"
+
+
+def events(ws: Path) -> list[EvolutionEvent]:
+    with Store.for_workspace(ws) as store:
+        return store.list_events(limit=50)
+
+
+def flow_run(run_id: str):
+    from prefect import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(run_id)
+
+
+def artifacts(key: str):
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        return client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+
+
+def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
+    from flows.cycle import evolution_cycle
+    from flows.reporting import workspace_key
+    from flows.solidify import solidify_pending
+
+    event = evolution_cycle(workspace=str(example_ws), mutator="prompt")
+    assert event.outcome.status == "awaiting_changes"
+    assert event.genes_used == ["gene_repair_from_errors"]
+    assert "log_error" in event.signals
+    run = flow_run(event.meta["flow_run_id"])
+    assert run.name.startswith("cycle-0001 repair gene_repair_from_errors")
+    assert {"intent:repair", "gene:gene_repair_from_errors", "outcome:awaiting_changes"} <= set(run.tags)
+    prompt_file = Path(event.meta["mutator_result"]["prompt_file"])
+    assert prompt_file.is_file() and "stats" in prompt_file.read_text()
+    key = workspace_key(example_ws)
+    assert artifacts(f"gep-{key}-cycle"), "markdown artifact missing"
+    assert artifacts(f"gep-{key}-prompt"), "prompt artifact missing"
+
+    # a second cycle refuses while this one awaits changes
+    from gep.errors import PendingCycleError
+
+    with pytest.raises(PendingCycleError):
+        evolution_cycle(workspace=str(example_ws), mutator="prompt")
+
+    # the human makes the change, then solidify commits it
+    stats = example_ws / "stats.py"
+    stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
+    done = solidify_pending(workspace=str(example_ws))
+    assert done.id == event.id and done.outcome.status == "success", done.meta.get("failure_reasons")
+    log = git(example_ws, "log", "-1", "--format=%B")
+    assert f"GEP-Event: {event.id}" in log
+    assert git(example_ws, "status", "--porcelain").strip() == ""
+    stored = {e.id: e for e in events(example_ws)}
+    assert stored[event.id].outcome.status == "success"
+
+
+def test_command_agent_fix_commits(prefect_server, example_ws: Path, tmp_path: Path):
+    from flows.cycle import evolution_cycle
+
+    event = evolution_cycle(workspace=str(example_ws), mutator="command",
+                            agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
+    assert event.outcome.status == "success", event.meta.get("failure_reasons")
+    head = git(example_ws, "log", "-1", "--format=%H%n%B")
+    assert event.meta["commit"] in head
+    assert f"GEP-Event: {event.id}" in head and "GEP-Gene: gene_repair_from_errors" in head
+    assert "fixed the mean" in event.meta["mutator_result"]["output"]
+    assert flow_run(event.meta["flow_run_id"]).state_name == "Completed"
+
+
+def test_command_agent_that_breaks_tests_is_rolled_back(prefect_server, example_ws: Path, tmp_path: Path):
+    from flows.cycle import evolution_cycle
+
+    (example_ws / "my_notes.txt").write_text("mine, untracked\n")
+    before = git(example_ws, "rev-parse", "HEAD")
+    original = (example_ws / "stats.py").read_bytes()
+    event = evolution_cycle(workspace=str(example_ws), mutator="command",
+                            agent_cmd=agent(tmp_path, "brk", BREAK_AGENT))
+    assert event.outcome.status == "failed"
+    assert any(r.startswith("validation") for r in event.meta["failure_reasons"])
+    assert git(example_ws, "rev-parse", "HEAD") == before
+    assert (example_ws / "stats.py").read_bytes() == original
+    assert not (example_ws / "notes_from_agent.txt").exists()
+    assert (example_ws / "my_notes.txt").read_text() == "mine, untracked\n"
+    with Store.for_workspace(example_ws) as store:
+        report = store.get_validation_report(event.validation_report_id)
+        failed = store.list_failed_capsules()
+    assert report is not None and not report.overall_ok
+    assert any("failed" in (r.stdout + r.stderr).lower() for r in report.results)
+    assert failed and failed[-1].gene == "gene_repair_from_errors"
+
+
+def test_stage_failure_fails_run_and_records_event(prefect_server, example_ws: Path, monkeypatch):
+    import gep.mutators
+    from flows.cycle import evolution_cycle
+
+    def broken(*_a, **_k):
+        raise RuntimeError("mutator exploded")
+
+    monkeypatch.setattr(gep.mutators, "get_mutator", broken)
+    state = evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
+    assert state.is_failed()
+    [ev] = events(example_ws)
+    assert ev.outcome.status == "failed"
+    assert "RuntimeError: mutator exploded" in ev.meta["failure_reasons"][0]
+    assert git(example_ws, "status", "--porcelain").strip() == ""
+
+
+def test_scheduled_ticks_skip_under_steady_state(prefect_server, example_ws: Path):
+    from flows.cycle import evolution_cycle
+
+    with Store.for_workspace(example_ws) as store:
+        for i in range(6):
+            store.add_event(EvolutionEvent(
+                id=f"evt_empty_{i}", intent="optimize", signals=["stable_success_plateau"],
+                genes_used=["gene_optimize_code_quality"], outcome={"status": "empty", "score": 0.0},
+                meta={"empty_cycle": True, "at": f"2026-11-2{i}T00:00:00.000Z"}))
+    results = [evolution_cycle(workspace=str(example_ws), mutator="prompt", scheduled=True, return_state=True)
+               for _ in range(3)]
+    skipped = [s for s in results if (s.message or "").startswith("skipped")]
+    assert len(skipped) >= 2, [s.message for s in results]
+    # a manual trigger still runs
+    manual = evolution_cycle(workspace=str(example_ws), mutator="prompt", abandon_pending=True)
+    assert manual.outcome.status in {"awaiting_changes", "empty"}
+
+
+def test_fleet_runs_each_workspace_once_never_interleaved(prefect_server, tmp_path: Path):
+    from flows.fleet import evolve_fleet
+
+    a = init_repo(tmp_path / "a", {"logs/app.log": "[ERROR] boom: TypeError: x is not a function\n"})
+    b = init_repo(tmp_path / "b", {"logs/app.log": "[ERROR] crash: ValueError: bad\n"})
+    cmd = agent(tmp_path, "noop", NOOP_AGENT)
+    results = evolve_fleet(workspaces=[str(a), str(b), str(a)], mutator="command", agent_cmd=cmd)
+    assert set(results) == {str(a), str(b)}
+    evs_a = events(a)
+    assert len(evs_a) == 2  # listed twice: two cycles, one after the other
+    assert all(e.outcome.status == "empty" for e in evs_a + events(b))
+    starts = sorted(e.meta["at"] for e in evs_a)
+    assert starts[0] != starts[1]
+
+
+def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_path: Path):
+    from prefect.flow_runs import resume_flow_run
+
+    from flows.cycle import evolution_cycle
+
+    result: dict[str, EvolutionEvent] = {}
+
+    def run() -> None:
+        result["event"] = evolution_cycle(workspace=str(example_ws), mutator="command", review=True,
+                                          agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
+
+    t = threading.Thread(target=run)
+    t.start()
+    run_id = None
+    deadline = time.time() + 120
+    while time.time() < deadline and run_id is None:
+        time.sleep(1)
+        running = [e for e in events(example_ws) if e.outcome.status == "running"]
+        if running and running[0].meta.get("flow_run_id"):
+            candidate = running[0].meta["flow_run_id"]
+            if flow_run(candidate).state_name == "Paused":
+                run_id = candidate
+    assert run_id, "the flow never paused for review"
+    assert git(example_ws, "log", "-1", "--format=%s").strip() == "initial"  # nothing committed yet
+    resume_flow_run(run_id, run_input={"approve": False, "note": "not today"})
+    t.join(120)
+    assert result["event"].outcome.status == "failed"
+    assert any("review" in r for r in result["event"].meta["failure_reasons"])
+    assert "(len(values) - 1)" in (example_ws / "stats.py").read_text()
