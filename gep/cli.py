@@ -236,9 +236,8 @@ def genes_list(
     bans: dict[str, Any] = {}
     if workspace is not None:
         from gep.config import load_settings
-        from gep.selector import active_bans
-
         from gep.models import utc_now
+        from gep.selector import active_bans
 
         with _open_store(workspace) as store:
             genes = workspace_genes(Path(workspace), store)
