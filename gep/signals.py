@@ -81,6 +81,9 @@ def _js_trim(text: str) -> str:
 
 def _collapse(text: str) -> str:
     """``s.replace(/\\s+/g, ' ')``."""
+    # Every JavaScript whitespace but the plain space is unprintable for Python: nothing to do then.
+    if text.isprintable() and "  " not in text:
+        return text
     return _WS_RUN.sub(" ", text)
 
 
@@ -269,185 +272,285 @@ def analyze_recent_history(events: Iterable[Any]) -> HistoryAnalysis:
 
 
 # ---------------------------------------------------------------- corpus patterns
+#
+# JavaScript's /i (without the u flag) folds ASCII letters only. Every pattern below is written in
+# lower case and run, case-sensitively, on ``folded``: the corpus with ASCII letters lower-cased and
+# every other character kept at its index. A match there is the /i match, and its text is sliced
+# from the corpus. Case-sensitive patterns let Python's regex engine skip ahead on literal prefixes.
+# Patterns the reference runs on ``corpus.toLowerCase()`` only answer yes or no; they run on
+# ``folded`` too unless the corpus holds one of the two characters whose lower case is ASCII
+# ("İ" -> "i̇", Kelvin sign -> "k"), in which case they run on a real ``lower()`` copy.
 
+
+def _words(words: list[str]) -> str:
+    """``\\b(w1|w2|...)`` for lower-case words, written so each branch starts with a literal."""
+    alts = [f"{w[0]}(?<![a-z0-9_]{re.escape(w[0])}){w[1:]}" for w in words]
+    return "(" + "|".join(alts) + ")"
+
+
+def _ws(n: str = "*") -> str:
+    return _WS + n
+
+
+_COLON = "[：:]"
 _ERROR_HIT = re.compile(
     r'\[error\]|error:|exception:|iserror":true|"status":'
-    + _WS
-    + r'*"error"|"status":'
-    + _WS
-    + r'*"failed"|错误'
-    + _WS
-    + r"*[：:]|异常"
-    + _WS
-    + r"*[：:]|报错"
-    + _WS
-    + r"*[：:]|失败"
-    + _WS
-    + r"*[：:]",
+    + _ws()
+    + r'"error"|"status":'
+    + _ws()
+    + r'"failed"|错误'
+    + _ws()
+    + _COLON
+    + "|异常"
+    + _ws()
+    + _COLON
+    + "|报错"
+    + _ws()
+    + _COLON
+    + "|失败"
+    + _ws()
+    + _COLON,
     _A,
 )
-# The error-signature test runs per line; searched over the whole corpus, \s must not cross "\n".
+# Lines holding an error signature. The reference tests each line; over the whole corpus \s must
+# not cross "\n". Its first branch, \b(typeerror|referenceerror|syntaxerror)\b\s*:, is left out:
+# every line it matches also matches "error\s*:".
 _ERR_LINE = re.compile(
-    r"\b(typeerror|referenceerror|syntaxerror)\b"
+    "error"
     + _WS_NO_LF
-    + r"*:|error"
-    + _WS_NO_LF
-    + r"*:|exception"
+    + "*:|exception"
     + _WS_NO_LF
     + r"*:|\[error|错误"
     + _WS_NO_LF
-    + r"*[：:]|异常"
+    + "*"
+    + _COLON
+    + "|异常"
     + _WS_NO_LF
-    + r"*[：:]|报错"
+    + "*"
+    + _COLON
+    + "|报错"
     + _WS_NO_LF
-    + r"*[：:]|失败"
+    + "*"
+    + _COLON
+    + "|失败"
     + _WS_NO_LF
-    + r"*[：:]",
-    _AI,
+    + "*"
+    + _COLON,
+    _A,
 )
-_ERR_PATTERNS = re.compile(r'(?:LLM error|"error"|"status":' + _WS + r'*"error")[^}]{0,200}', _AI)
-_UNSUPPORTED = re.compile(r"unsupported mime|unsupported" + _DOT + r"*type|invalid" + _DOT + r"*mime", _AI)
+_ERR_PATTERNS = re.compile(r'(?:llm error|"error"|"status":' + _ws() + r'"error")[^}]{0,200}', _A)
+_UNSUPPORTED = re.compile("unsupported mime|unsupported" + _DOT + "*type|invalid" + _DOT + "*mime", _A)
 
-_VERBS = r"\b(add|implement|create|build|make|develop|write|design)\b"
+_NO_LOGS = re.compile("no (?:session logs found|jsonl files)")
+
+_VERBS = _words("add implement create build make develop write design".split()) + r"\b"
 _NOUNS = r"\b(feature|function|module|capability|tool|support|endpoint|command|option|mode)\b"
-_FEAT_EN = re.compile(_VERBS + r"[^.?!\n]{3,120}" + _NOUNS, _AI)
-_FEAT_EN_SHORT = re.compile(_VERBS + r"[^.?!\n]{3,60}" + _NOUNS, _AI)
-_WANT = r"\b(i want|i need|we need|please add|can you add|could you add|let'?s add)\b"
-_FEAT_WANT_TEST = re.compile(_WANT, _AI)
-_FEAT_WANT = re.compile(_DOT + "{0,80}" + _WANT + _DOT + "{0,80}", _AI)
-_ZH_KEYS = (
-    r"加个|实现一下|做个|想要"
-    + _WS
-    + r"*一个|需要"
-    + _WS
-    + r"*一个|帮我加|帮我开发|加一下|新增一个|加个功能|做个功能"
+_FEAT_EN = re.compile(_VERBS + r"[^.?!\n]{3,120}" + _NOUNS, _A)
+_FEAT_EN_SHORT = re.compile(_VERBS + r"[^.?!\n]{3,60}" + _NOUNS, _A)
+_WANT_CORE = re.compile(
+    _words(
+        ["i want", "i need", "we need", "please add", "can you add", "could you add", "let's add", "lets add"]
+    )
+    + r"\b",
+    _A,
 )
-_FEAT_ZH_TEST = re.compile(_ZH_KEYS + "|我想", _A)
+_FEAT_WANT = re.compile(
+    _DOT
+    + r"{0,80}\b(i want|i need|we need|please add|can you add|could you add|let'?s add)\b"
+    + _DOT
+    + "{0,80}",
+    _A,
+)
+_ZH_KEYS = (
+    "加个|实现一下|做个|想要"
+    + _ws()
+    + "一个|需要"
+    + _ws()
+    + "一个|帮我加|帮我开发|加一下|新增一个|加个功能|做个功能"
+)
+_FEAT_ZH_CORE = re.compile(_ZH_KEYS, _A)
 _FEAT_ZH = re.compile(_DOT + "{0,100}(" + _ZH_KEYS + ")" + _DOT + "{0,100}", _A)
-_WANT_ZH_TEST = re.compile("我想")
-_FEAT_WANT_ZH = re.compile("我想" + _WS + r"*[，,\.。、" + re.escape(_WS_CHARS) + r"]*([\s\S]{0,400})", _A)
+_FEAT_WANT_ZH = re.compile("我想" + _ws() + r"[，,\.。、" + re.escape(_WS_CHARS) + r"]*([\s\S]{0,400})", _A)
 _TW_KEYS = "加個|實現一下|做個|想要一個|請加|新增一個|加個功能|做個功能|幫我加"
-_FEAT_TW_TEST = re.compile(_TW_KEYS)
+_FEAT_TW_CORE = re.compile(_TW_KEYS)
 _FEAT_TW = re.compile(_DOT + "{0,100}(" + _TW_KEYS + ")" + _DOT + "{0,100}")
 _JA_KEYS = "追加|実装|作って|機能を|追加して|が欲しい|を追加|してほしい"
-_FEAT_JA_TEST = re.compile(_JA_KEYS)
+_FEAT_JA_CORE = re.compile(_JA_KEYS)
 _FEAT_JA = re.compile(_DOT + "{0,100}(" + _JA_KEYS + ")" + _DOT + "{0,100}")
 
-_IMP_WORDS = r"\b(should be|could be better|improve|enhance|upgrade|refactor|clean up|simplify|streamline)\b"
-_IMP_TEST = re.compile(_IMP_WORDS, _AI)
-_IMP_EN = re.compile(_DOT + "{0,80}" + _IMP_WORDS + _DOT + "{0,80}", _AI)
+_IMP_LIST = "should be|could be better|improve|enhance|upgrade|refactor|clean up|simplify|streamline"
+_IMP_CORE = re.compile(_words(_IMP_LIST.split("|")) + r"\b", _A)
+_IMP_EN = re.compile(_DOT + r"{0,80}\b(" + _IMP_LIST + r")\b" + _DOT + "{0,80}", _A)
 _IMP_ZH_KEYS = "改进一下|优化一下|简化|重构|整理一下|弄得更好"
-_IMP_ZH_TEST = re.compile(_IMP_ZH_KEYS)
+_IMP_ZH_CORE = re.compile(_IMP_ZH_KEYS)
 _IMP_ZH = re.compile(_DOT + "{0,100}(" + _IMP_ZH_KEYS + ")" + _DOT + "{0,100}")
 _IMP_TW_KEYS = "改進一下|優化一下|簡化|重構|整理一下|弄得更好"
-_IMP_TW_TEST = re.compile(_IMP_TW_KEYS)
+_IMP_TW_CORE = re.compile(_IMP_TW_KEYS)
 _IMP_TW = re.compile(_DOT + "{0,100}(" + _IMP_TW_KEYS + ")" + _DOT + "{0,100}")
 _IMP_JA_KEYS = "改善|最適化|簡素化|リファクタ|良くして|改良"
-_IMP_JA_TEST = re.compile(_IMP_JA_KEYS)
+_IMP_JA_CORE = re.compile(_IMP_JA_KEYS)
 _IMP_JA = re.compile(_DOT + "{0,100}(" + _IMP_JA_KEYS + ")" + _DOT + "{0,100}")
 
 _PERF = re.compile(
-    r"\b(slow|timeout|timed?" + _WS + r"*out|latency|bottleneck|took too long|performance issue|high cpu"
-    r"|high memory|oom|out of memory)\b",
-    _AI,
+    _words(
+        [
+            "slow",
+            "timeout",
+            "latency",
+            "bottleneck",
+            "took too long",
+            "performance issue",
+            "high cpu",
+            "high memory",
+            "oom",
+            "out of memory",
+        ]
+    )
+    + r"\b|t(?<![a-z0-9_]t)imed?"
+    + _ws()
+    + r"out\b",
+    _A,
 )
 _CAP_GAP = re.compile(
-    r"\b(not supported|cannot|doesn'?t support|no way to|missing feature|unsupported|not available"
-    r"|not implemented|no support for)\b",
-    _AI,
+    _words(
+        [
+            "not supported",
+            "cannot",
+            "doesn't support",
+            "doesnt support",
+            "no way to",
+            "missing feature",
+            "unsupported",
+            "not available",
+            "not implemented",
+            "no support for",
+        ]
+    )
+    + r"\b",
+    _A,
 )
-_TOOL = re.compile(r"\[TOOL:" + _WS + r"*([\w-]+)\]", _A)
-_BENIGN_EXEC = re.compile(r"exec: (node" + _WS + r"+[\w/.-]+\.js" + _WS + r"+ensure)", _A)
+_TOOL = re.compile(r"\[TOOL:" + _ws() + r"([\w-]+)\]", _A)
+_BENIGN_EXEC = re.compile(r"exec: (node" + _ws("+") + r"[\w/.-]+\.js" + _ws("+") + "ensure)", _A)
+_FOLDS_TO_ASCII = ("\u0130", "\u212a")  # the only non-ASCII characters whose lower case holds ASCII
 
 _COSMETIC = frozenset(
     {"user_missing", "memory_missing", "session_logs_missing", "windows_shell_incompatible"}
 )
 
 
+class _Texts:
+    """The corpus (UTF-16 units), its ASCII-folded twin (same indices) and the lower-case test text."""
+
+    def __init__(self, raw: str) -> None:
+        ascii_only = raw.isascii()
+        self.corpus = raw if ascii_only else _to_utf16_units(raw)
+        special = not ascii_only and any(c in raw for c in _FOLDS_TO_ASCII)
+        if special:
+            # Keep İ and the Kelvin sign non-ASCII in the folded text: /i does not fold them.
+            self.folded = self.corpus.replace("\u0130", "\ue000").replace("\u212a", "\ue001").lower()
+            self.lower = raw.lower()
+        else:
+            self.folded = self.corpus.lower()
+            self.lower = self.folded
+
+    def first(self, pattern: re.Pattern[str], group: int = 0, pos: int = 0) -> str | None:
+        """``corpus.match(pattern)[group]`` (the match found on the folded text)."""
+        m = pattern.search(self.folded, pos)
+        return None if m is None else self.corpus[m.start(group) : m.end(group)]
+
+    def windowed(self, core: re.Pattern[str], full: re.Pattern[str], width: int) -> str | None:
+        """``corpus.match(/.{0,W}(core).{0,W}/)[0]``, found without trying every start position.
+
+        The leftmost match of the full pattern starts at most ``width`` units before the first match
+        of its core, and after the last line terminator preceding that core match.
+        """
+        m = core.search(self.folded)
+        if m is None:
+            return None
+        k = m.start()
+        start = max(0, k - width)
+        window = self.folded[start:k]
+        last = max(window.rfind(t) for t in _LINE_TERMINATORS)
+        if last >= 0:
+            start += last + 1
+        return self.first(full, pos=start)
+
+
 def _snippet(text: str, limit: int = C.SNIPPET_MAX_CHARS) -> str:
     return _js_trim(_collapse(text))[:limit]
 
 
-def _first_snippet(pattern: re.Pattern[str], corpus: str, group: int = 0) -> str | None:
-    m = pattern.search(corpus)
-    return None if m is None else _snippet(m.group(group))
-
-
-def _feature_request(corpus: str, lower: str) -> str | None:
+def _feature_request(t: _Texts) -> str | None:
     """The ``user_feature_request:`` snippet, or None when no language's pattern fires."""
     snippet = ""
-    m = _FEAT_EN.search(corpus)
+    m = t.first(_FEAT_EN)
     if m:
-        snippet = _snippet(m.group(0))
-    if not snippet and _FEAT_WANT_TEST.search(lower):
-        s = _first_snippet(_FEAT_WANT, corpus)
-        snippet = "feature request" if s is None else s
-    if not snippet and _FEAT_ZH_TEST.search(corpus):
-        s = _first_snippet(_FEAT_ZH, corpus)
+        snippet = _snippet(m)
+    want = _WANT_CORE.search(t.lower) is not None
+    if not snippet and want:
+        s = t.windowed(_WANT_CORE, _FEAT_WANT, 80)
+        snippet = "feature request" if s is None else _snippet(s)
+    zh = _FEAT_ZH_CORE.search(t.corpus) is not None or "我想" in t.corpus
+    if not snippet and zh:
+        s = t.windowed(_FEAT_ZH_CORE, _FEAT_ZH, 100)
         if s:
-            snippet = s
-        if not snippet and _WANT_ZH_TEST.search(corpus):
-            s = _first_snippet(_FEAT_WANT_ZH, corpus, 1)
-            snippet = s or "功能需求"
+            snippet = _snippet(s)
+        if not snippet and "我想" in t.corpus:
+            s = t.first(_FEAT_WANT_ZH, group=1)
+            snippet = (_snippet(s) if s is not None else "") or "功能需求"
         if not snippet:
             snippet = "功能需求"
-    if not snippet and _FEAT_TW_TEST.search(corpus):
-        s = _first_snippet(_FEAT_TW, corpus)
-        snippet = "功能需求" if s is None else s
-    if not snippet and _FEAT_JA_TEST.search(corpus):
-        s = _first_snippet(_FEAT_JA, corpus)
-        snippet = "機能要望" if s is None else s
-    if (
-        snippet
-        or _FEAT_EN_SHORT.search(corpus)
-        or _FEAT_WANT_TEST.search(lower)
-        or _FEAT_ZH_TEST.search(corpus)
-        or _FEAT_TW_TEST.search(corpus)
-        or _FEAT_JA_TEST.search(corpus)
-    ):
+    tw = _FEAT_TW_CORE.search(t.corpus) is not None
+    if not snippet and tw:
+        s = t.windowed(_FEAT_TW_CORE, _FEAT_TW, 100)
+        snippet = "功能需求" if s is None else _snippet(s)
+    ja = _FEAT_JA_CORE.search(t.corpus) is not None
+    if not snippet and ja:
+        s = t.windowed(_FEAT_JA_CORE, _FEAT_JA, 100)
+        snippet = "機能要望" if s is None else _snippet(s)
+    if snippet or want or zh or tw or ja or _FEAT_EN_SHORT.search(t.folded):
         return snippet
     return None
 
 
-def _improvement(corpus: str, lower: str) -> str | None:
+def _improvement(t: _Texts) -> str | None:
     """The ``user_improvement_suggestion:`` snippet, or None when no language's pattern fires."""
     snippet = ""
-    m = _IMP_EN.search(corpus)
-    if m:
-        snippet = _snippet(m.group(0))
-    for test, pattern, default in (
-        (_IMP_ZH_TEST, _IMP_ZH, "改进建议"),
-        (_IMP_TW_TEST, _IMP_TW, "改進建議"),
-        (_IMP_JA_TEST, _IMP_JA, "改善要望"),
+    s = t.windowed(_IMP_CORE, _IMP_EN, 80)
+    if s:
+        snippet = _snippet(s)
+    found = False
+    for core, full, default in (
+        (_IMP_ZH_CORE, _IMP_ZH, "改进建议"),
+        (_IMP_TW_CORE, _IMP_TW, "改進建議"),
+        (_IMP_JA_CORE, _IMP_JA, "改善要望"),
     ):
-        if not snippet and test.search(corpus):
-            s = _first_snippet(pattern, corpus)
-            snippet = default if s is None else s
-    if (
-        snippet
-        or _IMP_TEST.search(lower)
-        or _IMP_ZH_TEST.search(corpus)
-        or _IMP_TW_TEST.search(corpus)
-        or _IMP_JA_TEST.search(corpus)
-    ):
+        hit = core.search(t.corpus) is not None
+        found = found or hit
+        if not snippet and hit:
+            s = t.windowed(core, full, 100)
+            snippet = default if s is None else _snippet(s)
+    if snippet or found or _IMP_CORE.search(t.lower):
         return snippet
     return None
 
 
-def _error_signature(corpus: str) -> str | None:
-    m = _ERR_LINE.search(corpus)
+def _error_signature(t: _Texts) -> str | None:
+    m = _ERR_LINE.search(t.folded)
     if m is None:
         return None
+    corpus = t.corpus
     start = corpus.rfind("\n", 0, m.start()) + 1
     end = corpus.find("\n", m.end())
     line = corpus[start : len(corpus) if end < 0 else end]
     return _collapse(_js_trim(line))[: C.ERRSIG_MAX_CHARS]
 
 
-def _recurring_error(corpus: str) -> tuple[str, int] | None:
+def _recurring_error(t: _Texts) -> tuple[str, int] | None:
     counts: dict[str, int] = {}
-    for m in _ERR_PATTERNS.finditer(corpus):
-        key = _collapse(m.group(0))[:100]
+    corpus = t.corpus
+    for m in _ERR_PATTERNS.finditer(t.folded):
+        key = _collapse(corpus[m.start() : m.end()])[:100]
         counts[key] = counts.get(key, 0) + 1
     best: tuple[str, int] | None = None
     for key, n in counts.items():  # keys start with a letter or a quote: never integer-like
@@ -486,8 +589,8 @@ def extract_signals(
 ) -> list[str]:
     """Signals of one cycle: corpus signals, then the history rules, de-duplicated in order."""
     raw = "\n".join(s or "" for s in (recent_session_transcript, today_log, memory_snippet, user_snippet))
-    lower = raw.lower()  # only ever tested, never sliced: code points are fine here
-    corpus = _to_utf16_units(raw)
+    t = _Texts(raw)
+    lower = t.lower
     history = analyze_recent_history(recent_events or ())
     signals: list[str] = []
 
@@ -495,31 +598,32 @@ def extract_signals(
     error_hit = _ERROR_HIT.search(lower) is not None
     if error_hit:
         signals.append("log_error")
-    errsig = _error_signature(corpus)
+    errsig = _error_signature(t)
     if errsig is not None:
         signals.append("errsig:" + errsig)
-    if "memory.md missing" in lower:
-        signals.append("memory_missing")
-    if "user.md missing" in lower:
-        signals.append("user_missing")
-    if "key missing" in lower:
-        signals.append("integration_key_missing")
-    if "no session logs found" in lower or "no jsonl files" in lower:
+    if "missing" in lower:
+        if "memory.md missing" in lower:
+            signals.append("memory_missing")
+        if "user.md missing" in lower:
+            signals.append("user_missing")
+        if "key missing" in lower:
+            signals.append("integration_key_missing")
+    if _NO_LOGS.search(lower):
         signals.append("session_logs_missing")
-    recurring = _recurring_error(corpus)
+    recurring = _recurring_error(t)
     if recurring is not None:
         key, n = recurring
         signals.append("recurring_error")
         signals.append(f"recurring_errsig({n}x):" + key[:150])
-    if _UNSUPPORTED.search(lower):
+    if ("unsupported" in lower or "invalid" in lower) and _UNSUPPORTED.search(lower):
         signals.append("unsupported_input_type")
 
     # --- opportunity
-    feature = _feature_request(corpus, lower)
+    feature = _feature_request(t)
     if feature is not None:
         signals.append("user_feature_request:" + feature)
     if not error_hit:
-        improvement = _improvement(corpus, lower)
+        improvement = _improvement(t)
         if improvement is not None:
             signals.append("user_improvement_suggestion:" + improvement)
     if _PERF.search(lower):
@@ -528,7 +632,7 @@ def extract_signals(
         "memory_missing" in signals or "user_missing" in signals or "session_logs_missing" in signals
     ):
         signals.append("capability_gap")
-    signals.extend(_tool_signals(corpus))
+    signals.extend(_tool_signals(t.corpus))
 
     # --- cosmetic signals give way to actionable ones
     actionable = [s for s in signals if s not in _COSMETIC]
@@ -571,4 +675,4 @@ def extract_signals(
         signals.append("stable_success_plateau")
 
     out = list(dict.fromkeys(signals))
-    return [_from_utf16_units(s) for s in out] if corpus is not raw else out
+    return [_from_utf16_units(s) for s in out] if t.corpus is not raw else out
