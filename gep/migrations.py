@@ -55,10 +55,17 @@ def _m003_counters(conn: Connection) -> None:
     conn.execute(text("INSERT INTO counters (name, value) SELECT 'events', COUNT(*) FROM events"))
 
 
+def _m004_drop_duplicate_id_indexes(conn: Connection) -> None:
+    # 001's UNIQUE constraints already index these ids; the copies from 002 only cost space and insert time.
+    for name in ("ix_events_id", "ix_capsules_id", "ix_failed_capsules_id", "ix_validation_reports_id"):
+        conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
+
+
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_indexes", _m002_indexes),
     ("003_counters", _m003_counters),
+    ("004_drop_duplicate_id_indexes", _m004_drop_duplicate_id_indexes),
 ]
 
 _LOCK_KEY = 0x6E70_6D69  # PostgreSQL advisory lock held while migrating ("gep mi")
