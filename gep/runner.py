@@ -209,8 +209,15 @@ def command_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def run_argv(argv: Sequence[str], *, cwd: Path, settings: Settings, display: str | None = None,
              extra_env: Mapping[str, str] | None = None, timeout_s: float | None = None) -> CommandResult:
     """Run an already-checked argument vector (the engine's own commands, e.g. the canary)."""
-    shown = display or shlex.join(argv)
-    env = command_env(extra_env)
+    with tempfile.TemporaryDirectory(prefix="gep-pycache-") as cache:
+        # bytecode (pytest's, `compileall`'s) goes to a throwaway dir: validation leaves the workspace as it was
+        env = command_env({"PYTHONPYCACHEPREFIX": cache, **(extra_env or {})})
+        return _run(argv, cwd=cwd, settings=settings, shown=display or shlex.join(argv), env=env,
+                    timeout_s=timeout_s)
+
+
+def _run(argv: Sequence[str], *, cwd: Path, settings: Settings, shown: str, env: dict[str, str],
+         timeout_s: float | None) -> CommandResult:
     exe = resolve_program(argv[0], env)
     if exe is None:
         return CommandResult(cmd=shown, ok=False, exit_code=None, stderr=f"program '{argv[0]}' not found on PATH")
