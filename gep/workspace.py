@@ -564,8 +564,10 @@ class Workspace:
         literal = {"GIT_LITERAL_PATHSPECS": "1"}
         for i in range(0, len(paths), 200):
             self._git("add", "-A", "--", *paths[i:i + 200], env=literal)
-        self._git("-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "--cleanup=whitespace",
-                  "-m", message, env=self._identity_env())
+        # no hooks at all (a cycle could have planted one; --no-verify alone still runs prepare-commit-msg
+        # and post-commit), no signing prompt
+        self._git("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify",
+                  "--cleanup=whitespace", "-m", message, env=self._identity_env())
         return self.head_sha()
 
     def find_cycle_commit(self, run: CycleRun, branch: str | None = None) -> str | None:

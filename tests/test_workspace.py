@@ -237,3 +237,16 @@ def test_commit_on_an_evolution_branch(scenario: Path, store: Store) -> None:
     assert ws.check_branch(run, "evolution") is not None
     assert ws.check_branch(run, "bad..name") is not None
     assert ws.check_branch(run, "fresh-branch") is None
+
+
+def test_commit_runs_no_git_hooks(scenario: Path, store: Store) -> None:
+    marker = scenario.parent / "hook-ran"
+    ws = Workspace.open(scenario)
+    run = ws.begin(event_id="evt_1", store=store)
+    mutate(scenario)
+    for name in ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit"):
+        hook = scenario / ".git" / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+        hook.chmod(0o755)
+    ws.commit(run, message="gep(repair): x")
+    assert not marker.exists()
