@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
+# `python` in gene validation commands resolves through PATH: the venv's first (it has pytest)
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: demo test lint bench clean
 

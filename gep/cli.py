@@ -79,6 +79,7 @@ def _open_store(workspace: Path) -> Any:
     from gep.workspace import Workspace
 
     ws = Workspace.open(workspace)
+    ws.ensure_gep_dir()  # engine state never shows in git status, even before the first cycle
     return Store.for_workspace(ws.path, load_settings(ws.path))
 
 
@@ -291,15 +292,21 @@ def import_cmd(
     assets_dir: Annotated[Path, typer.Argument(help="Folder with genes.json, capsules.json, "
                                                "failed_capsules.json, events.jsonl (reference format).")],
     workspace: WorkspaceOpt,
+    allow_mismatch: Annotated[bool, typer.Option("--allow-mismatch", help="Import assets whose asset_id does "
+                                                 "not match their content (listed) instead of rejecting them.")] = False,
 ) -> None:
-    """Import the reference implementation's asset files into the workspace's store."""
+    """Import the reference implementation's asset files into the workspace's store.
+
+    Malformed files stop the import before anything is written; assets whose asset_id does not match their
+    content are rejected one by one and listed (or imported as they are with --allow-mismatch).
+    """
     from gep.assets import import_assets
 
     if not assets_dir.is_dir():
         raise GepError(f"{assets_dir}: not a directory")
     with _open_store(workspace) as store:
-        report = import_assets(store, assets_dir)
-    out.print(report.summary() if hasattr(report, "summary") else report.model_dump_json(), markup=False)
+        report = import_assets(store, assets_dir, allow_mismatch=allow_mismatch)
+    out.print(report.summary(), markup=False, highlight=False)
 
 
 @app.command("export")
@@ -314,7 +321,7 @@ def export_cmd(
 
     with _open_store(workspace) as store:
         report = export_assets(store, out_dir)
-    out.print(report.summary() if hasattr(report, "summary") else report.model_dump_json(), markup=False)
+    out.print(report.summary(), markup=False, highlight=False)
 
 
 # ------------------------------------------------------------------ serve

@@ -22,8 +22,11 @@ class GepModel(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     def to_asset(self) -> dict[str, Any]:
-        """The JSON object written to asset files (None-valued optional fields left out)."""
-        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+        """The JSON object written to asset files: set fields and explicit nulls, unset Nones left out
+        (the same object the store keeps, see gep.store.asset_json)."""
+        from gep.store import asset_json
+
+        return asset_json(self)
 
 
 class Intent(StrEnum):

@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import Field, Session, SQLModel, create_engine, select
 
-from gep.config import GEP_DIR, Settings, gep_dir
+from gep.config import Settings, gep_dir
 from gep.errors import StoreError
 from gep.hashing import compute_asset_id, verify_asset_id
 from gep.models import (
@@ -216,37 +216,6 @@ def make_engine(url: str) -> Engine:
     else:
         engine = create_engine(url, pool_pre_ping=True)
     return engine
-
-
-def ensure_gep_dir(workspace: Path | str) -> Path:
-    """Create ``<workspace>/.gep/`` and list it in ``.git/info/exclude`` (idempotent); return the folder.
-
-    Engine state then never shows in ``git status`` or a diff, without touching the user's .gitignore.
-    """
-    ws = Path(workspace)
-    folder = gep_dir(ws)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        git_dir = ws / ".git"
-        if git_dir.is_file():  # a worktree or submodule: ".git" is a "gitdir: <path>" pointer
-            pointer = git_dir.read_text(encoding="utf-8").strip()
-            if pointer.startswith("gitdir:"):
-                git_dir = (ws / pointer.removeprefix("gitdir:").strip()).resolve()
-                common = git_dir / "commondir"
-                if common.is_file():
-                    git_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
-        if git_dir.is_dir():
-            exclude = git_dir / "info" / "exclude"
-            exclude.parent.mkdir(parents=True, exist_ok=True)
-            current = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-            line = f"/{GEP_DIR}/"
-            if line not in current.splitlines():
-                sep = "" if not current or current.endswith("\n") else "\n"
-                with exclude.open("a", encoding="utf-8") as fh:
-                    fh.write(f"{sep}{line}\n")
-    except OSError as exc:
-        raise StoreError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    return folder
 
 
 def _store_errors(fn: Callable[P, R]) -> Callable[P, R]:

@@ -221,3 +221,47 @@ def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_pa
     assert result["event"].outcome.status == "failed"
     assert any("review" in r for r in result["event"].meta["failure_reasons"])
     assert "(len(values) - 1)" in (example_ws / "stats.py").read_text()
+
+
+def test_claude_driven_cycle_edits_validates_finishes_commits(prefect_server, example_ws: Path, monkeypatch):
+    from fake_anthropic import FakeAnthropic
+    from test_mutator_anthropic import fixing_session
+
+    from flows.cycle import evolution_cycle
+
+    fake = FakeAnthropic()
+    fake.start()
+    try:
+        fake.script = fixing_session()
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key-000000000000")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        monkeypatch.setenv("GEP_MODEL", "claude-sonnet-4-6")
+        event = evolution_cycle(workspace=str(example_ws))  # no --mutator: anthropic, since a key is set
+    finally:
+        fake.stop()
+    assert event.meta["mutator"] == "anthropic"
+    assert event.outcome.status == "success", event.meta.get("failure_reasons")
+    subject = git(example_ws, "log", "-1", "--format=%s").strip()
+    assert subject == "gep(repair): Fix stats.mean dividing by len-1"
+    assert "sum(values) / len(values)" in (example_ws / "stats.py").read_text()
+    metrics = event.meta["mutator_result"]["metrics"]
+    assert metrics["turns"] == 6 and metrics["input_tokens"] > 0 and metrics["cache_read_input_tokens"] > 0
+    assert event.meta["prompt_sizes"]["total"] > 0
+    assert "sk-ant-test" not in event.model_dump_json()
+    assert git(example_ws, "status", "--porcelain").strip() == ""
+
+
+def test_cli_cycle_json_prints_only_the_event(prefect_server, example_ws: Path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from gep.cli import app
+
+    result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "prompt", "--json"])
+    assert result.exit_code == 0, result.stderr
+    event = json.loads(result.stdout)  # the whole of stdout is one JSON object
+    assert event["type"] == "EvolutionEvent" and event["outcome"]["status"] == "awaiting_changes"
+    again = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "prompt"])
+    assert again.exit_code != 0 and "awaiting changes" in again.stderr
+    assert "Traceback" not in again.stderr

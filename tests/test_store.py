@@ -26,7 +26,8 @@ from gep.models import (
     PersonalityState,
     ValidationReport,
 )
-from gep.store import Store, ensure_gep_dir
+from gep.store import Store
+from gep.workspace import Workspace
 
 # The same checks run against PostgreSQL in tests/test_store_postgres.py.
 
@@ -243,8 +244,8 @@ def test_database_deleted_under_an_open_store_is_a_store_error(tmp_path: Path) -
 
 
 def test_ensure_gep_dir_excludes_it_from_git(repo: Path) -> None:
-    folder = ensure_gep_dir(repo)
-    ensure_gep_dir(repo)  # idempotent
+    folder = Workspace.open(repo).ensure_gep_dir()
+    Workspace.open(repo).ensure_gep_dir()  # idempotent
     assert folder == repo / ".gep" and folder.is_dir()
     exclude = (repo / ".git" / "info" / "exclude").read_text()
     assert exclude.splitlines().count("/.gep/") == 1
@@ -256,7 +257,7 @@ def test_ensure_gep_dir_excludes_it_from_git(repo: Path) -> None:
 def test_ensure_gep_dir_appends_to_an_exclude_file_without_final_newline(repo: Path) -> None:
     exclude = repo / ".git" / "info" / "exclude"
     exclude.write_text("*.tmp")
-    ensure_gep_dir(repo)
+    Workspace.open(repo).ensure_gep_dir()
     assert exclude.read_text() == "*.tmp\n/.gep/\n"
 
 
