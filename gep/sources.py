@@ -274,28 +274,25 @@ def _rel(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
+def _read_tracked(path: Path, root: Path, cap: int, kind: SourceKind, files: list[SourceFile]) -> str | None:
+    """The bounded tail of ``path``, noted in ``files``; None when it cannot be read."""
+    try:
+        tail = read_tail(path, cap)
+        mtime = path.stat().st_mtime
+    except OSError:
+        return None
+    files.append(SourceFile(path=_rel(path, root), kind=kind, size=tail.size, bytes_read=tail.bytes_read,
+                            truncated=tail.truncated, mtime=mtime))
+    return tail.text
+
+
 def _read_single(root: Path, name: str, cap: int, kind: SourceKind, files: list[SourceFile]) -> str | None:
     if not name or Path(name).is_absolute() or ".." in Path(name).parts:
         return None
     path = root / name
     if not path.is_file() or not _inside(path, root):
         return None
-    try:
-        tail = read_tail(path, cap)
-        mtime = path.stat().st_mtime
-    except OSError:
-        return None
-    files.append(
-        SourceFile(
-            path=_rel(path, root),
-            kind=kind,
-            size=tail.size,
-            bytes_read=tail.bytes_read,
-            truncated=tail.truncated,
-            mtime=mtime,
-        )
-    )
-    return tail.text
+    return _read_tracked(path, root, cap, kind, files)
 
 
 def collect_sources(workspace: Path, settings: Settings, now: datetime | None = None) -> SourceBundle:
@@ -306,22 +303,9 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
 
     # Transcripts, newest first.
     sections = []
-    for path, st in _glob_newest(root, settings.transcript_globs, settings.max_source_files):
-        try:
-            tail = read_tail(path, settings.transcript_tail_bytes)
-        except OSError:
-            continue
-        files.append(
-            SourceFile(
-                path=_rel(path, root),
-                kind="transcript",
-                size=tail.size,
-                bytes_read=tail.bytes_read,
-                truncated=tail.truncated,
-                mtime=st.st_mtime,
-            )
-        )
-        rendered = render_transcript(tail.text)
+    for path, _st in _glob_newest(root, settings.transcript_globs, settings.max_source_files):
+        text = _read_tracked(path, root, settings.transcript_tail_bytes, "transcript", files)
+        rendered = render_transcript(text) if text is not None else ""
         if rendered.strip():
             sections.append(f"--- SESSION ({path.name}) ---\n{rendered}")
     transcript = "\n\n".join(sections) if sections else NO_SESSION_LOGS
@@ -334,23 +318,10 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
     )
     if memory_log:
         log_parts.append(memory_log)
-    for path, st in _glob_newest(root, settings.log_globs, settings.max_source_files):
-        try:
-            tail = read_tail(path, settings.log_tail_bytes)
-        except OSError:
-            continue
-        files.append(
-            SourceFile(
-                path=_rel(path, root),
-                kind="log",
-                size=tail.size,
-                bytes_read=tail.bytes_read,
-                truncated=tail.truncated,
-                mtime=st.st_mtime,
-            )
-        )
-        if tail.text.strip():
-            log_parts.append(f"--- LOG ({_rel(path, root)}) ---\n{tail.text}")
+    for path, _st in _glob_newest(root, settings.log_globs, settings.max_source_files):
+        text = _read_tracked(path, root, settings.log_tail_bytes, "log", files)
+        if text and text.strip():
+            log_parts.append(f"--- LOG ({_rel(path, root)}) ---\n{text}")
 
     memory = _read_single(root, settings.memory_file, settings.memory_tail_bytes, "memory", files)
     user = _read_single(root, settings.user_file, settings.user_tail_bytes, "user", files)
