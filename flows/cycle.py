@@ -22,6 +22,8 @@ from gep import cycle as C
 from gep.errors import GepError
 from gep.models import EvolutionEvent
 
+SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
+
 # The cycle context holds a lock and a database handle: tasks share it in-process, never cache it.
 stage = task(cache_policy=NO_CACHE, persist_result=False)
 
@@ -84,18 +86,21 @@ def evolution_cycle(
         workspace=Path(workspace).expanduser(), mutator=mutator or None, strategy=strategy or None,
         agent_cmd=agent_cmd or None, allow_dirty=allow_dirty, abandon_pending=abandon_pending,
         branch=branch or None, review=review, seed=seed, flow_run_id=current_flow_run_id())
+    # The Prefect slot first: an overlapping tick waits visibly in the UI instead of on the file lock.
     try:
-        ctx = C.prepare(options)
-    except GepError as exc:
-        logger.error(str(exc))
-        raise
-    try:
-        with reporting.workspace_slot(ctx.workspace.path, timeout_s=ctx.settings.lock_timeout_s):
-            return _run(ctx, scheduled=scheduled)
+        with reporting.workspace_slot(options.workspace, timeout_s=SLOT_TIMEOUT_S):
+            try:
+                ctx = C.prepare(options)
+            except GepError as exc:
+                logger.error(str(exc))
+                raise
+            try:
+                return _run(ctx, scheduled=scheduled)
+            finally:
+                ctx.close()
     except TimeoutError:
-        return Cancelled(message=f"another cycle holds {ctx.workspace.path}; this tick did not run")
-    finally:
-        ctx.close()
+        return Cancelled(message=f"another cycle held {options.workspace} for {SLOT_TIMEOUT_S} s; "
+                                 "this run did not start")
 
 
 def _run(ctx: C.CycleContext, *, scheduled: bool) -> Any:

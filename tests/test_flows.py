@@ -192,7 +192,8 @@ def test_fleet_runs_each_workspace_once_never_interleaved(prefect_server, tmp_pa
     assert starts[0] != starts[1]
 
 
-def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_path: Path):
+@pytest.mark.parametrize("approve", [False, True])
+def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_path: Path, approve: bool):
     from prefect.flow_runs import resume_flow_run
 
     from flows.cycle import evolution_cycle
@@ -216,11 +217,18 @@ def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_pa
                 run_id = candidate
     assert run_id, "the flow never paused for review"
     assert git(example_ws, "log", "-1", "--format=%s").strip() == "initial"  # nothing committed yet
-    resume_flow_run(run_id, run_input={"approve": False, "note": "not today"})
+    resume_flow_run(run_id, run_input={"approve": approve, "note": "reviewed"})
     t.join(120)
-    assert result["event"].outcome.status == "failed"
-    assert any("review" in r for r in result["event"].meta["failure_reasons"])
-    assert "(len(values) - 1)" in (example_ws / "stats.py").read_text()
+    event = result["event"]
+    if approve:
+        assert event.outcome.status == "success", event.meta.get("failure_reasons")
+        assert f"GEP-Event: {event.id}" in git(example_ws, "log", "-1", "--format=%B")
+        assert "sum(values) / len(values)" in (example_ws / "stats.py").read_text()
+    else:
+        assert event.outcome.status == "failed"
+        assert any("review" in r for r in event.meta["failure_reasons"])
+        assert "(len(values) - 1)" in (example_ws / "stats.py").read_text()
+        assert git(example_ws, "log", "-1", "--format=%s").strip() == "initial"
 
 
 def test_claude_driven_cycle_edits_validates_finishes_commits(prefect_server, example_ws: Path, monkeypatch):
