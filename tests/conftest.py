@@ -55,3 +55,12 @@ def example_ws(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     shutil.copytree(EXAMPLE, ws)
     return init_repo(ws, {})
+
+
+@pytest.fixture(scope="session")
+def live_prefect(tmp_path_factory: pytest.TempPathFactory):
+    """A real `prefect server start` on 127.0.0.1 shared by the end-to-end tests (see tests/live_prefect.py)."""
+    from live_prefect import LiveServer
+
+    with LiveServer(tmp_path_factory.mktemp("prefect-live")) as server:
+        yield server

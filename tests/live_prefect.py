@@ -1,0 +1,165 @@
+"""A real `prefect server start` for end-to-end tests and benchmarks, and the processes run against it.
+
+Every process is started in its own session (process group) and killed with its children on stop, even
+when a test fails half-way, so nothing outlives the test session.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+# The health endpoint answers in about 8-20 s here; a cold CI machine can take longer.
+STARTUP_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """os.environ without any PREFECT_* setting (the test harness sets its own) and without analytics."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.update(extra)
+    return env
+
+
+def kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace_s: float = 10.0) -> None:
+    """Signal the process's whole group, then SIGKILL the group if it has not exited in ``grace_s``."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+    # Children (a worker's flow-run process, the server's workers) may outlive the leader: sweep the group.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.wait(5)
+
+
+class LiveServer:
+    """``prefect server start`` on 127.0.0.1 with its own PREFECT_HOME; context manager."""
+
+    def __init__(self, home: Path, port: int | None = None, *, scheduler: bool = False) -> None:
+        self.home = Path(home)
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.api_url = f"{self.url}/api"
+        self.env = clean_env(PREFECT_HOME=str(self.home), PREFECT_API_URL=self.api_url)
+        # The scheduler service would create runs of the cron deployment on its own at :00 and :30, which a
+        # `--run-once` worker could pick up instead of the run under test. Off unless asked for.
+        self._server_env = {**self.env, "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": str(scheduler).lower()}
+        self._server_env.pop("PREFECT_API_URL")
+        self.server: subprocess.Popen | None = None
+        self.procs: list[subprocess.Popen] = []
+        self.log = self.home / "server.log"
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self, timeout_s: float = STARTUP_TIMEOUT_S) -> LiveServer:
+        self.home.mkdir(parents=True, exist_ok=True)
+        log = self.log.open("wb")
+        self.server = subprocess.Popen(
+            [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+            env=self._server_env, cwd=self.home, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.server.poll() is not None:
+                raise RuntimeError(f"prefect server exited with {self.server.returncode}:\n{self.tail()}")
+            if self.healthy():
+                return self
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"prefect server did not answer /api/health in {timeout_s:.0f} s:\n{self.tail()}")
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            kill_group(p)
+        self.procs.clear()
+        if self.server is not None:
+            kill_group(self.server, grace_s=15)
+            self.server = None
+
+    def tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def __enter__(self) -> LiveServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------ processes against this server
+
+    def command_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {**self.env, **(env or {})}
+
+    def spawn(self, args: Sequence[str], *, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
+              log: Path | None = None) -> subprocess.Popen:
+        """Start a long-running process (worker, `gep serve`) in its own group; stopped with the server."""
+        out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - the child owns it from here
+        try:
+            proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env), stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            if log:
+                out.close()
+        self.procs.append(proc)
+        return proc
+
+    def run(self, args: Sequence[str], *, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
+            timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run a command to completion; on timeout its whole group is killed and TimeoutError raised."""
+        proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                                start_new_session=True)
+        self.procs.append(proc)
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_group(proc, grace_s=2)
+            out, err = proc.communicate()
+            raise TimeoutError(f"{' '.join(args)} did not finish in {timeout_s} s:\n{out}\n{err}") from None
+        finally:
+            kill_group(proc, grace_s=0)  # sweep anything it left in its group
+            self.procs.remove(proc)
+        return subprocess.CompletedProcess(list(args), proc.returncode, out, err)
+
+    def client(self):
+        """A synchronous Prefect client for this server (independent of the process's settings)."""
+        from prefect.client.orchestration import SyncPrefectClient
+
+        return SyncPrefectClient(api=self.api_url)
