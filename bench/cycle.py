@@ -1,0 +1,362 @@
+"""Wall time of a prompt-mode cycle on a fresh copy of the example workspace, and where it goes.
+
+Measured:
+  engine      gep.cycle stages without Prefect (per stage and in total), in process;
+  server      the `evolution-cycle` flow against an already running `prefect server start`: in a warm process
+              (flow imported, client connected) and as a user runs it, `gep cycle` in a new process;
+  ephemeral   no PREFECT_API_URL: `gep cycle` with a fresh PREFECT_HOME (cold: database migrations) and again
+              with the same one (warm), and cycles in one warm process.
+Then the Prefect overhead of a warm flow run split into flow engine, task engine, artifacts, run labels and
+the workspace concurrency slot, with a cProfile of one run (--profile).
+
+Targets: engine stages < 0.5 s; a whole cycle against a running server < 2 s (the reference's comparable
+prompt-only cycle took about 8 s here).
+
+Run: ``.venv/bin/python bench/cycle.py [--runs 5] [--no-ephemeral] [--profile]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "workspace"
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT / "tests"))  # live_prefect: the same real-server helper the e2e test uses
+
+TARGET_ENGINE_S = 0.5
+TARGET_SERVER_CYCLE_S = 2.0
+REFERENCE_CYCLE_S = 8.0
+
+
+# ------------------------------------------------------------------ workspaces
+
+
+def fresh_workspace(parent: Path, name: str) -> Path:
+    """A committed copy of the example workspace (a real bug, an error log, MEMORY.md)."""
+    ws = parent / name
+    shutil.copytree(EXAMPLE, ws)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
+        subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True)
+    return ws
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+# ------------------------------------------------------------------ (c) the engine alone
+
+
+def engine_runs(parent: Path, runs: int) -> tuple[list[float], dict[str, list[float]]]:
+    """Each prompt-mode stage of gep.cycle timed on its own, in the order run_stages calls them."""
+    from gep import cycle as C
+
+    totals: list[float] = []
+    stages: dict[str, list[float]] = defaultdict(list)
+    for i in range(runs):
+        ws = fresh_workspace(parent, f"engine-{i}")
+        t0 = time.perf_counter()
+
+        def timed(name: str, fn: Callable[..., Any], *args: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                stages[name].append(time.perf_counter() - t)  # noqa: B023 - used within the iteration
+
+        ctx = timed("prepare (store, lock, recover)", C.prepare, C.CycleOptions(workspace=ws, mutator="prompt"))
+        try:
+            sources = timed("collect sources", C.collect, ctx)
+            events = timed("recent events", C.recent_events, ctx)
+            signals = timed("extract signals", C.extract, ctx, sources, events)
+            history = timed("analyse history", C.analyse, events)
+            plan = timed("select", C.select, ctx, sources, signals, history, events)
+            plan = timed("build mutation", C.mutate, ctx, plan)
+            event = timed("draft event", C.draft_event, ctx, plan)
+            timed("record baseline", C.begin, ctx, event)
+            result = timed("apply (prompt)", C.apply, ctx, plan, event, sources)
+            event = timed("record awaiting", C.mark_awaiting, ctx, event, plan, result)
+            assert event.outcome.status == "awaiting_changes", event.outcome
+        finally:
+            timed("close", ctx.close)
+        totals.append(time.perf_counter() - t0)
+    return totals, stages
+
+
+# ------------------------------------------------------------------ child: flow runs in one process
+
+
+def instrument() -> dict[str, list[float]]:
+    """Wrap the flow's stages, reporting calls and engine helpers with timers (names looked up at call time)."""
+    import flows.cycle as F
+    import flows.reporting as R
+    from gep import cycle as C
+
+    spent: dict[str, list[float]] = defaultdict(list)
+
+    def timer(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*a: Any, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[key].append(time.perf_counter() - t)
+
+        return wrapper
+
+    for name in dir(F):
+        obj = getattr(F, name)
+        if name.endswith("_task") and hasattr(obj, "fn"):
+            obj.fn = timer("engine: task bodies", obj.fn)  # what the task engine calls
+            setattr(F, name, timer("task calls (body + task engine)", obj))
+    for name in ("prepare", "recent_events", "draft_event", "mark_awaiting"):
+        setattr(C, name, timer("engine: outside tasks", getattr(C, name)))
+    R.label_run = timer("label_run (update_flow_run)", R.label_run)
+    R.publish = timer("publish (artifacts)", R.publish)
+    R.ensure_limit = timer("ensure_limit (read/create limit)", R.ensure_limit)
+    slot = R.workspace_slot
+
+    @contextlib.contextmanager
+    def timed_slot(*a: Any, **k: Any) -> Iterator[None]:
+        t = time.perf_counter()
+        with slot(*a, **k):
+            spent["slot acquire (incl. ensure_limit)"].append(time.perf_counter() - t)
+            yield
+            t = time.perf_counter()
+        spent["slot release"].append(time.perf_counter() - t)
+
+    R.workspace_slot = timed_slot
+    F.evolution_cycle.fn = timer("flow body", F.evolution_cycle.fn)
+    return spent
+
+
+def child(runs: int, profile: bool) -> None:
+    """Run ``runs`` flow runs in this process (settings from the environment); print JSON on stdout."""
+    t = time.perf_counter()
+    from flows.cycle import evolution_cycle
+
+    import_s = time.perf_counter() - t
+    spent = instrument()
+    parent = Path(tempfile.mkdtemp(prefix="gep-bench-"))
+    walls: list[float] = []
+    per_run: list[dict[str, float]] = []
+    profile_text = ""
+    try:
+        for i in range(runs):
+            ws = fresh_workspace(parent, f"flow-{i}")
+            before = {k: len(v) for k, v in spent.items()}
+            prof = None
+            if profile and i == runs - 1:
+                import cProfile
+
+                prof = cProfile.Profile()
+                prof.enable()
+            t = time.perf_counter()
+            event = evolution_cycle(workspace=str(ws), mutator="prompt")
+            walls.append(time.perf_counter() - t)
+            if prof is not None:
+                prof.disable()
+                profile_text = top_functions(prof)
+            assert event.outcome.status == "awaiting_changes", event.outcome
+            per_run.append({k: sum(v[before.get(k, 0):]) for k, v in spent.items()})
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+    sync_s, async_s = bare_flows()
+    json.dump({"import_s": import_s, "walls": walls, "per_run": per_run, "profile": profile_text,
+               "bare_sync": sync_s, "bare_async": async_s}, sys.stdout)
+
+
+def bare_flows(runs: int = 3) -> tuple[float, float]:
+    """A one-task flow, sync and async: the fixed cost of a sync flow run (its heartbeat thread's join)."""
+    import asyncio
+
+    from prefect import flow, task
+
+    @task
+    def one(x: int) -> int:
+        return x + 1
+
+    @flow
+    def sync_flow() -> int:
+        return one(1)
+
+    @flow
+    async def async_flow() -> int:
+        return one(1)
+
+    sync_flow()
+    asyncio.run(async_flow())
+    s, a = [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        sync_flow()
+        s.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        asyncio.run(async_flow())
+        a.append(time.perf_counter() - t)
+    return median(s), median(a)
+
+
+def top_functions(prof: Any, n: int = 18) -> str:
+    """The slowest functions by cumulative time, without the call-through noise of wrappers and the loop."""
+    import io
+    import pstats
+
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf)
+    stats.sort_stats("cumulative").print_stats(
+        r"(prefect/(flow_engine|task_engine|concurrency|artifacts|client/orchestration|_internal)|"
+        r"flows/|gep/|httpx/_client|threading.py:.*\(join\)|time.sleep)", n)
+    lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
+    start = next((i for i, ln in enumerate(lines) if "ncalls" in ln), 0)
+    return "\n".join(lines[start:])
+
+
+def run_child(env: dict[str, str], runs: int, profile: bool = False) -> dict[str, Any]:
+    args = [sys.executable, str(Path(__file__).resolve()), "--child", "--runs", str(runs)]
+    if profile:
+        args.append("--profile")
+    env = {**env, "PREFECT_LOGGING_LEVEL": "WARNING"}
+    r = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    if r.returncode != 0:
+        raise SystemExit(f"bench child failed ({r.returncode}):\n{r.stderr[-4000:]}")
+    return json.loads(r.stdout)
+
+
+def gep_cycle(env: dict[str, str], ws: Path) -> float:
+    """`gep cycle --workspace WS --mutator prompt --json` as a user runs it: a new process, wall time."""
+    t = time.perf_counter()
+    r = subprocess.run([str(BIN / "gep"), "cycle", "--workspace", str(ws), "--mutator", "prompt", "--json"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t
+    if r.returncode != 0 or json.loads(r.stdout)["outcome"]["status"] != "awaiting_changes":
+        raise SystemExit(f"gep cycle failed ({r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
+    return wall
+
+
+# ------------------------------------------------------------------ report
+
+
+def row(label: str, seconds: float, target: float | None = None, note: str = "") -> str:
+    verdict = ""
+    if target is not None:
+        verdict = f"{seconds / target:5.2f}x target {target:g}s {'OK' if seconds <= target else 'OVER'}"
+    return f"  {label:<54} {seconds:8.3f} s  {verdict:<28} {note}"
+
+
+def breakdown(result: dict[str, Any], walls_from: int = 1) -> list[str]:
+    """Median of each instrumented part over the warm runs, and the unexplained rest (flow engine)."""
+    runs = result["per_run"][walls_from:] or result["per_run"]
+    walls = result["walls"][walls_from:] or result["walls"]
+    keys = sorted({k for r in runs for k in r})
+    med = {k: median([r.get(k, 0.0) for r in runs]) for k in keys}
+    total = median(walls)
+    lines = [row("whole flow run (median, warm)", total)]
+    engine = med.get("engine: task bodies", 0.0) + med.get("engine: outside tasks", 0.0)
+    task_engine = med.get("task calls (body + task engine)", 0.0) - med.get("engine: task bodies", 0.0)
+    lines.append(row("  engine stages (task bodies + prepare etc.)", engine))
+    lines.append(row("  task engine (task runs: states, records)", task_engine))
+    for k in ("publish (artifacts)", "label_run (update_flow_run)", "slot acquire (incl. ensure_limit)",
+              "ensure_limit (read/create limit)", "slot release"):
+        if k in med:
+            lines.append(row(f"  {k}", med[k], note="(within slot acquire)" if k.startswith("ensure") else ""))
+    flow_body = med.get("flow body", 0.0)
+    lines.append(row("  flow engine outside the body (create, states, join)", total - flow_body))
+    known = engine + task_engine + sum(med.get(k, 0.0) for k in ("publish (artifacts)", "label_run (update_flow_run)",
+                                                                "slot acquire (incl. ensure_limit)", "slot release"))
+    lines.append(row("  rest of the body (ctx close, logging)", max(flow_body - known, 0.0)))
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5, help="cycles per in-process measurement (first one is cold)")
+    ap.add_argument("--no-ephemeral", action="store_true", help="skip ephemeral mode (saves ~1 min)")
+    ap.add_argument("--profile", action="store_true", help="cProfile one warm flow run against the server")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.runs, args.profile)
+        return 0
+
+    from live_prefect import LiveServer, clean_env
+
+    scratch = Path(tempfile.mkdtemp(prefix="gep-bench-"))
+    lines: list[str] = []
+    try:
+        print(f"prompt-mode cycle on a fresh copy of {EXAMPLE.relative_to(ROOT)}; {args.runs} runs each",
+              flush=True)
+        totals, stages = engine_runs(scratch, args.runs)
+        engine_s = median(totals)
+        lines.append("engine (gep.cycle stages, no Prefect; median)")
+        for name, xs in stages.items():
+            lines.append(row(f"  {name}", median(xs)))
+        lines.append(row("all stages", engine_s, TARGET_ENGINE_S))
+
+        print("starting prefect server ...", flush=True)
+        with LiveServer(scratch / "prefect-home") as server:
+            t = time.perf_counter()
+            result = run_child(server.env, args.runs, profile=args.profile)
+            server_child_s = time.perf_counter() - t
+            warm = result["walls"][1:] or result["walls"]
+            cli = [gep_cycle(server.env, fresh_workspace(scratch, f"cli-{i}")) for i in range(3)]
+        lines.append("")
+        lines.append(f"against a running server ({server.url})")
+        lines.append(row("flow run, first in a new process", result["walls"][0]))
+        lines.append(row("flow run, warm process (median)", median(warm), TARGET_SERVER_CYCLE_S,
+                         f"{REFERENCE_CYCLE_S / median(warm):.1f}x faster than the reference's ~8 s"))
+        lines.append(row("`gep cycle` as a user runs it (median of 3)", median(cli), TARGET_SERVER_CYCLE_S,
+                         f"{REFERENCE_CYCLE_S / median(cli):.1f}x faster than the reference's ~8 s"))
+        lines.append(row("  of which: import flows + prefect", result["import_s"]))
+        lines.append(row(f"bench child process, {args.runs} runs", server_child_s))
+        lines.append("")
+        lines.append("prefect overhead of a warm flow run against the server (median)")
+        lines += breakdown(result)
+        lines.append(row("one-task flow, sync (median)", result["bare_sync"]))
+        lines.append(row("one-task flow, async (median)", result["bare_async"],
+                         note="sync - async = the heartbeat thread join of a sync flow"))
+        if not args.no_ephemeral:
+            print("ephemeral mode ...", flush=True)
+            home = scratch / "ephemeral-home"
+            env = clean_env(PREFECT_HOME=str(home), PREFECT_LOGGING_LEVEL="WARNING")
+            cold = gep_cycle(env, fresh_workspace(scratch, "eph-cold"))
+            warm_cli = gep_cycle(env, fresh_workspace(scratch, "eph-warm"))
+            eph = run_child(env, args.runs)
+            lines.append("")
+            lines.append("ephemeral mode (no PREFECT_API_URL: Prefect starts a temporary local server)")
+            lines.append(row("`gep cycle`, fresh PREFECT_HOME (cold)", cold, note="database migrations"))
+            lines.append(row("`gep cycle`, same PREFECT_HOME (warm)", warm_cli))
+            lines.append(row("flow run, first in a new process", eph["walls"][0]))
+            lines.append(row("flow run, warm process (median)", median(eph["walls"][1:] or eph["walls"])))
+        lines.append("")
+        lines.append(f"prefect overhead / engine, warm flow run vs engine: "
+                     f"{(median(warm) - engine_s) / engine_s:.1f}x the engine's own time")
+        print("\n".join(lines))
+        if result.get("profile"):
+            print("\ncProfile of one warm flow run against the server (cumulative, filtered):")
+            print(result["profile"])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
