@@ -38,7 +38,8 @@ _pg_start() {
   if [ "$(id -u)" = 0 ]; then
     id postgres >/dev/null 2>&1 || return 1  # initdb refuses to run as root
     chown postgres "$PG_DIR" || return 1
-    as=(runuser -u postgres --)
+    # from / : the postgres user may not be able to enter the caller's directory
+    as=(env -C / runuser -u postgres --)
   fi
   local port=${GEP_PG_PORT:-$(_pg_free_port)}
   "${as[@]}" "$bin/initdb" -D "$PG_DIR/data" -U gep --auth=trust -E UTF8 --no-sync >/dev/null 2>&1 || return 1
