@@ -121,10 +121,12 @@ def test_deploy_worker_ui_run_and_history(live_prefect: LiveServer, tmp_path: Pa
         assert f"GEP-Event: {event['id']}" in git(ws, "log", "-1", "--format=%B")
 
         # docs: prefect deployment run 'evolution-cycle/evolve-now' --param workspace=... --param mutator=prompt
+        #       (--watch waits for the run to finish)
         out = ok(server.run([PREFECT, "deployment", "run", "evolution-cycle/evolve-now",
-                             "--param", f"workspace={ws}", "--param", "mutator=prompt"]))
+                             "--param", f"workspace={ws}", "--param", "mutator=prompt", "--watch"], timeout_s=150))
         cli_run = UUID(re.search(r"UUID: ([0-9a-f-]{36})", out).group(1))
-        assert wait_for_run(server, cli_run, worker_log) == "Completed", worker_log.read_text()[-4000:]
+        assert f"{server.url}/runs/flow-run/{cli_run}" in out
+        assert wait_for_run(server, cli_run, worker_log, timeout_s=5) == "Completed", worker_log.read_text()[-4000:]
         events = json.loads(ok(server.run([GEP, "history", "--workspace", str(ws), "--json"])))
         assert [e["meta"].get("flow_run_id") for e in events[:2]] == [str(cli_run), str(run.id)]
     finally:

@@ -106,4 +106,4 @@ def test_serve_registers_runs_and_stops_on_ctrl_c(live_prefect: LiveServer, tmp_
     assert took < 10, f"gep serve took {took:.1f} s to stop"
     assert "Traceback" not in text, text[-3000:]
     with server.client() as client:  # stopping pauses the schedule, so no run piles up while nobody serves
-        assert client.read_deployment(scheduled.id).paused
+        assert client.read_deployment(scheduled.id).paused and client.read_deployment(manual.id).paused
