@@ -19,7 +19,7 @@ from prefect.states import Cancelled, Completed
 
 from flows import reporting
 from gep import cycle as C
-from gep.errors import GepError
+from gep.errors import ConfigError, GepError, PendingCycleError
 from gep.models import EvolutionEvent
 
 SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
@@ -82,6 +82,10 @@ def evolution_cycle(
         seed: Random seed for selection and mutation, to replay a cycle. Empty: random.
     """
     logger = get_run_logger()
+    if not workspace.strip() or "{{" in workspace:
+        # Path("") is ".", the flow's working directory: the engine's own checkout. Never evolve that.
+        raise ConfigError("parameter 'workspace' is empty: deploy with GEP_WORKSPACE=/path/to/workspace "
+                          "or fill in the workspace field of the Run form")
     options = C.CycleOptions(
         workspace=Path(workspace).expanduser(), mutator=mutator or None, strategy=strategy or None,
         agent_cmd=agent_cmd or None, allow_dirty=allow_dirty, abandon_pending=abandon_pending,
@@ -91,6 +95,12 @@ def evolution_cycle(
         with reporting.workspace_slot(options.workspace, timeout_s=SLOT_TIMEOUT_S):
             try:
                 ctx = C.prepare(options)
+            except PendingCycleError as exc:
+                if scheduled:  # a person is working on the pending cycle: ticks wait, they do not fail
+                    logger.info("skipped: %s", exc)
+                    return Completed(message=f"skipped: {exc}")
+                logger.error(str(exc))
+                raise
             except GepError as exc:
                 logger.error(str(exc))
                 raise

@@ -199,7 +199,10 @@ def history(
 
     runs = flow_runs_for(events)
     if as_json:
-        _emit_json([e.model_dump(mode="json") for e in events])
+        # EvolutionEvent objects; `flow_run` (state, duration, link) is added where Prefect knows the run
+        _emit_json([{**e.model_dump(mode="json"),
+                     **({"flow_run": runs[rid].model_dump(mode="json")} if (rid := e.meta.get("flow_run_id"))
+                        in runs else {})} for e in events])
         return
     table = Table("event", "outcome", "intent", "gene", "flow run", "state", "duration", show_lines=False)
     for e in events:

@@ -273,3 +273,22 @@ def test_cli_cycle_json_prints_only_the_event(prefect_server, example_ws: Path):
     again = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "prompt"])
     assert again.exit_code != 0 and "awaiting changes" in again.stderr
     assert "Traceback" not in again.stderr
+
+
+def test_empty_workspace_parameter_is_refused(prefect_server):
+    from flows.cycle import evolution_cycle
+    from gep.errors import ConfigError
+
+    for bad in ("", "  ", "{{ $GEP_WORKSPACE }}"):
+        with pytest.raises(ConfigError, match="workspace"):
+            evolution_cycle(workspace=bad, mutator="prompt")
+
+
+def test_scheduled_tick_skips_while_a_cycle_awaits_changes(prefect_server, example_ws: Path):
+    from flows.cycle import evolution_cycle
+
+    first = evolution_cycle(workspace=str(example_ws), mutator="prompt")
+    assert first.outcome.status == "awaiting_changes"
+    state = evolution_cycle(workspace=str(example_ws), mutator="prompt", scheduled=True, return_state=True)
+    assert state.is_completed() and "awaiting changes" in state.message
+    assert [e.id for e in events(example_ws)] == [first.id]
