@@ -30,33 +30,40 @@ _WHOLE = [
     r"sk-ant-[A-Za-z0-9\-_]{16,}",
     r"sk-proj-[A-Za-z0-9\-_]{16,}",
     r"\bsk-[A-Za-z0-9\-_]{20,}",
+    # The reference's floor: no word boundary before, alphanumerics only after "sk-".
+    r"sk-[A-Za-z0-9]{20,}",
     r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+    r"gh[pousr]_[A-Za-z0-9]{30,}",
+    r"github_pat_[A-Za-z0-9_]{22,}",
     r"\bglpat-[A-Za-z0-9\-_]{20,}",
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}",
     r"\bAIza[0-9A-Za-z\-_]{35}",
-    r"\bnpm_[A-Za-z0-9]{36,}",
+    r"npm_[A-Za-z0-9]{36,}",
     r"\bhf_[A-Za-z0-9]{30,}",
-    r"\bxox[abposrv]-[A-Za-z0-9-]{10,}",
-    # Discord bot tokens (three base64url segments, the first starting with M, N or O).
-    r"(?<![A-Za-z0-9_\-])[MNO][A-Za-z0-9_\-]{23,}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}\b",
+    r"xox[abposrv]-[A-Za-z0-9-]{10,}",
     # Azure connection-string and app secrets.
-    r"AccountKey=[^;\s]+",
+    r"(?i:accountkey)=[^;\s]+",
     r"(?i:instrumentationkey)=[0-9a-fA-F-]{20,}",
 ]
 
 # Patterns that keep a prefix (group "keep") and redact the rest of the match.
 _KEEP_PREFIX = [
     # Authorization headers.
-    r"(?P<keep>(?i:\bbearer)\s+)[" + _TOKEN_CHARS + r"]{8,}=*",
+    # Any length once the token holds a digit or punctuation ("Bearer abc123"); prose such as
+    # "Bearer tokens are ..." survives.
+    r"(?P<keep>(?i:bearer)\s+)(?:[" + _TOKEN_CHARS + r"]{8,}|(?=[A-Za-z]*[0-9\-._~+/])[" + _TOKEN_CHARS + r"]+)=*",
     r"(?P<keep>\bBasic\s+)(?=[A-Za-z0-9+/]*[0-9+/])[A-Za-z0-9+/]{12,}={0,2}",
     # user:password in URLs (scheme://user:pass@host): keep the scheme and the @.
-    r"(?P<keep>(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://)[^@\s/:]+:[^@\s/]+(?=@)",
+    # The user may be empty (redis://:pass@host) and the password may hold "/".
+    r"(?P<keep>(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://)[^@\s/:]*:[^@\s]+(?=@)",
     # Generic assignments: api_key=..., "password": "...", secret: ..., client_secret=...
     r"(?P<keep>(?<![A-Za-z0-9])(?i:(?:api[_\-]?key|apikey|access[_\-]?key|secret[_\-]?key|private[_\-]?key"
     r"|secret|passwd|password|passphrase|pwd|token|auth|credentials?))[\"']?\s*[:=]\s*[\"']?)"
     r"(?![\[{(<])[^\s\"',;)}\]]{4,}",
+    # The reference's floor: these keywords also count inside a longer name (accessToken,
+    # clientSecret, dbPassword, myApiKey).
+    r"(?P<keep>(?i:token|api[_\-]?key|secret)\"?[=:]\s*[\"']?)(?!\[REDACTED\])[A-Za-z0-9\-._~+/]{16,}",
+    r"(?P<keep>(?i:password)\"?[=:]\s*[\"']?)(?!\[REDACTED\])[^\s\"',;)}\]]{6,}",
 ]
 
 # Personal data (no credential, but not for prompts or a shared store).
@@ -77,6 +84,26 @@ _ALLOWED_EMAIL = re.compile(
 )
 
 _SECRET_RES = [re.compile(p) for p in _WHOLE] + [re.compile(p) for p in _KEEP_PREFIX]
+
+# Discord bot tokens: three base64url segments, the first (24+) starting with M, N or O at a word
+# boundary, which may follow a "-" inside a longer run. Matching whole runs (each run is read
+# once) and finding the token start in the callback keeps this linear on inputs like "M-M-M-...".
+_DISCORD_RUN = re.compile(r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]{24,}+)\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}")
+
+
+def _discord_start(first: str) -> int:
+    """Where a token starts in the first segment of a run, or -1."""
+    for i in range(len(first) - 23):
+        if first[i] in "MNO" and (i == 0 or first[i - 1] == "-"):
+            return i
+    return -1
+
+
+def _redact_discord(match: re.Match[str]) -> str:
+    start = _discord_start(match.group(1))
+    return match.group(0) if start < 0 else match.group(0)[:start] + REDACTED
+
+
 _PERSONAL_RES = [re.compile(p) for p in _PERSONAL]
 
 
@@ -96,6 +123,7 @@ def redact(text: str) -> str:
         return text
     for pattern in _SECRET_RES:
         text = pattern.sub(_replace, text)
+    text = _DISCORD_RUN.sub(_redact_discord, text)
     for pattern in _PERSONAL_RES:
         text = pattern.sub(_replace, text)
     return text
@@ -103,7 +131,9 @@ def redact(text: str) -> str:
 
 def contains_secret(text: str) -> bool:
     """Whether ``text`` holds a credential (personal data such as emails does not count)."""
-    return any(p.search(text) for p in _SECRET_RES)
+    return any(p.search(text) for p in _SECRET_RES) or any(
+        _discord_start(m.group(1)) >= 0 for m in _DISCORD_RUN.finditer(text)
+    )
 
 
 # ---------------------------------------------------------------- environment

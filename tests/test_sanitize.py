@@ -175,3 +175,35 @@ def test_scrub_env_drops_secret_names_and_values() -> None:
         "VIRTUAL_ENV": "/work/.venv",
     }
     assert env["FOO_PASSWORD"] == "x"  # input untouched
+
+
+# The reference's sanitize.js list is a floor: what it redacts, redact() redacts too.
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ('{"accessToken": "abcdefghijklmnop1234"}', "abcdefghijklmnop1234"),
+        ("refreshToken=abcdefghijklmnopqr", "abcdefghijklmnopqr"),
+        ("stripeApiKey: abcdefghijklmnop12", "abcdefghijklmnop12"),
+        ("clientSecret=abcdefghijklmnopqrst", "abcdefghijklmnopqrst"),
+        ("dbPassword=hunter22", "hunter22"),
+        ("password=(hunter22)", "hunter22"),
+        ("key%3Dsk-abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz"),
+        ("OPENAI_sk-abcdefghijklmnopqrstuvwx1", "abcdefghijklmnopqrstuvwx1"),
+        ("_ghp_" + "a" * 36, "a" * 36),
+        ("MY_github_pat_" + "c" * 22, "c" * 22),
+        ("AKIAIOSFODNN7EXAMPLEX", "IOSFODNN7EXAMPLE"),
+        ("mynpm_" + "d" * 36, "d" * 36),
+        ("axoxb-1234567890-abc", "1234567890-abc"),
+        ("accountkey=abcdEFGH==;", "abcdEFGH=="),
+        ("-MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs", "Cl2FMQ"),
+        ("bot MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs ok", "Cl2FMQ"),
+        ("Authorization: Bearer abc123", "abc123"),
+        ("https://user:pa/ss@host.com", "pa/ss"),
+        ("redis://:secretpass@cache:6379", "secretpass"),
+    ],
+)
+def test_everything_the_reference_redacts_is_redacted(text: str, gone: str) -> None:
+    out = redact(text)
+    assert gone not in out
+    assert REDACTED in out
+    assert redact(out) == out
