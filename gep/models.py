@@ -224,6 +224,21 @@ def iso(ts: datetime) -> str:
 # ---------------------------------------------------------------- cycle bookkeeping
 
 
+class KeptFile(BaseModel):
+    """A file git does not track that existed before a cycle (an untracked file of the user's, or git's own
+    config, info/ and hooks), as it was then: a cycle that changed it is caught, and rollback restores it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str  # workspace-relative path, or "git:<path inside the git directory>" (git:hooks/pre-commit)
+    kind: Literal["file", "symlink", "large"]  # large: fingerprinted (size, mtime) but no copy kept
+    sha: str | None = None  # blob written to the repository's object store (kind "file")
+    target: str | None = None  # kind "symlink"
+    mode: int = 0o644
+    size: int = 0
+    mtime_ns: int = 0
+
+
 class CycleRun(BaseModel):
     """The "cycle running" record, written before anything in the workspace changes.
 
@@ -248,3 +263,7 @@ class CycleRun(BaseModel):
     # and empty directories that existed before the cycle
     ignored: list[str] = Field(default_factory=list)
     empty_dirs: list[str] = Field(default_factory=list)
+    # files git does not track, as they were at the baseline (see KeptFile); kept_recorded is False on
+    # records written before this existed, so their recovery does not take every hook for a new one
+    kept: list[KeptFile] = Field(default_factory=list)
+    kept_recorded: bool = False

@@ -49,7 +49,7 @@ from gep.runner import run_argv, run_command, run_validation
 from gep.sanitize import redact
 from gep.store import Store
 from gep.tools import is_forbidden
-from gep.workspace import BlastReport, Workspace
+from gep.workspace import BlastReport, KeptChange, Workspace
 
 ALWAYS_FORBIDDEN = [".git", GEP_DIR]
 
@@ -164,6 +164,23 @@ def check_constraints(*, blast: BlastReport, gene: Gene, settings: Settings, wor
     stashed = set(workspace.user_stashed_paths(run))
     for path in sorted(stashed & set(blast.changed_files)):
         out.violations.append(f"touched a file holding your uncommitted changes (--allow-dirty): {path}")
+    for path in sorted(set(run.untracked) & set(blast.changed_files)):
+        out.violations.append(f"staged a file that was untracked before the cycle (yours): {path}")
+    out.violations += kept_violations(workspace.kept_changes(run))
+    return out
+
+
+def kept_violations(changes: list[KeptChange]) -> list[str]:
+    """Violations for kept files the cycle changed: git's internals are forbidden paths; the user's own
+    untracked files are theirs (rollback restores them unless they were too large to copy)."""
+    out: list[str] = []
+    for c in changes:
+        if c.in_git_dir:
+            out.append(f"forbidden path touched: {c.shown} ({c.what})")
+        else:
+            verb = "deleted" if c.what == "deleted" else "changed"
+            note = "" if c.restorable else " (too large to keep a copy: not restored)"
+            out.append(f"{verb} a file that was untracked before the cycle (yours): {c.shown}{note}")
     return out
 
 
@@ -291,8 +308,8 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
     store.save_run(run)
 
     blast = ws.blast_radius(run, settings)
-    empty = blast.files == 0
     check = check_constraints(blast=blast, gene=gene, settings=settings, workspace=ws, run=run)
+    empty = blast.files == 0 and not check.violations  # touching only kept files is a failure, not nothing
     protocol = protocol_violations(event, gene, mutation)
     branch_problem = ws.check_branch(run, inp.branch)
     if branch_problem:
@@ -300,6 +317,7 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
 
     report_id = report_id_for(event.id)
     canary: CanaryResult | None = None
+    validation_drift = ""
     if empty or check.violations:
         # nothing to validate, or a change that already broke a constraint: do not execute it
         report = ValidationReport(id=report_id, gene_id=gene.id, commands=list(gene.validation), results=[],
@@ -308,14 +326,32 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
     else:
         run.stage = "validating"
         store.save_run(run)
+        untracked_before = set(ws.untracked_files())
+        prints = ws.fingerprints(blast.changed_files)
         report = run_validation(commands=gene.validation, cwd=ws.path, settings=settings, gene_id=gene.id,
                                 report_id=report_id, now=inp.now)
         if report.overall_ok:
             canary = run_canary(workspace=ws, blast=blast, settings=settings)
+        # What the commands wrote: new untracked files are their output (removed, like the tool's run);
+        # anything else they changed means the tree that passed is not the tree that would be committed.
+        artifacts = ws.remove_new_untracked(run, untracked_before)
+        if artifacts:
+            event.meta["validation_artifacts_removed"] = artifacts[:20]
+        after = ws.blast_radius(run, settings)
+        drift = set(after.changed_files) ^ set(blast.changed_files)
+        drift |= {p for p, h in ws.fingerprints(blast.changed_files).items() if prints.get(p) != h}
+        if drift:
+            shown = sorted(drift)
+            event.meta["validation_changed"] = shown[:50]
+            validation_drift = ("validation: the commands changed the workspace they checked: " + ", ".join(shown[:10])
+                                + (f" (+{len(shown) - 10} more)" if len(shown) > 10 else ""))
+        check.violations += [v for v in kept_violations(ws.kept_changes(run)) if v not in check.violations]
     report.schema_version = SCHEMA_VERSION
     _with_asset_id(report)
 
     reasons = failure_reasons(check, report, canary, protocol)
+    if validation_drift:
+        reasons.insert(len(check.violations), validation_drift)
     message = commit_message(str(event.intent), inp.summary, event, gene, mutation)
     diff = ws.diff_snapshot(run, C.DIFF_SNAPSHOT_CHARS) if not empty else ""
     if not empty and not reasons and inp.approve is not None:

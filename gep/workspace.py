@@ -5,6 +5,10 @@ One facade over GitPython. Its promises:
 * Nothing the user had before a cycle is touched: tracked files are restored from the baseline commit,
   only files *created during the cycle* are removed (compared with the recorded baseline lists), and
   ignored entries that existed before (``.venv/``, build outputs) are never touched. No ``git clean``.
+* Files git does not track are *kept*: the user's untracked files and git's own config, info/ files and
+  hooks are copied (as blobs) at the baseline; a cycle that changes them fails, and rollback puts them
+  back (the cycle's versions go to ``.gep/rescued/<event id>/``). The contents of ignored entries are
+  not fingerprinted (a ``.venv/`` can be huge): a cycle that edits inside one is not detected.
 * The user's own uncommitted work is never mixed into an engine commit: a dirty tree is refused, or
   (``--allow-dirty``) stashed before the cycle and re-applied byte-for-byte after it, whatever the outcome.
 * Every commit or ref the engine would drop is kept under ``refs/gep/rescued/<event id>``.
@@ -19,6 +23,8 @@ import fcntl
 import os
 import re
 import shutil
+import stat
+import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,7 +37,7 @@ from pydantic import BaseModel, Field
 from gep import constants as C
 from gep.config import GEP_DIR, Settings
 from gep.errors import PendingCycleError, WorkspaceError
-from gep.models import BlastRadius, Capsule, CycleRun, EvolutionEvent, Outcome, OutcomeStatus
+from gep.models import BlastRadius, Capsule, CycleRun, EvolutionEvent, KeptFile, Outcome, OutcomeStatus
 from gep.sanitize import redact
 
 if TYPE_CHECKING:
@@ -43,6 +49,11 @@ RESCUE_PREFIX = "refs/gep/rescued/"
 LOCK_FILE = "cycle.lock"
 _TRAILER_EVENT = re.compile(r"^GEP-Event:\s*(\S+)\s*$", re.MULTILINE)
 _HELD_LOCKS: set[str] = set()  # workspaces whose lock this process holds
+# Inside the git directory, what a cycle could use to run code later or hide files from git: config
+# (aliases, core.fsmonitor, core.hooksPath, filters), attributes, excludes, and every hook.
+GIT_WATCHED_FILES = ("config", "config.worktree", "info/exclude", "info/attributes")
+GIT_WATCHED_DIRS = ("hooks",)
+RESCUED_DIR = "rescued"  # .gep/rescued/<event id>/: what rollback took away from a kept file
 
 
 class FileChange(BaseModel):
@@ -67,6 +78,22 @@ class BlastReport(BaseModel):
     @property
     def radius(self) -> BlastRadius:
         return BlastRadius(files=self.files, lines=self.lines)
+
+
+class KeptChange(BaseModel):
+    """A kept file (see :class:`gep.models.KeptFile`) that is no longer as it was at the baseline."""
+
+    key: str
+    what: Literal["modified", "deleted", "added"]
+    restorable: bool = True
+
+    @property
+    def in_git_dir(self) -> bool:
+        return self.key.startswith("git:")
+
+    @property
+    def shown(self) -> str:
+        return ".git/" + self.key[4:] if self.in_git_dir else self.key
 
 
 class RecoveredRun(BaseModel):
@@ -312,7 +339,8 @@ class Workspace:
         run = CycleRun(event_id=event_id, workspace=str(self.path), head_sha=self.head_sha(),
                        branch=self.current_branch(), untracked=self.untracked_files(),
                        ignored=self.ignored_entries(), empty_dirs=self.empty_dirs(), stash_sha=stash_sha,
-                       stage="started", status="running", pid=os.getpid())
+                       stage="started", status="running", pid=os.getpid(), kept=self.capture_kept(),
+                       kept_recorded=True)
         store.save_run(run)
         if stash_sha:
             # the user's edits are safe in the stash: the cycle starts from the clean baseline commit
@@ -374,6 +402,191 @@ class Workspace:
         paths |= set(_z(self._git("diff", "--name-only", "-z", "--no-renames", f"{w}^1", f"{w}^2")))
         return sorted(paths)
 
+    # ---------------------------------------------------------------- kept files (untracked, .git/ internals)
+
+    def _git_paths(self) -> dict[str, Path]:
+        """Where the watched files live. Directories are taken in the common git dir, not through
+        ``--git-path`` (which follows core.hooksPath out of the git directory)."""
+        args: list[str] = []
+        for n in GIT_WATCHED_FILES:
+            args += ["--git-path", n]
+        lines = self._git("rev-parse", *args, "--git-common-dir").splitlines()
+        paths = [Path(line.strip()) for line in lines]
+        paths = [p if p.is_absolute() else self.path / p for p in paths]
+        out = dict(zip(GIT_WATCHED_FILES, paths, strict=False))
+        out.update({d: paths[-1] / d for d in GIT_WATCHED_DIRS})
+        return out
+
+    def _kept_path(self, key: str, git_paths: dict[str, Path]) -> Path:
+        if not key.startswith("git:"):
+            return self.path / key
+        rest = key[4:]
+        for d in GIT_WATCHED_DIRS:
+            if rest.startswith(d + "/"):
+                return git_paths[d] / rest[len(d) + 1:]
+        return git_paths[rest]
+
+    def _watched(self, git_paths: dict[str, Path]) -> dict[str, Path]:
+        """Files git does not track that a cycle must leave as they were: the untracked files (``.gep/``
+        excluded) and git's config, info/ files and hooks."""
+        out = {rel: self.path / rel for rel in self.untracked_files() if not rel.endswith("/")}
+        for n in GIT_WATCHED_FILES:
+            p = git_paths[n]
+            if p.is_file() or p.is_symlink():
+                out[f"git:{n}"] = p
+        for d in GIT_WATCHED_DIRS:
+            base = git_paths[d]
+            if base.is_dir() and not base.is_symlink():
+                for dirpath, _dirs, names in os.walk(base):
+                    for name in names:
+                        p = Path(dirpath, name)
+                        out[f"git:{d}/{p.relative_to(base).as_posix()}"] = p
+        return out
+
+    def _hash_files(self, paths: Sequence[Path], *, write: bool) -> list[str]:
+        """Blob ids of ``paths`` (raw bytes, no filters); ``write`` stores the blobs in the object store."""
+        if not paths:
+            return []
+        argv = ["git", "hash-object", *(["-w"] if write else []), "--no-filters", "--stdin-paths"]
+        proc = subprocess.run(argv, cwd=self.path, input="".join(f"{p}\n" for p in paths).encode(),
+                              capture_output=True, check=False)
+        shas = proc.stdout.decode().split()
+        if proc.returncode != 0 or len(shas) != len(paths):
+            detail = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise WorkspaceError(f"git hash-object failed in {self.path}: {detail[-1] if detail else proc.returncode}")
+        return shas
+
+    def capture_kept(self) -> list[KeptFile]:
+        """The kept files as they are now, small ones copied into the object store (so rollback can restore
+        them byte for byte), the rest fingerprinted."""
+        git_paths = self._git_paths()
+        found: list[tuple[KeptFile, Path]] = []
+        for key, p in self._watched(git_paths).items():
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                found.append((KeptFile(key=key, kind="symlink", target=os.readlink(p)), p))
+            elif stat.S_ISREG(st.st_mode):
+                found.append((KeptFile(key=key, kind="large", mode=stat.S_IMODE(st.st_mode), size=st.st_size,
+                                       mtime_ns=st.st_mtime_ns), p))
+        budget = C.KEPT_TOTAL_MAX_BYTES
+        to_copy: list[tuple[KeptFile, Path]] = []
+        for kf, p in sorted(found, key=lambda fp: fp[0].size):  # small files first within the budget
+            if (kf.kind == "large" and kf.size <= min(C.KEPT_FILE_MAX_BYTES, budget) and "\n" not in str(p)
+                    and os.access(p, os.R_OK)):
+                budget -= kf.size
+                kf.kind = "file"
+                to_copy.append((kf, p))
+        for (kf, _p), sha in zip(to_copy, self._hash_files([p for _kf, p in to_copy], write=True), strict=True):
+            kf.sha = sha
+        return sorted((kf for kf, _p in found), key=lambda kf: kf.key)
+
+    def kept_changes(self, run: CycleRun) -> list[KeptChange]:
+        """Kept files the cycle modified or deleted, and files it added inside the git directory."""
+        if not run.kept_recorded:
+            return []
+        git_paths = self._git_paths()
+        out: list[KeptChange] = []
+        to_hash: list[tuple[KeptFile, Path]] = []
+        for kf in run.kept:
+            p = self._kept_path(kf.key, git_paths)
+            try:
+                st = p.lstat()
+            except OSError:
+                out.append(KeptChange(key=kf.key, what="deleted", restorable=kf.kind != "large"))
+                continue
+            if kf.kind == "symlink":
+                changed = not stat.S_ISLNK(st.st_mode) or os.readlink(p) != kf.target
+            elif not stat.S_ISREG(st.st_mode) or stat.S_IMODE(st.st_mode) != kf.mode:
+                changed = True
+            elif kf.kind == "large":
+                changed = (st.st_size, st.st_mtime_ns) != (kf.size, kf.mtime_ns)
+            else:
+                to_hash.append((kf, p))
+                continue
+            if changed:
+                out.append(KeptChange(key=kf.key, what="modified", restorable=kf.kind != "large"))
+        hashable = [(kf, p) for kf, p in to_hash if "\n" not in str(p)]
+        for (kf, _p), sha in zip(hashable, self._hash_files([p for _kf, p in hashable], write=False), strict=True):
+            if sha != kf.sha:
+                out.append(KeptChange(key=kf.key, what="modified"))
+        known = {kf.key for kf in run.kept}
+        for key in self._watched(git_paths):
+            if key.startswith("git:") and key not in known:
+                out.append(KeptChange(key=key, what="added"))
+        return sorted(out, key=lambda c: c.key)
+
+    def _move_to_rescue(self, run: CycleRun, change: KeptChange, p: Path) -> None:
+        """Keep what rollback takes away (the cycle's version) under ``.gep/rescued/<event id>/``."""
+        dest = self.gep_dir / RESCUED_DIR / run.event_id / change.shown
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        n = 0
+        while dest.exists() or dest.is_symlink():
+            n += 1
+            dest = dest.with_name(f"{dest.name.split('~')[0]}~{n}")
+        shutil.move(str(p), str(dest))
+
+    def restore_kept(self, run: CycleRun) -> list[str]:
+        """Put every changed kept file back as it was at the baseline; remove files added to the git
+        directory. The cycle's versions are moved to ``.gep/rescued/<event id>/``, never deleted."""
+        changes = self.kept_changes(run)
+        if not changes:
+            return []
+        git_paths = self._git_paths()
+        baseline = {kf.key: kf for kf in run.kept}
+        restored: list[str] = []
+        for change in changes:
+            p = self._kept_path(change.key, git_paths)
+            kf = baseline.get(change.key)
+            if not change.restorable or (kf is not None and kf.kind == "file" and not kf.sha):
+                continue  # no copy was kept: leave the file as it is (the violation says so)
+            if change.what != "deleted":
+                self._move_to_rescue(run, change, p)
+            if kf is not None:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                if kf.kind == "symlink":
+                    os.symlink(kf.target or "", p)
+                else:
+                    blob = subprocess.run(["git", "cat-file", "blob", kf.sha or ""], cwd=self.path,
+                                          capture_output=True, check=False)
+                    if blob.returncode != 0:
+                        continue
+                    p.write_bytes(blob.stdout)
+                    os.chmod(p, kf.mode)
+                    os.utime(p, ns=(kf.mtime_ns, kf.mtime_ns))
+            restored.append(change.shown)
+        return restored
+
+    def remove_new_untracked(self, run: CycleRun, before: set[str]) -> list[str]:
+        """Remove untracked files that appeared since ``before`` was listed (what validation left behind)."""
+        removed: list[str] = []
+        for rel in self.untracked_files():
+            target = self.path / rel
+            if rel in before or rel.endswith("/"):
+                continue
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+                removed.append(rel)
+        self._prune_dirs(run, removed)
+        return removed
+
+    def fingerprints(self, paths: Sequence[str]) -> dict[str, str]:
+        """Blob id of each workspace file (``-`` when missing, ``link:<target>`` for a symlink)."""
+        out: dict[str, str] = {}
+        regular: list[str] = []
+        for rel in paths:
+            p = self.path / rel
+            if p.is_symlink():
+                out[rel] = "link:" + os.readlink(p)
+            elif p.is_file() and "\n" not in rel:
+                regular.append(rel)
+            else:
+                out[rel] = "-"
+        out.update(zip(regular, self._hash_files([self.path / r for r in regular], write=False), strict=True))
+        return out
+
     # ---------------------------------------------------------------- rollback
 
     def _rescue(self, run: CycleRun, sha: str, suffix: str = "") -> None:
@@ -401,7 +614,8 @@ class Workspace:
                 self._git("update-ref", "--no-deref", "HEAD", run.head_sha)
 
     def rollback(self, run: CycleRun) -> list[str]:
-        """Undo the cycle: tracked files back to the baseline, files it created removed. Returns what changed.
+        """Undo the cycle: tracked files back to the baseline, kept files (the user's untracked files, git's
+        config and hooks) restored, files it created removed. Returns what changed.
 
         Never ``git clean`` and never ``reset --hard`` over the cycle's index: the index is first reset to
         the baseline (the working tree untouched), so a file the cycle staged is just untracked again and
@@ -415,6 +629,7 @@ class Workspace:
         for i in range(0, len(changed), 200):
             self._git("checkout-index", "-f", "-q", "--", *changed[i:i + 200])
         touched += changed
+        touched += self.restore_kept(run)
         removed = self._remove_created(run)
         touched += removed
         self._prune_dirs(run, removed)

@@ -2,9 +2,13 @@
 
     python tests/crash_driver.py WORKSPACE STAGE [--allow-dirty]
 
-STAGE: after_begin | after_mutation | during_validation | after_commit | none. ``during_validation``
-runs a slow validation command that writes its pid to ``WORKSPACE/../slow.pid`` and sleeps; the test
-kills this process from outside once that file appears.
+STAGE: during_stash | after_begin | after_mutation | after_tamper | during_validation | before_commit |
+during_rollback | after_commit | none. ``during_validation`` runs a slow validation command that writes its
+pid to ``WORKSPACE/../slow.pid`` and sleeps; the test kills this process from outside once that file
+appears. ``during_stash`` dies between recording the run and resetting to the baseline (--allow-dirty);
+``after_tamper`` also changes the user's untracked file, plants a git hook and edits .git/config;
+``before_commit`` dies with the success prepared but not committed; ``during_rollback`` dies right after
+the failed outcome was recorded, before the rollback.
 
 Also a library for the tests: the scenario repository, the cycle's change and a byte-level snapshot.
 """
@@ -97,8 +101,20 @@ def event(event_id: str = EVENT_ID) -> EvolutionEvent:
                           personality_state=PersonalityState(), meta={"personality": {"known": True}})
 
 
+def tamper(path: Path) -> None:
+    """What a cycle must not do: change the user's untracked file, plant a hook, edit git's config."""
+    (path / "notes.txt").write_text("rewritten by the cycle\n")
+    hook = path / ".git" / "hooks" / "pre-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\ntouch /tmp/pwned\n")
+    hook.chmod(0o755)
+    with (path / ".git" / "config").open("a") as fh:
+        fh.write("[alias]\n\tst = !touch /tmp/pwned\n")
+
+
 def snapshot(path: Path) -> dict[str, object]:
-    """Everything a user could check: HEAD, branch, status, index, stash, and every file's bytes and mode."""
+    """Everything a user could check: HEAD, branch, status, index, stash, every file's bytes and mode, and
+    git's config and hooks."""
     files: dict[str, object] = {}
     dirs: list[str] = []
     for dirpath, dirnames, names in os.walk(path):
@@ -118,9 +134,13 @@ def snapshot(path: Path) -> dict[str, object]:
               if ".gep/" not in ln]
     branch = subprocess.run(["git", "symbolic-ref", "-q", "HEAD"], cwd=path, capture_output=True,
                             text=True).stdout.strip()
+    hooks = path / ".git" / "hooks"
+    git_meta = {"config": (path / ".git" / "config").read_bytes(),
+                "hooks": {str(f.relative_to(hooks)): (f.read_bytes(), f.stat().st_mode & 0o777)
+                          for f in sorted(hooks.rglob("*")) if f.is_file()} if hooks.is_dir() else {}}
     return {"head": git(path, "rev-parse", "HEAD").strip(), "branch": branch, "status": status,
             "index": git(path, "ls-files", "-s"), "stash": git(path, "stash", "list", "--format=%H"),
-            "files": files, "dirs": sorted(dirs)}
+            "files": files, "dirs": sorted(dirs), "git": git_meta}
 
 
 def _die() -> None:
@@ -138,6 +158,15 @@ def main(argv: list[str]) -> int:
     ws = Workspace.open(ws_path)
     settings = load_settings(ws.path, env={})
     store = Store.for_workspace(ws.path, settings)
+    if stage == "during_stash":
+        original_git = Workspace._git
+
+        def git_until_reset(self: Workspace, *a: str, **k: object) -> str:
+            if a[:1] == ("reset",) and "--hard" in a:
+                _die()  # the run and the stash are recorded; the tree still holds the user's edits
+            return original_git(self, *a, **k)  # type: ignore[arg-type]
+
+        Workspace._git = git_until_reset  # type: ignore[method-assign]
     with ws.lock(5):
         ev = event()
         store.add_event(ev)
@@ -147,7 +176,15 @@ def main(argv: list[str]) -> int:
         mutate(ws.path)
         if stage == "after_mutation":
             _die()
+        if stage == "after_tamper":
+            tamper(ws.path)
+            _die()
         validation = ["python check.py"]
+        if stage == "during_rollback":
+            (ws.path / "app.py").write_text("def add(a, b):\n    return a - b\n")  # validation fails
+            Workspace.rollback = lambda self, run: _die()  # type: ignore[assignment,method-assign]
+        if stage == "before_commit":
+            Workspace.commit = lambda self, *a, **k: _die()  # type: ignore[assignment,method-assign]
         if stage == "during_validation":
             (ws.path / "slow.py").write_text(FILES["slow.py"])  # the cycle's own slow check
             validation = [f"python slow.py {ws.path.parent / 'slow.pid'}"]

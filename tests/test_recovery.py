@@ -59,8 +59,11 @@ def _recover(ws: Path) -> list[object]:
 
 
 @pytest.mark.parametrize("allow_dirty", [False, True], ids=["clean", "allow-dirty"])
-@pytest.mark.parametrize("stage", ["after_begin", "after_mutation", "during_validation"])
+@pytest.mark.parametrize("stage", ["during_stash", "after_begin", "after_mutation", "after_tamper",
+                                   "during_validation", "before_commit"])
 def test_kill_before_commit_then_recover_restores_baseline(tmp_path: Path, stage: str, allow_dirty: bool) -> None:
+    if stage == "during_stash" and not allow_dirty:
+        pytest.skip("nothing is stashed on a clean tree")
     ws = make_scenario(tmp_path / "ws")
     if allow_dirty:
         user_dirty_edits(ws)
@@ -86,6 +89,31 @@ def test_kill_before_commit_then_recover_restores_baseline(tmp_path: Path, stage
     # a second recovery finds nothing; the next cycle can begin
     assert _recover(ws) == []
     assert snapshot(ws) == baseline
+
+
+@pytest.mark.parametrize("allow_dirty", [False, True], ids=["clean", "allow-dirty"])
+def test_kill_during_rollback_keeps_the_real_failure_and_finishes_the_rollback(tmp_path: Path,
+                                                                              allow_dirty: bool) -> None:
+    ws = make_scenario(tmp_path / "ws")
+    if allow_dirty:
+        user_dirty_edits(ws)
+    baseline = snapshot(ws)
+
+    proc = _run_driver(ws, "during_rollback", allow_dirty)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert snapshot(ws) != baseline
+
+    recovered = _recover(ws)
+    assert [(r.event_id, r.outcome, r.rolled_back) for r in recovered] == [  # type: ignore[attr-defined]
+        (EVENT_ID, "failed", True)]
+    assert snapshot(ws) == baseline
+    with Store.for_workspace(ws) as store:
+        events = store.list_events(limit=10)
+        assert [e.id for e in events] == [EVENT_ID]
+        # the reasons recorded before the crash are kept, not replaced by "interrupted"
+        assert events[0].meta["failure_reasons"][0].startswith("validation: python check.py exited 1")
+        assert len(store.list_failed_capsules()) == 1 and store.list_capsules() == []
+        assert store.open_runs() == []
 
 
 @pytest.mark.parametrize("allow_dirty", [False, True], ids=["clean", "allow-dirty"])

@@ -290,3 +290,135 @@ def test_allow_dirty_cycle_may_not_touch_the_users_files(ws_path: Path, store: S
     assert res.event.outcome.status == "failed"
     assert any("uncommitted changes (--allow-dirty): README.md" in r for r in res.event.meta["failure_reasons"])
     assert snapshot(ws_path) == before
+
+
+# ------------------------------------------------------------------ kept files: the user's untracked files, .git/
+
+
+def _git_meta(p: Path) -> dict[str, object]:
+    """.git/config, info/ and every hook, byte for byte (what a planted hook or alias would change)."""
+    gd = p / ".git"
+    out: dict[str, object] = {"config": (gd / "config").read_bytes()}
+    for f in sorted((gd / "hooks").rglob("*")):
+        out[f"hooks/{f.relative_to(gd / 'hooks')}"] = (f.read_bytes(), f.stat().st_mode & 0o777)
+    return out
+
+
+@pytest.mark.parametrize("how", ["modified", "deleted", "chmod"])
+def test_a_users_untracked_file_changed_by_the_cycle_fails_and_is_restored(ws_path: Path, store: Store,
+                                                                          how: str) -> None:
+    before = snapshot(ws_path)
+
+    def change(p: Path) -> None:
+        mutate(p)  # an otherwise valid change
+        if how == "modified":
+            (p / "notes.txt").write_text("rewritten by the agent\n")
+        elif how == "deleted":
+            (p / "notes.txt").unlink()
+        else:
+            (p / "notes.txt").chmod(0o755)
+
+    res = cycle(ws_path, store, change)
+    assert res.event.outcome.status == "failed" and res.commit_sha is None
+    verb = "deleted" if how == "deleted" else "changed"
+    assert (f"constraint: {verb} a file that was untracked before the cycle (yours): notes.txt"
+            in res.event.meta["failure_reasons"])
+    assert res.failed_capsule is not None and any("notes.txt" in v for v in res.failed_capsule.constraint_violations)
+    assert snapshot(ws_path) == before  # notes.txt back byte for byte (and mode)
+    if how == "modified":  # the cycle's version is kept, not destroyed
+        rescued = ws_path / ".gep" / "rescued" / res.event.id / "notes.txt"
+        assert rescued.read_text() == "rewritten by the agent\n"
+
+
+def test_a_change_to_a_users_untracked_file_alone_is_a_failure_not_an_empty_cycle(ws_path: Path,
+                                                                                 store: Store) -> None:
+    before = snapshot(ws_path)
+    res = cycle(ws_path, store, lambda p: (p / "notes.txt").write_text("x\n"))
+    assert res.event.outcome.status == "failed" and res.event.meta["empty_cycle"] is False
+    assert snapshot(ws_path) == before
+
+
+def test_staging_a_users_untracked_file_fails_and_never_commits_it(ws_path: Path, store: Store) -> None:
+    before = snapshot(ws_path)
+
+    def stage(p: Path) -> None:
+        mutate(p)
+        git(p, "add", "notes.txt")
+
+    res = cycle(ws_path, store, stage)
+    assert res.event.outcome.status == "failed"
+    assert ("constraint: staged a file that was untracked before the cycle (yours): notes.txt"
+            in res.event.meta["failure_reasons"])
+    assert snapshot(ws_path) == before
+
+
+def test_tampering_with_git_hooks_and_config_fails_and_is_undone(ws_path: Path, store: Store) -> None:
+    hooks = ws_path / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "post-checkout").write_text("#!/bin/sh\necho the user's own hook\n")
+    (hooks / "post-checkout").chmod(0o755)
+    meta_before, before = _git_meta(ws_path), snapshot(ws_path)
+
+    def tamper(p: Path) -> None:
+        mutate(p)
+        (p / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
+        (p / ".git" / "hooks" / "pre-commit").chmod(0o755)
+        (p / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
+        with (p / ".git" / "config").open("a") as fh:
+            fh.write("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+
+    res = cycle(ws_path, store, tamper)
+    assert res.event.outcome.status == "failed" and res.commit_sha is None
+    reasons = res.event.meta["failure_reasons"]
+    for shown in (".git/config (modified)", ".git/hooks/post-checkout (modified)", ".git/hooks/pre-commit (added)"):
+        assert f"constraint: forbidden path touched: {shown}" in reasons
+    assert res.report.results == []  # a change that broke a constraint is never executed
+    assert _git_meta(ws_path) == meta_before
+    assert snapshot(ws_path) == before
+    rescued = ws_path / ".gep" / "rescued" / res.event.id / ".git" / "hooks" / "pre-commit"
+    assert "pwned" in rescued.read_text()
+
+
+def test_a_user_file_too_large_to_copy_is_detected_but_left_alone(ws_path: Path, store: Store,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import gep.constants as C
+
+    monkeypatch.setattr(C, "KEPT_FILE_MAX_BYTES", 10)
+    (ws_path / "big.dat").write_text("x" * 100)
+    res = cycle(ws_path, store, lambda p: (p / "big.dat").write_text("y" * 100))
+    assert res.event.outcome.status == "failed"
+    assert ("constraint: changed a file that was untracked before the cycle (yours): big.dat "
+            "(too large to keep a copy: not restored)") in res.event.meta["failure_reasons"]
+    assert (ws_path / "big.dat").read_text() == "y" * 100  # no copy to restore from: left as it is
+
+
+# ------------------------------------------------------------------ what validation itself writes
+
+
+def test_validation_output_files_are_removed_and_a_success_leaves_a_clean_tree(ws_path: Path, store: Store) -> None:
+    def change(p: Path) -> None:
+        (p / "feature.py").write_text("VALUE = 1\n")
+        (p / "check.py").write_text("import os\nos.makedirs('reports', exist_ok=True)\n"
+                                    "open('reports/out.txt', 'w').write('x')\n")
+
+    res = cycle(ws_path, store, change)
+    assert res.event.outcome.status == "success", res.event.meta["failure_reasons"]
+    assert res.event.meta["validation_artifacts_removed"] == ["reports/out.txt"]
+    assert not (ws_path / "reports").exists()
+    assert git(ws_path, "status", "--porcelain") == "?? notes.txt\n"  # only the user's own file
+    assert set(git(ws_path, "show", "--name-only", "--format=", "HEAD").split()) == {"check.py", "feature.py"}
+
+
+@pytest.mark.parametrize("target", ["README.md", "feature.py"])
+def test_validation_that_changes_tracked_or_changed_files_fails(ws_path: Path, store: Store, target: str) -> None:
+    before = snapshot(ws_path)
+
+    def change(p: Path) -> None:
+        (p / "feature.py").write_text("VALUE = 1\n")
+        (p / "check.py").write_text(f"open({target!r}, 'a').write('# written by validation\\n')\n")
+
+    res = cycle(ws_path, store, change)
+    assert res.event.outcome.status == "failed"
+    assert (f"validation: the commands changed the workspace they checked: {target}"
+            in res.event.meta["failure_reasons"])
+    assert snapshot(ws_path) == before
