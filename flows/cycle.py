@@ -13,9 +13,10 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
 from prefect.input import RunInput
-from prefect.states import Cancelled, Completed
+from prefect.states import Cancelled, Completed, Failed
 
 from flows import reporting
 from gep import cycle as C
@@ -84,8 +85,8 @@ def evolution_cycle(
     logger = get_run_logger()
     if not workspace.strip() or "{{" in workspace:
         # Path("") is ".", the flow's working directory: the engine's own checkout. Never evolve that.
-        raise ConfigError("parameter 'workspace' is empty: deploy with GEP_WORKSPACE=/path/to/workspace "
-                          "or fill in the workspace field of the Run form")
+        return refused(ConfigError("parameter 'workspace' is empty: deploy with GEP_WORKSPACE=/path/to/workspace "
+                                   "or fill in the workspace field of the Run form"))
     options = C.CycleOptions(
         workspace=Path(workspace).expanduser(), mutator=mutator or None, strategy=strategy or None,
         agent_cmd=agent_cmd or None, allow_dirty=allow_dirty, abandon_pending=abandon_pending,
@@ -99,11 +100,9 @@ def evolution_cycle(
                 if scheduled:  # a person is working on the pending cycle: ticks wait, they do not fail
                     logger.info("skipped: %s", exc)
                     return Completed(message=f"skipped: {exc}")
-                logger.error(str(exc))
-                raise
+                return refused(exc)
             except GepError as exc:
-                logger.error(str(exc))
-                raise
+                return refused(exc)
             try:
                 return _run(ctx, scheduled=scheduled)
             finally:
@@ -111,6 +110,13 @@ def evolution_cycle(
     except TimeoutError:
         return Cancelled(message=f"another cycle held {options.workspace} for {SLOT_TIMEOUT_S} s; "
                                  "this run did not start")
+
+
+def refused(exc: GepError) -> State:
+    """A request refused before the cycle started (bad parameter, pending cycle, unusable workspace): a failed
+    run whose message is the one-line reason, without a traceback in the log; the caller gets ``exc`` raised."""
+    get_run_logger().error(str(exc))
+    return Failed(message=str(exc), data=exc)
 
 
 def _run(ctx: C.CycleContext, *, scheduled: bool) -> Any:

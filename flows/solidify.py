@@ -5,21 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from prefect.client.schemas.objects import State
 
 from flows import reporting
-from flows.cycle import ReviewDecision, current_flow_run_id, record_task, solidify_task
+from flows.cycle import ReviewDecision, current_flow_run_id, record_task, refused, solidify_task
 from gep import cycle as C
+from gep.errors import GepError
 from gep.models import EvolutionEvent
 
 
 @flow(name="evolution-solidify")
-def solidify_pending(workspace: str) -> EvolutionEvent:
+def solidify_pending(workspace: str) -> EvolutionEvent | State:
     """Check the changes made since a prompt-mode cycle, then commit them or roll them back.
 
     Args:
         workspace: Path of the workspace with a cycle awaiting changes.
     """
-    pc = C.open_pending(Path(workspace).expanduser(), flow_run_id=current_flow_run_id())
+    try:
+        pc = C.open_pending(Path(workspace).expanduser(), flow_run_id=current_flow_run_id())
+    except GepError as exc:
+        return refused(exc)
     try:
         approve = reporting.review_gate(ReviewDecision) if pc.review else None
         event = solidify_task(pc.ctx, pc.event, pc.gene, pc.mutation,

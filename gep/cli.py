@@ -75,11 +75,12 @@ def _event_line(ev: Any) -> str:
 
 def _open_store(workspace: Path) -> Any:
     from gep.config import load_settings
+    from gep.cycle import ensure_state_dir
     from gep.store import Store
     from gep.workspace import Workspace
 
     ws = Workspace.open(workspace)
-    ws.ensure_gep_dir()  # engine state never shows in git status, even before the first cycle
+    ensure_state_dir(ws)  # engine state never shows in git status, even before the first cycle
     return Store.for_workspace(ws.path, load_settings(ws.path))
 
 
@@ -114,11 +115,25 @@ def cycle(
     seed: Annotated[int | None, typer.Option(help="Random seed, to replay a cycle's choices.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run one evolution cycle on a workspace, as a Prefect flow run."""
+    """Run one evolution cycle on a workspace, as a Prefect flow run.
+
+    Reads the workspace's logs, memory and transcripts, selects a gene, has the change made, validates it,
+    then commits it (one git commit) or rolls it back, and records an event in <workspace>/.gep/.
+    With the prompt mutator the prompt is written to .gep/prompts/ and the cycle waits for `gep solidify`.
+    Without PREFECT_API_URL, Prefect starts a temporary local server for the run (a few seconds).
+
+    Exit status: 0 for success, empty or awaiting changes; 1 when the cycle failed; 2 for bad input.
+    """
     _quiet_prefect(as_json)
+    from gep.cycle import CycleOptions, preflight
+
+    # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
+    options = CycleOptions(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
+                           agent_cmd=agent_cmd or None, abandon_pending=abandon_pending, branch=branch or None)
+    preflight(options)
     from gep.workspace import Workspace
 
-    ws = Workspace.open(workspace)  # fail fast, before Prefect starts
+    ws = Workspace.open(workspace)
     from flows.cycle import evolution_cycle
 
     event = evolution_cycle(workspace=str(ws.path), mutator=mutator, strategy=strategy, agent_cmd=agent_cmd,
@@ -150,10 +165,16 @@ def _print_outcome(event: Any, as_json: bool, ws: Path) -> None:
 @app.command()
 @friendly
 def solidify(workspace: WorkspaceOpt, as_json: JsonOpt = False) -> None:
-    """Finish a cycle left awaiting changes (prompt mode): check, then commit or roll back."""
+    """Finish a cycle left awaiting changes (prompt mode): check, then commit or roll back.
+
+    Runs the gene's validation commands on what changed since the prompt was written; a passing change is
+    committed with GEP trailers, anything else is rolled back. Exit status: 0 success, 1 failed, 2 bad input.
+    """
     _quiet_prefect(as_json)
+    from gep.cycle import preflight_solidify
     from gep.workspace import Workspace
 
+    preflight_solidify(workspace)  # nothing awaiting changes: one line, before Prefect starts
     ws = Workspace.open(workspace)
     from flows.solidify import solidify_pending
 
@@ -191,7 +212,12 @@ def history(
     limit: Annotated[int, typer.Option(min=1, help="How many events, newest first.")] = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """List recorded cycles newest first, joined with their Prefect flow runs."""
+    """List recorded cycles newest first, joined with their Prefect flow runs.
+
+    Columns: event id, outcome, intent, gene, the flow run (a link to the UI when PREFECT_API_URL is set),
+    its state and duration. --json prints the EvolutionEvent objects, each with a `flow_run` object when
+    Prefect knows the run (meta.flow_run_id is always the run's id).
+    """
     _quiet_prefect(True)
     with _open_store(workspace) as store:
         events = store.list_events(limit=limit)
@@ -215,8 +241,11 @@ def history(
 
 @app.command()
 @friendly
-def show(event_id: str, workspace: WorkspaceOpt) -> None:
-    """Print one recorded event as JSON."""
+def show(
+    event_id: Annotated[str, typer.Argument(help="An event id as `gep history` lists it (evt_...).")],
+    workspace: WorkspaceOpt,
+) -> None:
+    """Print one recorded event (EvolutionEvent, with meta) as JSON."""
     with _open_store(workspace) as store:
         ev = store.get_event(event_id)
     if ev is None:
@@ -268,10 +297,11 @@ def genes_list(
 @genes_app.command("show")
 @friendly
 def genes_show(
-    gene_id: str,
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w")] = None,
+    gene_id: Annotated[str, typer.Argument(help="A gene id as `gep genes list` lists it.")],
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Also look in the workspace's "
+                                                   "genes (.gep/genes/ and imported ones).")] = None,
 ) -> None:
-    """Print one gene as JSON."""
+    """Print one gene as JSON (the asset, with its asset_id)."""
     from gep.assets import load_genes_dir, seed_genes_dir, workspace_genes
 
     if workspace is not None:
@@ -319,7 +349,10 @@ def export_cmd(
                                             "failed_capsules.json and events.jsonl into.")],
     workspace: WorkspaceOpt,
 ) -> None:
-    """Export the store as the reference implementation's asset files."""
+    """Export the store as the reference implementation's asset files (existing files there are replaced).
+
+    `gep import` of the folder into another workspace restores the same genes, capsules and events.
+    """
     from gep.assets import export_assets
 
     with _open_store(workspace) as store:
@@ -337,9 +370,14 @@ def serve(
     cron: Annotated[str, typer.Option(help="Schedule (cron, UTC).")] = "*/30 * * * *",
     mutator: Annotated[str | None, typer.Option(help="anthropic | command | prompt.")] = None,
     strategy: Annotated[str | None, typer.Option(help="Strategy preset (default: automatic).")] = None,
-    agent_cmd: Annotated[str | None, typer.Option("--agent-cmd")] = None,
+    agent_cmd: Annotated[str | None, typer.Option("--agent-cmd", help="External agent command for "
+                                                  "--mutator command.")] = None,
 ) -> None:
-    """Serve scheduled cycles for one workspace until Ctrl-C (needs a Prefect server: PREFECT_API_URL)."""
+    """Serve scheduled cycles for one workspace until Ctrl-C (needs a Prefect server: PREFECT_API_URL).
+
+    Registers the deployments scheduled-<ws> (on --cron) and evolve-now-<ws> (its Run button in the UI
+    triggers a cycle) and runs their flow runs in this process. See docs/deploy.md.
+    """
     from gep.workspace import Workspace
 
     ws = Workspace.open(workspace)
@@ -349,7 +387,40 @@ def serve(
 
 
 def main() -> None:
-    app()
+    """The console script: like app(), but usage errors (unknown verb, bad flag value) are one line too."""
+    usage_errors, no_args = _click_exception_types()
+    try:
+        code = app(standalone_mode=False)
+    except no_args as exc:
+        sys.exit(exc.exit_code)  # the help was printed
+    except usage_errors as exc:
+        err.print(f"gep: {exc.format_message()} (see `{_command_path(exc)} --help`)", markup=False,
+                  highlight=False)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("gep: aborted", markup=False, highlight=False)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_exception_types() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+    """Click's exception classes: typer >= 0.2x raises those of its vendored copy, older ones click's own."""
+    import click.exceptions
+
+    modules: list[Any] = [click.exceptions]
+    try:
+        from typer._click import exceptions as vendored
+
+        modules.append(vendored)
+    except ImportError:
+        pass
+    return (tuple(m.ClickException for m in modules),
+            tuple(m.NoArgsIsHelpError for m in modules if hasattr(m, "NoArgsIsHelpError")))
+
+
+def _command_path(exc: Any) -> str:
+    ctx = getattr(exc, "ctx", None)
+    return ctx.command_path if ctx is not None else "gep"
 
 
 if __name__ == "__main__":

@@ -108,15 +108,84 @@ def new_event_id(now: datetime) -> str:
 # ------------------------------------------------------------------ stage 0: prepare
 
 
-def prepare(options: CycleOptions, env: Mapping[str, str] | None = None) -> CycleContext:
-    """Open the workspace and store, recover crashed cycles, take the lock, refuse a pending cycle."""
-    from gep.workspace import Workspace, recover
+def check_request(options: CycleOptions, settings: Settings, env: Mapping[str, str]) -> None:
+    """Refuse an unusable request before anything is recorded: a typo in a mutator or strategy name, or a
+    mutator without what it needs, is a user error, not a failed cycle that would count against a gene."""
+    from gep.errors import ConfigError
+    from gep.mutators import MUTATORS, default_mutator
+    from gep.mutators.command import split_command
+    from gep.strategy import resolve_strategy
+
+    name = (options.mutator or settings.mutator or default_mutator(env)).strip().lower()
+    if name not in MUTATORS:
+        raise ConfigError(f"unknown mutator '{options.mutator or settings.mutator}'; valid: {', '.join(MUTATORS)}")
+    if name == "command":
+        split_command(settings.agent_cmd)
+    if name == "anthropic" and not env.get("ANTHROPIC_API_KEY"):
+        raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
+    resolve_strategy(requested=options.strategy or settings.strategy, env=env, cycle_count=0, signals=[])
+
+
+def ensure_state_dir(ws: Any) -> Path:
+    """``<workspace>/.gep/``, or a one-line WorkspaceError when it cannot be created (read-only, a file)."""
+    from gep.errors import WorkspaceError
+
+    try:
+        return ws.ensure_gep_dir()
+    except OSError as exc:
+        raise WorkspaceError(f"cannot write engine state in {ws.path / '.gep'}: "
+                             f"{exc.strerror or type(exc).__name__}") from None
+
+
+def open_settings(options: CycleOptions, env: Mapping[str, str] | None = None) -> tuple[Any, Settings]:
+    """The workspace and its settings for this request, checked (no lock taken, nothing recorded)."""
+    from gep.workspace import Workspace
 
     env = os.environ if env is None else env
     ws = Workspace.open(options.workspace)
     settings = load_settings(ws.path, env=env, strategy=options.strategy, agent_cmd=options.agent_cmd,
                              mutator=options.mutator, branch=options.branch)
-    ws.ensure_gep_dir()
+    check_request(options, settings, env)
+    ensure_state_dir(ws)
+    return ws, settings
+
+
+def pending_message(ws_path: Path, event_id: str) -> str:
+    return (f"cycle {event_id} is still awaiting changes on {ws_path}: finish it with "
+            f"'gep solidify --workspace {ws_path}' or start over with --abandon-pending")
+
+
+def preflight(options: CycleOptions, env: Mapping[str, str] | None = None) -> None:
+    """What `prepare` would refuse, found without starting anything (the CLI calls it before Prefect)."""
+    ws, settings = open_settings(options, env)
+    if options.abandon_pending:
+        return
+    with Store.for_workspace(ws.path, settings) as store:
+        pending = [r for r in store.open_runs() if r.status == "awaiting_changes"]
+    if pending:
+        raise PendingCycleError(pending_message(ws.path, pending[0].event_id))
+
+
+def preflight_solidify(workspace: Path, env: Mapping[str, str] | None = None) -> None:
+    """What `open_pending` would refuse (no cycle awaiting changes), found without starting anything."""
+    from gep.errors import WorkspaceError
+    from gep.workspace import Workspace
+
+    env = os.environ if env is None else env
+    ws = Workspace.open(workspace)
+    settings = load_settings(ws.path, env=env)
+    ensure_state_dir(ws)
+    with Store.for_workspace(ws.path, settings) as store:
+        if not any(r.status == "awaiting_changes" for r in store.open_runs()):
+            raise WorkspaceError(f"no cycle is awaiting changes on {ws.path} (start one with `gep cycle`)")
+
+
+def prepare(options: CycleOptions, env: Mapping[str, str] | None = None) -> CycleContext:
+    """Open the workspace and store, recover crashed cycles, take the lock, refuse a pending cycle."""
+    from gep.workspace import recover
+
+    env = os.environ if env is None else env
+    ws, settings = open_settings(options, env)
     store = Store.for_workspace(ws.path, settings)
     stack = ExitStack()
     stack.callback(store.close)
@@ -126,9 +195,7 @@ def prepare(options: CycleOptions, env: Mapping[str, str] | None = None) -> Cycl
         pending = [r for r in store.open_runs() if r.status == "awaiting_changes"]
         if pending:
             if not options.abandon_pending:
-                raise PendingCycleError(
-                    f"cycle {pending[0].event_id} is still awaiting changes on {ws.path}: finish it with "
-                    f"'gep solidify --workspace {ws.path}' or start over with --abandon-pending")
+                raise PendingCycleError(pending_message(ws.path, pending[0].event_id))
             for run in pending:
                 abandon(ws, store, run)
         now = utc_now()
@@ -462,6 +529,7 @@ def open_pending(workspace: Path, flow_run_id: str | None = None,
     env = os.environ if env is None else env
     ws = Workspace.open(workspace)
     settings = load_settings(ws.path, env=env)
+    ensure_state_dir(ws)
     store = Store.for_workspace(ws.path, settings)
     stack = ExitStack()
     stack.callback(store.close)

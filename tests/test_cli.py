@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,66 @@ def test_console_script_errors_without_traceback(tmp_path: Path):
     assert proc.returncode != 0
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def console(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The installed `gep` script, as a user runs it (Prefect's own log handlers write to the real stderr)."""
+    gep = Path(sys.executable).with_name("gep")
+    return subprocess.run([str(gep), *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          env={**os.environ, **(env or {})})
+
+
+def console_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gep: "), proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.timeout(120)
+def test_usage_errors_are_one_line(repo: Path):
+    console_error(console("history", "--workspace", str(repo), "--limit", "0"), "--limit", "gep history --help")
+    console_error(console("history", "--workspace", str(repo), "--limit", "many"), "--limit")
+    console_error(console("cycle"), "--workspace")
+    console_error(console("bogus"), "bogus")
+    console_error(console("genes", "bogus"), "bogus")
+    helped = console()
+    assert helped.returncode == 2 and "cycle" in helped.stdout and helped.stderr == ""
+    assert console("cycle", "--help").returncode == 0
+
+
+@pytest.mark.timeout(120)
+def test_bad_cycle_requests_are_refused_before_anything_runs(repo: Path):
+    """A typo is a user error: one line, nothing recorded (it must not count as a failed cycle of a gene)."""
+    console_error(console("cycle", "-w", str(repo), "--mutator", "claude"), "unknown mutator 'claude'")
+    console_error(console("cycle", "-w", str(repo), "--strategy", "fast"), "unknown strategy 'fast'")
+    console_error(console("cycle", "-w", str(repo), "--mutator", "command"), "--agent-cmd")
+    console_error(console("cycle", "-w", str(repo), "--mutator", "anthropic", env={"ANTHROPIC_API_KEY": ""}),
+                  "ANTHROPIC_API_KEY")
+    (repo / "gep.toml").write_text("[gep\n")
+    console_error(console("cycle", "-w", str(repo)), "gep.toml", "not valid TOML")
+    console_error(console("solidify", "-w", str(repo)), "gep.toml")
+    (repo / "gep.toml").unlink()
+    with Store.for_workspace(repo) as store:
+        assert store.count_events() == 0 and store.open_runs() == []
+
+
+@pytest.mark.timeout(120)
+def test_pending_cycle_and_nothing_to_solidify_are_one_line(repo: Path):
+    from gep.models import CycleRun
+
+    console_error(console("solidify", "-w", str(repo)), "no cycle is awaiting changes")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    with Store.for_workspace(repo) as store:
+        store.save_run(CycleRun(event_id="evt_pending", workspace=str(repo), head_sha=head,
+                                status="awaiting_changes"))
+    console_error(console("cycle", "-w", str(repo), "--mutator", "prompt"), "evt_pending", "gep solidify")
+
+
+def test_unwritable_engine_state_is_one_line(repo: Path):
+    (repo / ".gep").write_text("a file where the engine's folder should be\n")
+    one_line_error(run("history", "--workspace", str(repo)), "cannot write engine state", ".gep")
+    one_line_error(run("cycle", "--workspace", str(repo), "--mutator", "prompt"), "cannot write engine state")

@@ -292,3 +292,39 @@ def test_scheduled_tick_skips_while_a_cycle_awaits_changes(prefect_server, examp
     state = evolution_cycle(workspace=str(example_ws), mutator="prompt", scheduled=True, return_state=True)
     assert state.is_completed() and "awaiting changes" in state.message
     assert [e.id for e in events(example_ws)] == [first.id]
+
+
+def test_refused_request_fails_the_run_with_the_reason_and_records_nothing(prefect_server, example_ws: Path):
+    from flows.cycle import evolution_cycle
+    from flows.solidify import solidify_pending
+    from gep.errors import ConfigError, WorkspaceError
+
+    state = evolution_cycle(workspace=str(example_ws), mutator="claude", return_state=True)
+    assert state.is_failed() and "unknown mutator 'claude'" in state.message
+    with pytest.raises(ConfigError, match="unknown strategy 'fast'"):
+        evolution_cycle(workspace=str(example_ws), strategy="fast")
+    state = evolution_cycle(workspace=str(example_ws), mutator="command", return_state=True)
+    assert state.is_failed() and "agent command" in state.message
+    assert events(example_ws) == []  # a typo is not a failed cycle: no gene pays for it
+    state = solidify_pending(workspace=str(example_ws), return_state=True)
+    assert state.is_failed() and "no cycle is awaiting changes" in state.message
+    with pytest.raises(WorkspaceError):
+        solidify_pending(workspace=str(example_ws))
+
+
+def test_a_cycle_waits_for_the_workspace_slot_and_gives_up_cancelled(prefect_server, example_ws: Path,
+                                                                      monkeypatch):
+    from prefect.concurrency.sync import concurrency
+
+    import flows.cycle
+    from flows.reporting import ensure_limit, workspace_key
+
+    name = f"gep-workspace-{workspace_key(example_ws)}"
+    ensure_limit(name)
+    monkeypatch.setattr(flows.cycle, "SLOT_TIMEOUT_S", 3)
+    with concurrency(name, occupy=1, strict=True):  # another cycle holds this repository
+        state = flows.cycle.evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
+    assert state.is_cancelled() and "did not start" in state.message
+    assert events(example_ws) == []
+    # the slot is free again: the next run goes through
+    assert flows.cycle.evolution_cycle(workspace=str(example_ws), mutator="prompt").outcome.status == "awaiting_changes"
