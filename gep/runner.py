@@ -33,6 +33,7 @@ from gep.sanitize import redact, scrub_env
 
 _PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_CODE_MODULES = {"timeit"}  # stdlib modules whose arguments are Python statements
 # Characters that only mean something to a shell; refused even inside quotes (no gene needs them).
 _SHELL_OPERATORS = [(";", "';'"), ("&", "'&' (&&, background)"), ("|", "'|' (pipe, ||)"),
                     (">", "'>' (redirection)"), ("<", "'<' (redirection)")]
@@ -53,13 +54,14 @@ def _python_inline(args: Sequence[str]) -> str | None:
     i = 0
     while i < len(args):
         a = args[i]
-        if a == "-m" or not a.startswith("-") or a == "-":
-            return None  # module or script from here on (``-`` reads stdin, which is /dev/null)
+        if a == "-m" or (a.startswith("-") and _short_flags(a).endswith("m")):  # ``-m mod``, ``-qm pytest``
+            module = args[i + 1] if i + 1 < len(args) else ""
+            return f"python -m {module} (runs its arguments as code) is not allowed" if module in _CODE_MODULES else None
+        if not a.startswith("-") or a == "-":
+            return None  # script from here on (``-`` reads stdin, which is /dev/null)
         letters = _short_flags(a)
         if "c" in letters:
             return "python -c (inline code) is not allowed"
-        if letters.endswith("m"):
-            return None  # ``-qm pytest``
         if letters[-1:] in ("W", "X") and len(letters) == 1:
             i += 1  # option with a separate argument
         i += 1
@@ -68,6 +70,8 @@ def _python_inline(args: Sequence[str]) -> str | None:
 
 def _node_inline(args: Sequence[str]) -> str | None:
     for a in args:
+        if "data:" in a:  # --import/--loader/-r data:text/javascript,<code>
+            return "node data: URL (inline code) is not allowed"
         if not a.startswith("-"):
             return None  # the script
         name = a.split("=", 1)[0]
@@ -155,7 +159,7 @@ _PRCTL = _load_prctl()
 _PR_SET_PDEATHSIG = 1
 
 
-def _child_setup(parent_pid: int) -> Callable[[], None] | None:
+def die_with_parent(parent_pid: int) -> Callable[[], None] | None:
     """Make the child die with its parent (kill -9 of a cycle must not leave validation running)."""
     prctl = _PRCTL
     if prctl is None:
@@ -229,7 +233,7 @@ def _run(argv: Sequence[str], *, cwd: Path, settings: Settings, shown: str, env:
         try:
             proc = subprocess.Popen(
                 [exe, *argv[1:]], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, close_fds=True, preexec_fn=_child_setup(os.getpid()))
+                start_new_session=True, close_fds=True, preexec_fn=die_with_parent(os.getpid()))
         except OSError as exc:
             return CommandResult(cmd=shown, ok=False, exit_code=None, stderr=f"cannot start: {exc.strerror}")
         try:

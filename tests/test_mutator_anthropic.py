@@ -318,3 +318,45 @@ def test_recorded_request_helpers() -> None:
     req = RecordedRequest("/v1/messages", {}, {"messages": [{"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}]})
     assert req.tool_results() == [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]
+
+
+def test_secrets_in_the_workspace_logs_reach_no_prompt_request_or_store(
+        fake: FakeAnthropic, example_ws: Path, venv_python_first: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole Claude-driven cycle (no Prefect) on a workspace whose log holds an Anthropic key, a GitHub
+    token, a password and a PEM key: none of them is in the prompt file, any request the API received
+    (system, context, tool results), the stored event or anything else in the store, or the commit."""
+    import sqlite3
+
+    from conftest import git
+
+    from gep.cycle import CycleOptions, run_cycle
+
+    secrets = ["sk-ant-api03-" + "Zx9" * 14, "ghp_" + "Q1w2E3r4T5y6U7i8O9p0" * 2, "hunter2-Very-Secret",
+               "MIIEowIBAAKCAQEAsecretPemBodyLine0123456789"]
+    log = example_ws / "logs" / "agent.log"
+    log.write_text(log.read_text() + (
+        f"2026-11-21T09:15:00Z [ERROR] auth: request failed with key {secrets[0]}\n"
+        f"2026-11-21T09:15:01Z [ERROR] git push rejected: token {secrets[1]}\n"
+        f"2026-11-21T09:15:02Z [ERROR] db: connect failed password={secrets[2]}\n"
+        f"-----BEGIN RSA PRIVATE KEY-----\n{secrets[3]}\n-----END RSA PRIVATE KEY-----\n"))
+    git(example_ws, "commit", "-qam", "logs")
+    fake.script = [message(tool_use("read_file", {"path": "logs/agent.log"}),
+                           tool_use("search", {"pattern": "password|BEGIN|ghp_|sk-ant"})),
+                   *fixing_session()[3:]]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+    env = {**os.environ, "GEP_MODEL": MODEL}
+    event = run_cycle(CycleOptions(workspace=example_ws, mutator="anthropic"), env=env)
+
+    assert event.outcome.status == "success", event.meta.get("failure_reasons")
+    sent = json.dumps([q.body for q in fake.requests])
+    assert "[REDACTED]" in sent and "git push rejected" in sent  # the log did go out, redacted
+    prompt_file = Path(event.meta["mutator_result"]["prompt_file"]).read_text()
+    with sqlite3.connect(example_ws / ".gep" / "gep.db") as db:
+        stored = "\n".join(db.iterdump())
+    engine_commit = git(example_ws, "show", "HEAD")
+    assert "GEP-Event: " + event.id in engine_commit
+    for secret in secrets:
+        for where, text in (("request", sent), ("prompt file", prompt_file), ("store", stored),
+                            ("engine's commit", engine_commit)):
+            assert secret not in text, f"{secret[:8]}... leaked into the {where}"

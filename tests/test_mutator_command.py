@@ -135,6 +135,51 @@ def test_timeout_kills_the_agent_and_its_children(repo: Path, tmp_path: Path) ->
     assert not pid_alive(child)
 
 
+PID_AGENT = r'''
+import os, sys, time, pathlib
+pathlib.Path(sys.argv[1]).write_text(str(os.getpid()))
+time.sleep(60)
+'''
+
+CYCLE_PROCESS = r'''
+import os, sys
+from pathlib import Path
+sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "tests")]
+from test_mutator_command import request
+from gep.config import Settings
+from gep.mutators.command import CommandMutator
+settings = Settings(agent_cmd=sys.argv[3], agent_timeout_s=60)
+CommandMutator(settings, os.environ).apply(request(Path(sys.argv[2]), settings))
+'''
+
+
+def test_the_agent_dies_with_a_killed_cycle(repo: Path, tmp_path: Path) -> None:
+    """kill -9 of the cycle must not leave the agent writing into a workspace that recovery restores."""
+    agent = script(tmp_path, "pid.py", PID_AGENT)
+    pidfile = tmp_path / "agent.pid"
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-c", CYCLE_PROCESS, str(root), str(repo), cmd(agent, pidfile)])
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, "the agent never started"
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+        agent_pid = int(pidfile.read_text())
+        deadline = time.monotonic() + 5
+        while pid_alive(agent_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = pid_alive(agent_pid)
+        if alive:
+            os.kill(agent_pid, 9)
+        assert not alive, "the agent outlived the killed cycle"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_non_zero_exit_is_an_error_with_output(repo: Path, tmp_path: Path) -> None:
     agent = script(tmp_path, "fail.py", FAILING_AGENT)
     settings = Settings(agent_cmd=cmd(agent))

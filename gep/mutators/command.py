@@ -36,6 +36,7 @@ from gep.mutators.base import (
     one_line,
     write_prompt_file,
 )
+from gep.runner import die_with_parent
 
 WITHHELD_ENV = ("GEP_DATABASE_URL",)
 _SUMMARY_RE = re.compile(r"^\s*GEP_SUMMARY:\s*(.+?)\s*$", re.MULTILINE)
@@ -104,8 +105,10 @@ class CommandMutator:
         timed_out = False
         with open(prompt_file, "rb") as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
+                # own process group (a timeout kills the agent's children too); dies with the cycle, so a
+                # kill -9 of the cycle never leaves an agent editing a workspace that recovery restores
                 proc = subprocess.Popen(self.argv, cwd=req.workspace, env=env, stdin=stdin, stdout=out,
-                                        stderr=err, start_new_session=True)
+                                        stderr=err, start_new_session=True, preexec_fn=die_with_parent(os.getpid()))
             except OSError as exc:
                 return MutatorResult(status="error", prompt_file=str(prompt_file),
                                      error=one_line(f"cannot start agent command '{self.argv[0]}': "
