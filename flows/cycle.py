@@ -121,17 +121,23 @@ def refused(exc: GepError) -> State:
 
 def _run(ctx: C.CycleContext, *, scheduled: bool) -> Any:
     logger = get_run_logger()
-    sources = collect_sources_task(ctx)
-    events = C.recent_events(ctx)
-    signals = extract_signals_task(ctx, sources, events)
-    history = analyse_history_task(events)
-    if scheduled:
-        reason = reporting.steady_state_gate(ctx, signals)
-        if reason:
-            logger.info("skipped: %s", reason)
-            reporting.publish_skip(ctx, signals, reason)
-            return Completed(message=f"skipped: {reason}")
-    p = build_mutation_task(ctx, select_task(ctx, sources, signals, history, events))
+    try:
+        sources = collect_sources_task(ctx)
+        events = C.recent_events(ctx)
+        signals = extract_signals_task(ctx, sources, events)
+        history = analyse_history_task(events)
+        if scheduled:
+            reason = reporting.steady_state_gate(ctx, signals)
+            if reason:
+                logger.info("skipped: %s", reason)
+                reporting.publish_skip(ctx, signals, reason)
+                return Completed(message=f"skipped: {reason}")
+        p = build_mutation_task(ctx, select_task(ctx, sources, signals, history, events))
+    except Exception as exc:  # noqa: BLE001 - nothing changed yet: record the failed cycle, then fail the run
+        event = record_task(ctx, C.fail_before_plan(ctx, exc))
+        reporting.label_run(ctx, event)
+        reporting.publish(ctx, event)
+        raise
     event = C.draft_event(ctx, p)
     reporting.label_run(ctx, event)
     if p.gene is None or p.mutation is None:

@@ -437,6 +437,15 @@ def fail_cycle(ctx: CycleContext, event: EvolutionEvent, reason: str) -> Evoluti
     return event
 
 
+def fail_before_plan(ctx: CycleContext, exc: BaseException) -> EvolutionEvent:
+    """A stage before the plan (sources, signals, history, selection, mutation) raised: nothing in the
+    workspace changed yet, but the cycle still ends in a recorded failed event (with no gene to blame)."""
+    event = EvolutionEvent(id=ctx.event_id, parent=ctx.store.last_event_id(), meta={
+        "at": iso(ctx.started_at), "cycle": ctx.cycle_number, "seed": ctx.seed,
+        "flow_run_id": ctx.options.flow_run_id, "recovered": ctx.recovered})
+    return fail_cycle(ctx, event, describe_error(exc))
+
+
 def record_empty(ctx: CycleContext, event: EvolutionEvent, reason: str) -> EvolutionEvent:
     """Nothing to do (no gene matched): an empty cycle, recorded as such."""
     event.outcome = Outcome(status=OutcomeStatus.empty.value, score=0.0)
@@ -472,11 +481,14 @@ def run_cycle(options: CycleOptions, env: Mapping[str, str] | None = None) -> Ev
 
 
 def run_stages(ctx: CycleContext) -> EvolutionEvent:
-    sources = collect(ctx)
-    events = recent_events(ctx)
-    signals = extract(ctx, sources, events)
-    history = analyse(events)
-    p = mutate(ctx, select(ctx, sources, signals, history, events))
+    try:
+        sources = collect(ctx)
+        events = recent_events(ctx)
+        signals = extract(ctx, sources, events)
+        history = analyse(events)
+        p = mutate(ctx, select(ctx, sources, signals, history, events))
+    except Exception as exc:  # noqa: BLE001 - recorded as a failed cycle, like a later stage's failure
+        return finish(ctx, fail_before_plan(ctx, exc))
     event = draft_event(ctx, p)
     if p.gene is None or p.mutation is None:
         return record_empty(ctx, event, "no gene matched the signals (or every match is banned)")

@@ -159,6 +159,26 @@ def test_stage_failure_fails_run_and_records_event(prefect_server, example_ws: P
     assert git(example_ws, "status", "--porcelain").strip() == ""
 
 
+@pytest.mark.parametrize("module, name", [("gep.sources", "collect_sources"), ("gep.signals", "extract_signals"),
+                                           ("gep.selector", "select_gene_and_capsule")])
+def test_failure_in_an_early_stage_is_recorded_too(prefect_server, example_ws: Path, monkeypatch, module: str,
+                                                   name: str):
+    import importlib
+
+    from flows.cycle import evolution_cycle
+
+    def broken(*_a, **_k):
+        raise RuntimeError(f"{name} exploded")
+
+    monkeypatch.setattr(importlib.import_module(module), name, broken)
+    state = evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
+    assert state.is_failed()
+    [ev] = events(example_ws)
+    assert ev.outcome.status == "failed" and ev.meta["flow_run_id"] == str(state.state_details.flow_run_id)
+    assert f"RuntimeError: {name} exploded" in ev.meta["failure_reasons"][0]
+    assert git(example_ws, "status", "--porcelain").strip() == ""
+
+
 def test_scheduled_ticks_skip_under_steady_state(prefect_server, example_ws: Path):
     from flows.cycle import evolution_cycle
 
