@@ -261,12 +261,21 @@ def _accept(obj: dict[str, Any], path: Path, report: ImportReport, allow_mismatc
     return allow_mismatch
 
 
+def _present(path: Path) -> bool:
+    """Whether an asset file is there; something else by that name is an error, never silently skipped."""
+    if not path.exists():
+        return False
+    if not path.is_file():
+        raise AssetError(f"{path}: not a file")
+    return True
+
+
 def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan:
     plan = _Plan()
 
     def array_file(name: str, key: str, cls: type[M], into: list[tuple[M, dict[str, Any]]]) -> None:
         path = assets_dir / name
-        if not path.is_file():
+        if not _present(path):
             return
         report.files.append(name)
         for i, obj in enumerate(_list_in(path, key)):
@@ -276,7 +285,7 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
 
     def lines_file(name: str, cls: type[M], into: list[tuple[M, dict[str, Any]]]) -> None:
         path = assets_dir / name
-        if not path.is_file():
+        if not _present(path):
             return
         report.files.append(name)
         for lineno, obj in _read_jsonl(path):
@@ -291,7 +300,7 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
     array_file(FAILED_CAPSULES_FILE, "failed_capsules", FailedCapsule, plan.failed_capsules)
 
     events_path = assets_dir / EVENTS_FILE
-    if events_path.is_file():
+    if _present(events_path):
         report.files.append(EVENTS_FILE)
         for lineno, obj in _read_jsonl(events_path):
             where = _where(events_path, lineno, obj, line=True)

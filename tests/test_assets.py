@@ -205,3 +205,9 @@ def test_bad_asset_folders(tmp_path: Path, store: Store) -> None:
         import_assets(store, tmp_path)
     with pytest.raises(AssetError, match="not a directory"):
         import_assets(store, tmp_path / "genes.json")
+    (tmp_path / "genes.json").unlink()
+    (tmp_path / "capsules.json").mkdir()  # a folder where a file should be is reported, not skipped
+    write(tmp_path / "events.jsonl", {"type": "EvolutionEvent", "id": "evt_1"})
+    with pytest.raises(AssetError, match=r"capsules.json: not a file"):
+        import_assets(store, tmp_path)
+    assert store.get_event("evt_1") is None
