@@ -63,7 +63,7 @@ def evolution_cycle(
     review: bool = False,
     scheduled: bool = False,
     seed: int | None = None,
-) -> EvolutionEvent | None:
+) -> EvolutionEvent | State | None:
     """Run one GEP evolution cycle on a workspace (a git repository an agent works in).
 
     Args:

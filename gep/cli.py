@@ -216,7 +216,7 @@ def history(
 
     Columns: event id, outcome, intent, gene, the flow run (a link to the UI when PREFECT_API_URL is set),
     its state and duration. --json prints the EvolutionEvent objects, each with a `flow_run` object when
-    Prefect knows the run (meta.flow_run_id is always the run's id).
+    Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
     """
     _quiet_prefect(True)
     with _open_store(workspace) as store:
