@@ -135,10 +135,12 @@ def cycle(
 
     ws = Workspace.open(workspace)
     from flows.cycle import evolution_cycle
+    from flows.runtime import foreground_run
 
-    event = evolution_cycle(workspace=str(ws.path), mutator=mutator, strategy=strategy, agent_cmd=agent_cmd,
-                            allow_dirty=allow_dirty, abandon_pending=abandon_pending, branch=branch,
-                            review=review, seed=seed)
+    with foreground_run():
+        event = evolution_cycle(workspace=str(ws.path), mutator=mutator, strategy=strategy, agent_cmd=agent_cmd,
+                                allow_dirty=allow_dirty, abandon_pending=abandon_pending, branch=branch,
+                                review=review, seed=seed)
     _print_outcome(event, as_json, ws.path)
 
 
@@ -176,9 +178,11 @@ def solidify(workspace: WorkspaceOpt, as_json: JsonOpt = False) -> None:
 
     preflight_solidify(workspace)  # nothing awaiting changes: one line, before Prefect starts
     ws = Workspace.open(workspace)
+    from flows.runtime import foreground_run
     from flows.solidify import solidify_pending
 
-    event = solidify_pending(workspace=str(ws.path))
+    with foreground_run():
+        event = solidify_pending(workspace=str(ws.path))
     _print_outcome(event, as_json, ws.path)
 
 

@@ -204,6 +204,10 @@ def _read_tail(f: IO[bytes], cap: int) -> str:
 def command_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = scrub_env(os.environ)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep validation from leaving __pycache__ in the workspace
+    # nor .pytest_cache (git sees it as ignored, so rollback and the blast radius would never notice it)
+    addopts = env.get("PYTEST_ADDOPTS", "")
+    if "no:cacheprovider" not in addopts:
+        env["PYTEST_ADDOPTS"] = f"{addopts} -p no:cacheprovider".strip()
     env.pop("PYTHONSTARTUP", None)
     if extra:
         env.update(extra)

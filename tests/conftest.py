@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="gep-test-prefect-")
+atexit.register(shutil.rmtree, _PREFECT_HOME, True)
 os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
 os.environ["DO_NOT_TRACK"] = "1"
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"

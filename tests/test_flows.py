@@ -104,6 +104,8 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
     log = git(example_ws, "log", "-1", "--format=%B")
     assert f"GEP-Event: {event.id}" in log
     assert git(example_ws, "status", "--porcelain").strip() == ""
+    # validation left nothing behind either (no .pytest_cache, no __pycache__): only the engine's own .gep/
+    assert git(example_ws, "status", "--porcelain", "--ignored").split() == ["!!", ".gep/"]
     stored = {e.id: e for e in events(example_ws)}
     assert stored[event.id].outcome.status == "success"
 
