@@ -13,13 +13,13 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gep import constants as C
+from gep.assets import workspace_genes
 from gep.config import Settings, load_settings
-from gep.errors import GepError, PendingCycleError
+from gep.errors import ConfigError, GepError, PendingCycleError, WorkspaceError
 from gep.models import (
     Capsule,
     CycleRun,
@@ -32,7 +32,25 @@ from gep.models import (
     iso,
     utc_now,
 )
+from gep.mutation import build_mutation
+from gep.mutators import MUTATORS, default_mutator, get_mutator
+from gep.mutators.base import MutationRequest, MutatorResult
+from gep.mutators.command import split_command
+from gep.personality import (
+    PersonalitySelection,
+    PersonalityStats,
+    personality_key,
+    select_personality,
+    update_stats,
+)
+from gep.prompt import PromptInput, build_prompt
+from gep.selector import SelectorDecision, select_gene_and_capsule
+from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
+from gep.solidify import ReviewRequest, SolidifyInput, SolidifyResult, solidify
+from gep.sources import SourceBundle, collect_sources
 from gep.store import Store
+from gep.strategy import resolve_strategy
+from gep.workspace import Workspace, recover
 
 HISTORY_EVENTS = max(C.HISTORY_WINDOW, C.DOMINANCE_WINDOW, C.BAN_CYCLES) + 10
 SOLIDIFY_TERMINAL = {"success", "failed", "empty", "abandoned", "interrupted"}
@@ -40,7 +58,6 @@ SOLIDIFY_TERMINAL = {"success", "failed", "empty", "abandoned", "interrupted"}
 
 class CycleOptions(BaseModel):
     """What a user (CLI, Prefect form, schedule) asks of one cycle."""
-
     workspace: Path
     mutator: str | None = None
     strategy: str | None = None
@@ -56,12 +73,11 @@ class CycleOptions(BaseModel):
 
 class CycleContext(BaseModel):
     """What the stages of one cycle share. Lives only for the cycle (holds the lock and the store)."""
-
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     options: CycleOptions
     settings: Settings
-    workspace: Any  # gep.workspace.Workspace
+    workspace: Workspace
     store: Store
     event_id: str
     cycle_number: int
@@ -84,17 +100,15 @@ class CycleContext(BaseModel):
 
 class Plan(BaseModel):
     """Signals, selection, strategy, personality and mutation: everything decided before the change."""
-
     signals: list[str]
-    history: dict[str, Any]
+    history: HistoryAnalysis
     gene: Gene | None
     capsule: Capsule | None
-    selector: dict[str, Any]
+    selector: SelectorDecision
     mutation: Mutation | None
-    personality: PersonalityState
-    personality_meta: dict[str, Any]
+    personality: PersonalitySelection
     strategy: str
-    sources: dict[str, Any]
+    sources: SourceBundle
 
 
 # ------------------------------------------------------------------ ids
@@ -111,10 +125,6 @@ def new_event_id(now: datetime) -> str:
 def check_request(options: CycleOptions, settings: Settings, env: Mapping[str, str]) -> None:
     """Refuse an unusable request before anything is recorded: a typo in a mutator or strategy name, or a
     mutator without what it needs, is a user error, not a failed cycle that would count against a gene."""
-    from gep.errors import ConfigError
-    from gep.mutators import MUTATORS, default_mutator
-    from gep.mutators.command import split_command
-    from gep.strategy import resolve_strategy
 
     name = (options.mutator or settings.mutator or default_mutator(env)).strip().lower()
     if name not in MUTATORS:
@@ -126,10 +136,8 @@ def check_request(options: CycleOptions, settings: Settings, env: Mapping[str, s
     resolve_strategy(requested=options.strategy or settings.strategy, env=env, cycle_count=0, signals=[])
 
 
-def ensure_state_dir(ws: Any) -> Path:
+def ensure_state_dir(ws: Workspace) -> Path:
     """``<workspace>/.gep/``, or a one-line WorkspaceError when it cannot be created (read-only, a file)."""
-    from gep.errors import WorkspaceError
-
     try:
         return ws.ensure_gep_dir()
     except OSError as exc:
@@ -137,10 +145,8 @@ def ensure_state_dir(ws: Any) -> Path:
                              f"{exc.strerror or type(exc).__name__}") from None
 
 
-def open_settings(options: CycleOptions, env: Mapping[str, str] | None = None) -> tuple[Any, Settings]:
+def open_settings(options: CycleOptions, env: Mapping[str, str] | None = None) -> tuple[Workspace, Settings]:
     """The workspace and its settings for this request, checked (no lock taken, nothing recorded)."""
-    from gep.workspace import Workspace
-
     env = os.environ if env is None else env
     ws = Workspace.open(options.workspace)
     settings = load_settings(ws.path, env=env, strategy=options.strategy, agent_cmd=options.agent_cmd,
@@ -168,9 +174,6 @@ def preflight(options: CycleOptions, env: Mapping[str, str] | None = None) -> No
 
 def preflight_solidify(workspace: Path, env: Mapping[str, str] | None = None) -> None:
     """What `open_pending` would refuse (no cycle awaiting changes), found without starting anything."""
-    from gep.errors import WorkspaceError
-    from gep.workspace import Workspace
-
     env = os.environ if env is None else env
     ws = Workspace.open(workspace)
     settings = load_settings(ws.path, env=env)
@@ -182,8 +185,6 @@ def preflight_solidify(workspace: Path, env: Mapping[str, str] | None = None) ->
 
 def prepare(options: CycleOptions, env: Mapping[str, str] | None = None) -> CycleContext:
     """Open the workspace and store, recover crashed cycles, take the lock, refuse a pending cycle."""
-    from gep.workspace import recover
-
     env = os.environ if env is None else env
     ws, settings = open_settings(options, env)
     store = Store.for_workspace(ws.path, settings)
@@ -208,7 +209,7 @@ def prepare(options: CycleOptions, env: Mapping[str, str] | None = None) -> Cycl
         raise
 
 
-def abandon(ws: Any, store: Store, run: CycleRun) -> EvolutionEvent:
+def abandon(ws: Workspace, store: Store, run: CycleRun) -> EvolutionEvent:
     """Roll a pending (awaiting changes) cycle back and record it as abandoned."""
     ws.rollback(run)
     ws.restore_user_changes(run)
@@ -224,8 +225,7 @@ def abandon(ws: Any, store: Store, run: CycleRun) -> EvolutionEvent:
 # ------------------------------------------------------------------ stage 1-4: sources, signals, history, plan
 
 
-def collect(ctx: CycleContext) -> Any:
-    from gep.sources import collect_sources
+def collect(ctx: CycleContext) -> SourceBundle:
 
     return collect_sources(ctx.workspace.path, ctx.settings, now=ctx.started_at)
 
@@ -234,8 +234,7 @@ def recent_events(ctx: CycleContext) -> list[EvolutionEvent]:
     return ctx.store.recent_events(HISTORY_EVENTS)
 
 
-def extract(ctx: CycleContext, sources: Any, events: list[EvolutionEvent]) -> list[str]:
-    from gep.signals import extract_signals
+def extract(ctx: CycleContext, sources: SourceBundle, events: list[EvolutionEvent]) -> list[str]:
 
     return extract_signals(
         recent_session_transcript=sources.recent_session_transcript,
@@ -246,20 +245,14 @@ def extract(ctx: CycleContext, sources: Any, events: list[EvolutionEvent]) -> li
     )
 
 
-def analyse(events: list[EvolutionEvent]) -> Any:
-    from gep.signals import analyze_recent_history
+def analyse(events: list[EvolutionEvent]) -> HistoryAnalysis:
 
     return analyze_recent_history([e for e in events if e.outcome.status in SOLIDIFY_TERMINAL][-C.HISTORY_WINDOW:])
 
 
-def select(ctx: CycleContext, sources: Any, signals: list[str], history: Any,
+def select(ctx: CycleContext, sources: SourceBundle, signals: list[str], history: HistoryAnalysis,
            events: list[EvolutionEvent]) -> Plan:
     """Pick strategy, gene, capsule and personality (pure given the store's contents)."""
-    from gep.assets import workspace_genes
-    from gep.personality import PersonalityStats, select_personality
-    from gep.selector import select_gene_and_capsule
-    from gep.strategy import resolve_strategy
-
     now = ctx.started_at
     # selection learns from a long history (memory graph); the loop rules only read the last few events
     finished = [e for e in ctx.store.recent_events(C.MEMORY_GRAPH_EVENTS) if e.outcome.status in SOLIDIFY_TERMINAL]
@@ -276,27 +269,23 @@ def select(ctx: CycleContext, sources: Any, signals: list[str], history: Any,
                                  rng=ctx.rng("personality"), now=now, signals=signals, drift=ctx.options.drift)
     return Plan(
         signals=signals,
-        history=history.model_dump(mode="json"),
+        history=history,
         gene=selection.gene,
         capsule=selection.capsule,
-        selector=selection.decision.model_dump(mode="json"),
+        selector=selection.decision,
         mutation=None,
-        personality=persona.state,
-        personality_meta=persona.model_dump(mode="json", exclude={"state"}),
+        personality=persona,
         strategy=strategy.name,
-        sources={"files": [f.model_dump(mode="json") for f in getattr(sources, "files", [])]},
+        sources=sources,
     )
 
 
 def mutate(ctx: CycleContext, p: Plan) -> Plan:
     """The Mutation for the selected gene under the cycle's strategy and personality."""
-    from gep.mutation import build_mutation
-    from gep.strategy import resolve_strategy
-
     if p.gene is None:
         return p
     strategy = resolve_strategy(requested=p.strategy, env={}, cycle_count=ctx.cycle_number - 1, signals=p.signals)
-    mutation = build_mutation(signals=p.signals, gene=p.gene, personality=p.personality, strategy=strategy,
+    mutation = build_mutation(signals=p.signals, gene=p.gene, personality=p.personality.state, strategy=strategy,
                               rng=ctx.rng("mutation"), now=ctx.started_at, drift=ctx.options.drift)
     return p.model_copy(update={"mutation": mutation})
 
@@ -312,19 +301,20 @@ def draft_event(ctx: CycleContext, p: Plan) -> EvolutionEvent:
         signals=p.signals,
         genes_used=[p.gene.id] if p.gene else [],
         mutation_id=p.mutation.id if p.mutation else None,
-        personality_state=p.personality,
+        personality_state=p.personality.state,
         outcome=Outcome(status=OutcomeStatus.running.value, score=0.0),
         meta={
             "at": iso(ctx.started_at),
             "cycle": ctx.cycle_number,
             "seed": ctx.seed,
             "strategy": p.strategy,
-            "selector": p.selector,
+            # the JSON edge: the event's meta is what the store, exports and the reference's tools read
+            "selector": p.selector.model_dump(mode="json"),
             "mutation": p.mutation.model_dump(mode="json") if p.mutation else None,
-            "personality": p.personality_meta,
-            "history": p.history,
+            "personality": p.personality.model_dump(mode="json", exclude={"state"}),
+            "history": p.history.model_dump(mode="json"),
             "capsule_reused": p.capsule.id if p.capsule else None,
-            "sources": p.sources,
+            "sources": {"files": [f.model_dump(mode="json") for f in p.sources.files]},
             "flow_run_id": ctx.options.flow_run_id,
             "recovered": ctx.recovered,
         },
@@ -342,17 +332,14 @@ def begin(ctx: CycleContext, event: EvolutionEvent) -> CycleRun:
 # ------------------------------------------------------------------ stage 6: apply
 
 
-def apply(ctx: CycleContext, p: Plan, event: EvolutionEvent, sources: Any) -> Any:
-    from gep.mutators import get_mutator
-    from gep.mutators.base import MutationRequest
-    from gep.prompt import PromptInput, build_prompt
+def apply(ctx: CycleContext, p: Plan, event: EvolutionEvent, sources: SourceBundle) -> MutatorResult:
 
     assert p.gene is not None and p.mutation is not None
     history = [e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
     prompt = build_prompt(
         PromptInput(mutation=p.mutation, gene=p.gene, capsule=p.capsule, signals=p.signals,
                     recent_events=history, lessons=lessons(history), sources=sources,
-                    workspace_name=ctx.workspace.path.name, cycle_id=event.id, personality=p.personality,
+                    workspace_name=ctx.workspace.path.name, cycle_id=event.id, personality=p.personality.state,
                     strategy_name=p.strategy, protected_paths=list(ctx.settings.protected_paths)),
         context_chars=ctx.settings.prompt_context_chars)
     event.meta["prompt_sizes"] = prompt.sizes.model_dump(mode="json")
@@ -379,7 +366,7 @@ def lessons(history: list[EvolutionEvent]) -> list[str]:
 # ------------------------------------------------------------------ stage 7: solidify / record
 
 
-def record_mutator_result(event: EvolutionEvent, result: Any) -> None:
+def record_mutator_result(event: EvolutionEvent, result: MutatorResult) -> None:
     event.meta["mutator_result"] = {
         "status": result.status,
         "summary": result.summary,
@@ -391,7 +378,7 @@ def record_mutator_result(event: EvolutionEvent, result: Any) -> None:
     }
 
 
-def mark_awaiting(ctx: CycleContext, event: EvolutionEvent, p: Plan, result: Any) -> EvolutionEvent:
+def mark_awaiting(ctx: CycleContext, event: EvolutionEvent, p: Plan, result: MutatorResult) -> EvolutionEvent:
     """Prompt mode: keep the run open for `gep solidify` and record the event as awaiting changes."""
     assert ctx.run is not None
     record_mutator_result(event, result)
@@ -411,10 +398,8 @@ def mark_awaiting(ctx: CycleContext, event: EvolutionEvent, p: Plan, result: Any
 
 
 def solidify_change(ctx: CycleContext, event: EvolutionEvent, gene: Gene, mutation: Mutation,
-                    summary: str, approve: Callable[[Any], bool] | None = None) -> Any:
+                    summary: str, approve: Callable[[ReviewRequest], bool] | None = None) -> SolidifyResult:
     """Check the change, then commit or roll back, and store the outcome."""
-    from gep.solidify import SolidifyInput, solidify
-
     assert ctx.run is not None
     return solidify(SolidifyInput(
         workspace=ctx.workspace, store=ctx.store, settings=ctx.settings, run=ctx.run, event=event, gene=gene,
@@ -457,8 +442,6 @@ def record_empty(ctx: CycleContext, event: EvolutionEvent, reason: str) -> Evolu
 
 def update_personality(ctx: CycleContext, event: EvolutionEvent) -> None:
     """After every solidify: the personality that ran this cycle learns from its outcome."""
-    from gep.personality import PersonalityStats, personality_key, update_stats
-
     if event.personality_state is None or event.outcome.status not in SOLIDIFY_TERMINAL:
         return
     stats = ctx.store.get_state("personality.stats", PersonalityStats) or PersonalityStats()
@@ -535,9 +518,6 @@ class PendingCycle(BaseModel):
 def open_pending(workspace: Path, flow_run_id: str | None = None,
                  env: Mapping[str, str] | None = None) -> PendingCycle:
     """The cycle awaiting changes on a workspace, ready for solidify (lock held until ctx.close())."""
-    from gep.errors import WorkspaceError
-    from gep.workspace import Workspace
-
     env = os.environ if env is None else env
     ws = Workspace.open(workspace)
     settings = load_settings(ws.path, env=env)

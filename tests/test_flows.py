@@ -146,13 +146,13 @@ def test_command_agent_that_breaks_tests_is_rolled_back(prefect_server, example_
 
 
 def test_stage_failure_fails_run_and_records_event(prefect_server, example_ws: Path, monkeypatch):
-    import gep.mutators
+    import gep.cycle
     from flows.cycle import evolution_cycle
 
     def broken(*_a, **_k):
         raise RuntimeError("mutator exploded")
 
-    monkeypatch.setattr(gep.mutators, "get_mutator", broken)
+    monkeypatch.setattr(gep.cycle, "get_mutator", broken)
     state = evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
     assert state.is_failed()
     [ev] = events(example_ws)
@@ -161,8 +161,8 @@ def test_stage_failure_fails_run_and_records_event(prefect_server, example_ws: P
     assert git(example_ws, "status", "--porcelain").strip() == ""
 
 
-@pytest.mark.parametrize("module, name", [("gep.sources", "collect_sources"), ("gep.signals", "extract_signals"),
-                                           ("gep.selector", "select_gene_and_capsule")])
+@pytest.mark.parametrize("module, name", [("gep.cycle", "collect_sources"), ("gep.cycle", "extract_signals"),
+                                           ("gep.cycle", "select_gene_and_capsule")])
 def test_failure_in_an_early_stage_is_recorded_too(prefect_server, example_ws: Path, monkeypatch, module: str,
                                                    name: str):
     import importlib
