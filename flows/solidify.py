@@ -15,11 +15,12 @@ from gep.models import EvolutionEvent
 
 
 @flow(name="evolution-solidify")
-def solidify_pending(workspace: str) -> EvolutionEvent | State:
+def solidify_pending(workspace: str, summary: str | None = None) -> EvolutionEvent | State:
     """Check the changes made since a prompt-mode cycle, then commit them or roll them back.
 
     Args:
         workspace: Path of the workspace with a cycle awaiting changes.
+        summary: One line describing the change: the commit subject (default: the mutation's expected effect).
     """
     try:
         pc = C.open_pending(Path(workspace).expanduser(), flow_run_id=current_flow_run_id())
@@ -28,7 +29,7 @@ def solidify_pending(workspace: str) -> EvolutionEvent | State:
     try:
         approve = reporting.review_gate(ReviewDecision) if pc.review else None
         event = solidify_task(pc.ctx, pc.event, pc.gene, pc.mutation,
-                              pc.mutation.expected_effect or pc.gene.summary or pc.gene.id, approve).event
+                              (summary or "").strip() or C.default_summary(pc.gene, pc.mutation), approve).event
         event = record_task(pc.ctx, event)
         reporting.label_run(pc.ctx, event)
         reporting.publish(pc.ctx, event)

@@ -166,7 +166,12 @@ def _print_outcome(event: Any, as_json: bool, ws: Path) -> None:
 
 @app.command()
 @friendly
-def solidify(workspace: WorkspaceOpt, as_json: JsonOpt = False) -> None:
+def solidify(
+    workspace: WorkspaceOpt,
+    summary: Annotated[str | None, typer.Option("--summary", "-m", help="One line describing your change: the "
+                                                "commit subject (default: the mutation's expected effect).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Finish a cycle left awaiting changes (prompt mode): check, then commit or roll back.
 
     Runs the gene's validation commands on what changed since the prompt was written; a passing change is
@@ -182,7 +187,7 @@ def solidify(workspace: WorkspaceOpt, as_json: JsonOpt = False) -> None:
     from flows.solidify import solidify_pending
 
     with foreground_run():
-        event = solidify_pending(workspace=str(ws.path))
+        event = solidify_pending(workspace=str(ws.path), summary=summary)
     _print_outcome(event, as_json, ws.path)
 
 

@@ -403,7 +403,7 @@ def solidify_change(ctx: CycleContext, event: EvolutionEvent, gene: Gene, mutati
     assert ctx.run is not None
     return solidify(SolidifyInput(
         workspace=ctx.workspace, store=ctx.store, settings=ctx.settings, run=ctx.run, event=event, gene=gene,
-        mutation=mutation, summary=summary or (mutation.expected_effect or gene.summary or gene.id),
+        mutation=mutation, summary=summary or default_summary(gene, mutation),
         branch=ctx.options.branch or ctx.settings.branch, now=utc_now, approve=approve))
 
 
@@ -551,12 +551,6 @@ def open_pending(workspace: Path, flow_run_id: str | None = None,
         raise
 
 
-def solidify_pending(workspace: Path, env: Mapping[str, str] | None = None) -> EvolutionEvent:
-    """`gep solidify` without Prefect: check what changed since the prompt, then commit or roll back."""
-    pc = open_pending(workspace, env=env)
-    try:
-        result = solidify_change(pc.ctx, pc.event, pc.gene, pc.mutation,
-                                 summary=pc.mutation.expected_effect or pc.gene.summary or pc.gene.id)
-        return finish(pc.ctx, result.event)
-    finally:
-        pc.ctx.close()
+def default_summary(gene: Gene, mutation: Mutation) -> str:
+    """The commit subject when nobody wrote one: what the mutation set out to do."""
+    return mutation.expected_effect or gene.summary or gene.id

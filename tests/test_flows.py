@@ -99,9 +99,10 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
     # the human makes the change, then solidify commits it
     stats = example_ws / "stats.py"
     stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
-    done = solidify_pending(workspace=str(example_ws))
+    done = solidify_pending(workspace=str(example_ws), summary="Divide the mean by n, not n-1")
     assert done.id == event.id and done.outcome.status == "success", done.meta.get("failure_reasons")
     log = git(example_ws, "log", "-1", "--format=%B")
+    assert log.startswith("gep(repair): Divide the mean by n, not n-1\n")
     assert f"GEP-Event: {event.id}" in log
     assert git(example_ws, "status", "--porcelain").strip() == ""
     # validation left nothing behind either (no .pytest_cache, no __pycache__): only the engine's own .gep/
