@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -338,7 +339,13 @@ _ERR_LINE = re.compile(
     + _COLON,
     _A,
 )
-_ERR_PATTERNS = re.compile(r'(?:llm error|"error"|"status":' + _ws() + r'"error")[^}]{0,200}', _A)
+# Run on the corpus itself (findall hands back the original text). Only the letters are
+# case-insensitive, and the leading class lets the regex engine skip to candidate characters.
+_ERR_PATTERNS = re.compile(
+    r'[lL"](?:(?<=[lL])(?i:lm error)|(?<=")(?i:error"|status":' + _ws() + r'"error"))[^}]{0,200}', _A
+)
+# Characters Python's str.split() takes for whitespace and JavaScript's \s does not, and back.
+_SPLIT_WS_DIFF = "\x1c\x1d\x1e\x1f\x85\ufeff"
 _UNSUPPORTED = re.compile("unsupported mime|unsupported" + _DOT + "*type|invalid" + _DOT + "*mime", _A)
 
 _NO_LOGS = re.compile("no (?:session logs found|jsonl files)")
@@ -546,12 +553,21 @@ def _error_signature(t: _Texts) -> str | None:
     return _collapse(_js_trim(line))[: C.ERRSIG_MAX_CHARS]
 
 
+def _collapse_all(texts: list[str]) -> list[str]:
+    """``_collapse`` of each text, in a few passes over the joined texts (none holds "}")."""
+    joined = "}" + "}".join(texts) + "}"
+    if any(c in joined for c in _SPLIT_WS_DIFF):
+        return [_collapse(s) for s in texts]
+    # The whitespace sets agree here: split() + join collapses every run; the "}" fences keep each
+    # text's leading and trailing runs (as one space) and its boundaries.
+    return " ".join(joined.split()).split("}")[1:-1]
+
+
 def _recurring_error(t: _Texts) -> tuple[str, int] | None:
-    counts: dict[str, int] = {}
-    corpus = t.corpus
-    for m in _ERR_PATTERNS.finditer(t.folded):
-        key = _collapse(corpus[m.start() : m.end()])[:100]
-        counts[key] = counts.get(key, 0) + 1
+    matches = _ERR_PATTERNS.findall(t.corpus)
+    if len(matches) < C.RECURRING_ERROR_MIN:
+        return None
+    counts = Counter([key[:100] for key in _collapse_all(matches)])
     best: tuple[str, int] | None = None
     for key, n in counts.items():  # keys start with a letter or a quote: never integer-like
         if n >= C.RECURRING_ERROR_MIN and (best is None or n > best[1]):
@@ -560,9 +576,11 @@ def _recurring_error(t: _Texts) -> tuple[str, int] | None:
 
 
 def _tool_signals(corpus: str) -> list[str]:
+    if "[TOOL:" not in corpus:
+        return []
     usage = _Counter()
-    for m in _TOOL.finditer(corpus):
-        usage.add(m.group(1))
+    usage.counts = dict(Counter(_TOOL.findall(corpus)))
+    usage.counts.pop(_PROTO, None)  # assigning a number to __proto__ is ignored
     counts = usage.counts
     if counts.get("exec"):
         counts["exec"] = max(0, counts["exec"] - len(_BENIGN_EXEC.findall(corpus)))

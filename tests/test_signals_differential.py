@@ -20,6 +20,9 @@ import pytest
 from gep.signals import extract_signals
 
 REFERENCE = os.environ.get("GEP_REFERENCE_SIGNALS_JS", "")
+# Extra rounds while changing gep/signals.py: more cases and other seeds than the default run.
+CASES = int(os.environ.get("GEP_SIGNALS_DIFF_CASES", "3000"))
+SEED = int(os.environ.get("GEP_SIGNALS_DIFF_SEED", "20240501"))
 NODE = shutil.which("node")
 
 pytestmark = pytest.mark.skipif(
@@ -464,8 +467,8 @@ def case(r: random.Random) -> dict[str, Any]:
 
 
 def test_matches_the_reference_on_generated_inputs(tmp_path: Path) -> None:
-    rng = random.Random(20240501)
-    cases = [case(rng) for _ in range(3000)]
+    rng = random.Random(SEED)
+    cases = [case(rng) for _ in range(CASES)]
     (tmp_path / "driver.js").write_text(DRIVER, encoding="utf-8")
     (tmp_path / "cases.json").write_text(json.dumps(cases), encoding="utf-8")
     subprocess.run(
@@ -477,7 +480,7 @@ def test_matches_the_reference_on_generated_inputs(tmp_path: Path) -> None:
             str(tmp_path / "out.json"),
         ],
         check=True,
-        timeout=120,
+        timeout=max(120, CASES // 25),
     )
     expected = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     mismatches = []
