@@ -50,6 +50,7 @@ _AI = re.ASCII | re.IGNORECASE
 
 _WS_RUN = re.compile(_WS + "+")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Names an empty JavaScript object inherits: counting into them yields strings, not numbers.
 _INHERITED = frozenset(
@@ -283,10 +284,14 @@ def analyze_recent_history(events: Iterable[Any]) -> HistoryAnalysis:
 # ("İ" -> "i̇", Kelvin sign -> "k"), in which case they run on a real ``lower()`` copy.
 
 
-def _words(words: list[str]) -> str:
-    """``\\b(w1|w2|...)`` for lower-case words, written so each branch starts with a literal."""
+def _words(words: list[str], *extra: str) -> str:
+    """``\\b(w1|w2|...)`` for lower-case words, written so each branch starts with a literal.
+
+    ``extra`` branches (already guarded) join the same group: when every branch of the pattern
+    starts with a literal, the regex engine skips straight to candidate characters.
+    """
     alts = [f"{w[0]}(?<![a-z0-9_]{re.escape(w[0])}){w[1:]}" for w in words]
-    return "(" + "|".join(alts) + ")"
+    return "(" + "|".join([*alts, *extra]) + ")"
 
 
 def _ws(n: str = "*") -> str:
@@ -411,11 +416,10 @@ _PERF = re.compile(
             "high memory",
             "oom",
             "out of memory",
-        ]
+        ],
+        "t(?<![a-z0-9_]t)imed?" + _ws() + "out",
     )
-    + r"\b|t(?<![a-z0-9_]t)imed?"
-    + _ws()
-    + r"out\b",
+    + r"\b",
     _A,
 )
 _CAP_GAP = re.compile(
@@ -450,8 +454,9 @@ class _Texts:
 
     def __init__(self, raw: str) -> None:
         ascii_only = raw.isascii()
+        self.ascii = ascii_only  # then the Chinese and Japanese keyword patterns cannot match
         self.corpus = raw if ascii_only else _to_utf16_units(raw)
-        special = not ascii_only and any(c in raw for c in _FOLDS_TO_ASCII)
+        special = not ascii_only and any(c in self.corpus for c in _FOLDS_TO_ASCII)
         if special:
             # Keep İ and the Kelvin sign non-ASCII in the folded text: /i does not fold them.
             self.folded = self.corpus.replace("\u0130", "\ue000").replace("\u212a", "\ue001").lower()
@@ -497,7 +502,8 @@ def _feature_request(t: _Texts) -> str | None:
     if not snippet and want:
         s = t.windowed(_WANT_CORE, _FEAT_WANT, 80)
         snippet = "feature request" if s is None else _snippet(s)
-    zh = _FEAT_ZH_CORE.search(t.corpus) is not None or "我想" in t.corpus
+    cjk = not t.ascii
+    zh = cjk and (_FEAT_ZH_CORE.search(t.corpus) is not None or "我想" in t.corpus)
     if not snippet and zh:
         s = t.windowed(_FEAT_ZH_CORE, _FEAT_ZH, 100)
         if s:
@@ -507,11 +513,11 @@ def _feature_request(t: _Texts) -> str | None:
             snippet = (_snippet(s) if s is not None else "") or "功能需求"
         if not snippet:
             snippet = "功能需求"
-    tw = _FEAT_TW_CORE.search(t.corpus) is not None
+    tw = cjk and _FEAT_TW_CORE.search(t.corpus) is not None
     if not snippet and tw:
         s = t.windowed(_FEAT_TW_CORE, _FEAT_TW, 100)
         snippet = "功能需求" if s is None else _snippet(s)
-    ja = _FEAT_JA_CORE.search(t.corpus) is not None
+    ja = cjk and _FEAT_JA_CORE.search(t.corpus) is not None
     if not snippet and ja:
         s = t.windowed(_FEAT_JA_CORE, _FEAT_JA, 100)
         snippet = "機能要望" if s is None else _snippet(s)
@@ -532,7 +538,7 @@ def _improvement(t: _Texts) -> str | None:
         (_IMP_TW_CORE, _IMP_TW, "改進建議"),
         (_IMP_JA_CORE, _IMP_JA, "改善要望"),
     ):
-        hit = core.search(t.corpus) is not None
+        hit = not t.ascii and core.search(t.corpus) is not None
         found = found or hit
         if not snippet and hit:
             s = t.windowed(core, full, 100)
@@ -693,4 +699,6 @@ def extract_signals(
         signals.append("stable_success_plateau")
 
     out = list(dict.fromkeys(signals))
-    return [_from_utf16_units(s) for s in out] if t.corpus is not raw else out
+    if t.corpus is raw:
+        return out
+    return [_from_utf16_units(s) if _SURROGATE.search(s) else s for s in out]
