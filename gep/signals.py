@@ -353,8 +353,6 @@ _ERR_PATTERNS = re.compile(
 _SPLIT_WS_DIFF = "\x1c\x1d\x1e\x1f\x85\ufeff"
 _UNSUPPORTED = re.compile("unsupported mime|unsupported" + _DOT + "*type|invalid" + _DOT + "*mime", _A)
 
-_NO_LOGS = re.compile("no (?:session logs found|jsonl files)")
-
 _VERBS = _words("add implement create build make develop write design".split()) + r"\b"
 _NOUNS = r"\b(feature|function|module|capability|tool|support|endpoint|command|option|mode)\b"
 _FEAT_EN = re.compile(_VERBS + r"[^.?!\n]{3,120}" + _NOUNS, _A)
@@ -442,50 +440,206 @@ _CAP_GAP = re.compile(
 )
 _TOOL = re.compile(r"\[TOOL:" + _ws() + r"([\w-]+)\]", _A)
 _BENIGN_EXEC = re.compile(r"exec: (node" + _ws("+") + r"[\w/.-]+\.js" + _ws("+") + "ensure)", _A)
-_FOLDS_TO_ASCII = ("\u0130", "\u212a")  # the only non-ASCII characters whose lower case holds ASCII
 
 _COSMETIC = frozenset(
     {"user_missing", "memory_missing", "session_logs_missing", "windows_shell_incompatible"}
 )
 
+# ---------------------------------------------------------------- the corpus as UTF-8 bytes
+#
+# Most patterns only need a yes/no or a position, and scanning bytes is cheaper than scanning a
+# str that holds an emoji (4 bytes per character) and needs no UTF-16 copy. UTF-8 is
+# self-synchronising: no byte of a multi-byte character is ASCII, so an ASCII atom, ASCII \b and
+# the byte forms below of JavaScript's \s, "." and [：:] match exactly where the str pattern does.
+# bytes.lower() folds ASCII letters only; that is JavaScript's toLowerCase for these patterns
+# unless the corpus holds "İ" or the Kelvin sign (the only characters whose lower case holds
+# ASCII), in which case the str path with a real lower() runs instead (``_Texts.special``).
+
+_B_WS = (
+    r"(?:[\t\n\x0b\x0c\r ]|\xc2\xa0|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f"
+    r"|\xe3\x80\x80|\xef\xbb\xbf)"
+)
+_B_WS_NO_LF = _B_WS.replace(r"\t\n", r"\t")
+_B_DOT = r"(?:[^\n\r\xe2]|\xe2(?!\x80[\xa8\xa9]))"
+_B_COLON = "(?:\uff1a|:)"
+
+
+def _bytes_pattern(src: str) -> re.Pattern[bytes]:
+    """The byte form of a pattern built from ``_WS``, ``_WS_NO_LF``, ``_DOT`` and ``_COLON``."""
+    for text_form, byte_form in ((_WS_NO_LF, _B_WS_NO_LF), (_WS, _B_WS), (_DOT, _B_DOT), (_COLON, _B_COLON)):
+        src = src.replace(text_form, byte_form)
+    return re.compile(src.encode("utf-8"))
+
+
+class _Dual:
+    """A pattern for lower-cased text: ``s`` for str, ``b`` for the UTF-8 bytes."""
+
+    __slots__ = ("s", "b")
+
+    def __init__(self, pattern: re.Pattern[str], byte_source: str | None = None) -> None:
+        self.s = pattern
+        self.b = _bytes_pattern(byte_source or pattern.pattern)
+
+
+_ERROR_HIT2 = _Dual(_ERROR_HIT)
+_ERR_LINE2 = _Dual(_ERR_LINE)
+_UNSUPPORTED2 = _Dual(_UNSUPPORTED)
+_WANT2 = _Dual(_WANT_CORE)
+_IMP2 = _Dual(_IMP_CORE)
+_PERF2 = _Dual(_PERF)
+_CAP_GAP2 = _Dual(_CAP_GAP)
+# A character takes 1 to 3 bytes per UTF-16 unit, so a match of 3..N units in the middle spans
+# 3..3N bytes: the byte pattern finds every start the exact pattern can match at (and some more).
+_FEAT_EN2 = _Dual(_FEAT_EN, _VERBS + r"[^.?!\n]{3,360}" + _NOUNS)
+_FEAT_EN_SHORT2 = _Dual(_FEAT_EN_SHORT, _VERBS + r"[^.?!\n]{3,180}" + _NOUNS)
+_FEAT_EN_REACH = 141  # units a match can span ("implement" + 120 + "capability") plus the next one
+_TOOL_B = _bytes_pattern(_TOOL.pattern)
+_BENIGN_EXEC_B = _bytes_pattern(_BENIGN_EXEC.pattern)
+# The recurring-error pattern stopped before astral characters (two UTF-16 units each): a match
+# that stops there is redone on its UTF-16 form.
+_ERR_PATTERNS_BMP = re.compile(_ERR_PATTERNS.pattern.replace("[^}]", "[^}\U00010000-\U0010ffff]"), _A)
+
+
+def _char_start(b: bytes, i: int) -> int:
+    """``i`` moved forward to the start of a character."""
+    n = len(b)
+    while i < n and b[i] & 0xC0 == 0x80:
+        i += 1
+    return i
+
+
+def _decode(b: bytes) -> str:
+    return b.decode("utf-8", "surrogatepass")
+
+
+def _windowed_on(
+    corpus: str, folded: str, core: re.Pattern[str], full: re.Pattern[str], width: int, pos: int = 0
+) -> str | None:
+    """``corpus.match(/.{0,W}(core).{0,W}/)[0]``, found without trying every start position.
+
+    The leftmost match of the full pattern starts at most ``width`` units before the first match
+    of its core, and after the last line terminator preceding that core match.
+    """
+    m = core.search(folded, pos)
+    if m is None:
+        return None
+    k = m.start()
+    start = max(0, k - width)
+    last = max(folded.rfind(t, start, k) for t in _LINE_TERMINATORS)
+    if last >= 0:
+        start = last + 1
+    m = full.search(folded, start)
+    return None if m is None else corpus[m.start() : m.end()]
+
 
 class _Texts:
-    """The corpus (UTF-16 units), its ASCII-folded twin (same indices) and the lower-case test text."""
+    """The corpus in the forms the patterns run on.
+
+    ``b``/``bl``: the UTF-8 corpus and its ASCII-lower-cased copy, for yes/no tests and to locate
+    matches. Patterns whose counted repeats or cuts count UTF-16 units run on short str pieces cut
+    around such a location and expanded to UTF-16 units there. The Chinese and Japanese snippet
+    patterns, which may span lines, use the whole corpus in UTF-16 units (built on first use).
+    ``special``: the corpus holds "İ" or the Kelvin sign; patterns then run on str copies
+    (``lower``: the real lower case; ``folded``: ASCII letters folded, same indices as ``corpus16``).
+    """
 
     def __init__(self, raw: str) -> None:
-        ascii_only = raw.isascii()
-        self.ascii = ascii_only  # then the Chinese and Japanese keyword patterns cannot match
-        self.corpus = raw if ascii_only else _to_utf16_units(raw)
-        special = not ascii_only and any(c in self.corpus for c in _FOLDS_TO_ASCII)
-        if special:
+        self.raw = raw
+        self.ascii = raw.isascii()  # then the Chinese and Japanese keyword patterns cannot match
+        self.b = raw.encode("utf-8", "surrogatepass")
+        self.special = not self.ascii and ("\u0130" in raw or "\u212a" in raw)
+        self._c16: str | None = None
+        if self.special:
             # Keep İ and the Kelvin sign non-ASCII in the folded text: /i does not fold them.
-            self.folded = self.corpus.replace("\u0130", "\ue000").replace("\u212a", "\ue001").lower()
+            self.folded = self.corpus16.replace("\u0130", "\ue000").replace("\u212a", "\ue001").lower()
             self.lower = raw.lower()
         else:
-            self.folded = self.corpus.lower()
-            self.lower = self.folded
+            self.bl = self.b.lower()
 
-    def first(self, pattern: re.Pattern[str], group: int = 0, pos: int = 0) -> str | None:
-        """``corpus.match(pattern)[group]`` (the match found on the folded text)."""
-        m = pattern.search(self.folded, pos)
-        return None if m is None else self.corpus[m.start(group) : m.end(group)]
+    @property
+    def corpus16(self) -> str:
+        """The corpus in UTF-16 units (astral characters as surrogate pairs)."""
+        if self._c16 is None:
+            self._c16 = self.raw if self.ascii else _to_utf16_units(self.raw)
+        return self._c16
 
-    def windowed(self, core: re.Pattern[str], full: re.Pattern[str], width: int) -> str | None:
-        """``corpus.match(/.{0,W}(core).{0,W}/)[0]``, found without trying every start position.
+    def test_lower(self, pattern: _Dual) -> bool:
+        """``pattern.test(corpus.toLowerCase())``."""
+        if self.special:
+            return pattern.s.search(self.lower) is not None
+        return pattern.b.search(self.bl) is not None
 
-        The leftmost match of the full pattern starts at most ``width`` units before the first match
-        of its core, and after the last line terminator preceding that core match.
+    def in_lower(self, needle: str) -> bool:
+        """``corpus.toLowerCase().includes(needle)`` for an ASCII needle."""
+        return needle in self.lower if self.special else needle.encode() in self.bl
+
+    def first_en(self, pattern: _Dual) -> str | None:
+        """``corpus.match(pattern)[0]`` for the English feature-request patterns.
+
+        The byte pattern finds candidate starts in order; the exact pattern is tried at each on a
+        piece long enough to hold a whole match and the character after it.
         """
-        m = core.search(self.folded)
+        if self.special:
+            m = pattern.s.search(self.folded)
+            return None if m is None else self.corpus16[m.start() : m.end()]
+        b, bl, pos = self.b, self.bl, 0
+        while True:
+            hit = pattern.b.search(bl, pos)
+            if hit is None:
+                return None
+            start = hit.start()  # an ASCII letter: a character start
+            piece = _to_utf16_units(_decode(b[start : _char_start(b, start + 4 * _FEAT_EN_REACH)]))
+            m = pattern.s.match(piece.lower())
+            if m is not None:
+                return piece[: m.end()]
+            pos = start + 1
+
+    def windowed_en(self, core: _Dual, full: re.Pattern[str], width: int) -> str | None:
+        """``corpus.match(/.{0,W}\\b(core)\\b.{0,W}/i)[0]`` for an English core (a literal word list).
+
+        Worked on a piece around the first core match: more than ``width`` characters before it
+        (so every core the full pattern can use has its preceding character) and room after it
+        for a later core within reach plus ``width`` units and one more.
+        """
+        if self.special:
+            return _windowed_on(self.corpus16, self.folded, core.s, full, width)
+        hit = core.b.search(self.bl)
+        if hit is None:
+            return None
+        b, k = self.b, hit.start()
+        lo = _char_start(b, max(0, k - 4 * (width + 2)))
+        before = _to_utf16_units(_decode(b[lo:k]))
+        after = _to_utf16_units(_decode(b[k : _char_start(b, k + 4 * (2 * width + 20))]))
+        piece = before + after
+        return _windowed_on(piece, piece.lower(), core.s, full, width, len(before))
+
+    def error_line(self) -> str | None:
+        """The first line (split at "\\n", in UTF-16 units) that holds an error signature."""
+        if self.special:
+            m = _ERR_LINE.search(self.folded)
+            if m is None:
+                return None
+            corpus = self.corpus16
+            start = corpus.rfind("\n", 0, m.start()) + 1
+            end = corpus.find("\n", m.end())
+            return corpus[start : len(corpus) if end < 0 else end]
+        m = _ERR_LINE2.b.search(self.bl)
         if m is None:
             return None
-        k = m.start()
-        start = max(0, k - width)
-        window = self.folded[start:k]
-        last = max(window.rfind(t) for t in _LINE_TERMINATORS)
-        if last >= 0:
-            start += last + 1
-        return self.first(full, pos=start)
+        b = self.b
+        start = b.rfind(b"\n", 0, m.start()) + 1
+        end = b.find(b"\n", m.end())
+        return _to_utf16_units(_decode(b[start : len(b) if end < 0 else end]))
+
+    def cjk_windowed(self, core: re.Pattern[str], full: re.Pattern[str], width: int) -> str | None:
+        """``corpus.match(/.{0,W}(core).{0,W}/)[0]`` for a Chinese or Japanese core (no letters)."""
+        corpus = self.corpus16
+        return _windowed_on(corpus, corpus, core, full, width)
+
+    def cjk_first(self, pattern: re.Pattern[str], group: int = 0) -> str | None:
+        corpus = self.corpus16
+        m = pattern.search(corpus)
+        return None if m is None else corpus[m.start(group) : m.end(group)]
 
 
 def _snippet(text: str, limit: int = C.SNIPPET_MAX_CHARS) -> str:
@@ -495,33 +649,33 @@ def _snippet(text: str, limit: int = C.SNIPPET_MAX_CHARS) -> str:
 def _feature_request(t: _Texts) -> str | None:
     """The ``user_feature_request:`` snippet, or None when no language's pattern fires."""
     snippet = ""
-    m = t.first(_FEAT_EN)
+    m = t.first_en(_FEAT_EN2)
     if m:
         snippet = _snippet(m)
-    want = _WANT_CORE.search(t.lower) is not None
+    want = t.test_lower(_WANT2)
     if not snippet and want:
-        s = t.windowed(_WANT_CORE, _FEAT_WANT, 80)
+        s = t.windowed_en(_WANT2, _FEAT_WANT, 80)
         snippet = "feature request" if s is None else _snippet(s)
     cjk = not t.ascii
-    zh = cjk and (_FEAT_ZH_CORE.search(t.corpus) is not None or "我想" in t.corpus)
+    zh = cjk and (_FEAT_ZH_CORE.search(t.raw) is not None or "我想" in t.raw)
     if not snippet and zh:
-        s = t.windowed(_FEAT_ZH_CORE, _FEAT_ZH, 100)
+        s = t.cjk_windowed(_FEAT_ZH_CORE, _FEAT_ZH, 100)
         if s:
             snippet = _snippet(s)
-        if not snippet and "我想" in t.corpus:
-            s = t.first(_FEAT_WANT_ZH, group=1)
+        if not snippet and "我想" in t.raw:
+            s = t.cjk_first(_FEAT_WANT_ZH, group=1)
             snippet = (_snippet(s) if s is not None else "") or "功能需求"
         if not snippet:
             snippet = "功能需求"
-    tw = cjk and _FEAT_TW_CORE.search(t.corpus) is not None
+    tw = cjk and _FEAT_TW_CORE.search(t.raw) is not None
     if not snippet and tw:
-        s = t.windowed(_FEAT_TW_CORE, _FEAT_TW, 100)
+        s = t.cjk_windowed(_FEAT_TW_CORE, _FEAT_TW, 100)
         snippet = "功能需求" if s is None else _snippet(s)
-    ja = cjk and _FEAT_JA_CORE.search(t.corpus) is not None
+    ja = cjk and _FEAT_JA_CORE.search(t.raw) is not None
     if not snippet and ja:
-        s = t.windowed(_FEAT_JA_CORE, _FEAT_JA, 100)
+        s = t.cjk_windowed(_FEAT_JA_CORE, _FEAT_JA, 100)
         snippet = "機能要望" if s is None else _snippet(s)
-    if snippet or want or zh or tw or ja or _FEAT_EN_SHORT.search(t.folded):
+    if snippet or want or zh or tw or ja or t.first_en(_FEAT_EN_SHORT2) is not None:
         return snippet
     return None
 
@@ -529,7 +683,7 @@ def _feature_request(t: _Texts) -> str | None:
 def _improvement(t: _Texts) -> str | None:
     """The ``user_improvement_suggestion:`` snippet, or None when no language's pattern fires."""
     snippet = ""
-    s = t.windowed(_IMP_CORE, _IMP_EN, 80)
+    s = t.windowed_en(_IMP2, _IMP_EN, 80)
     if s:
         snippet = _snippet(s)
     found = False
@@ -538,30 +692,30 @@ def _improvement(t: _Texts) -> str | None:
         (_IMP_TW_CORE, _IMP_TW, "改進建議"),
         (_IMP_JA_CORE, _IMP_JA, "改善要望"),
     ):
-        hit = not t.ascii and core.search(t.corpus) is not None
+        hit = not t.ascii and core.search(t.raw) is not None
         found = found or hit
         if not snippet and hit:
-            s = t.windowed(core, full, 100)
+            s = t.cjk_windowed(core, full, 100)
             snippet = default if s is None else _snippet(s)
-    if snippet or found or _IMP_CORE.search(t.lower):
+    if snippet or found or t.test_lower(_IMP2):
         return snippet
     return None
 
 
 def _error_signature(t: _Texts) -> str | None:
-    m = _ERR_LINE.search(t.folded)
-    if m is None:
+    line = t.error_line()
+    if line is None:
         return None
-    corpus = t.corpus
-    start = corpus.rfind("\n", 0, m.start()) + 1
-    end = corpus.find("\n", m.end())
-    line = corpus[start : len(corpus) if end < 0 else end]
     return _collapse(_js_trim(line))[: C.ERRSIG_MAX_CHARS]
 
 
 def _collapse_all(texts: list[str]) -> list[str]:
     """``_collapse`` of each text, in a few passes over the joined texts (none holds "}")."""
     joined = "}" + "}".join(texts) + "}"
+    flat = joined.replace("\n", " ")
+    if "  " not in flat and flat.isprintable():
+        # Every JavaScript whitespace but the space is unprintable: each run was one space or "\n".
+        return flat.split("}")[1:-1]
     if any(c in joined for c in _SPLIT_WS_DIFF):
         return [_collapse(s) for s in texts]
     # The whitespace sets agree here: split() + join collapses every run; the "}" fences keep each
@@ -569,11 +723,48 @@ def _collapse_all(texts: list[str]) -> list[str]:
     return " ".join(joined.split()).split("}")[1:-1]
 
 
+def _error_matches(raw: str) -> tuple[list[str], list[int]]:
+    """``corpus.match(/(?:LLM error|"error"|"status":\\s*"error")[^}]{0,200}/gi)``, in UTF-16 units.
+
+    Matched on the str itself; a match that stops before an astral character (which may be
+    where 200 units run out, or be cut in two) is redone on the UTF-16 form of what follows, and
+    the scan goes on after the units it took. Also returns the indices of the redone matches.
+    """
+    if raw.isascii():
+        return _ERR_PATTERNS.findall(raw), []
+    out: list[str] = []
+    redone: list[int] = []
+    n, pos = len(raw), 0
+    while True:
+        for m in _ERR_PATTERNS_BMP.finditer(raw, pos):
+            start, end = m.span()
+            if end < n and raw[end] > "\uffff":
+                full = _ERR_PATTERNS.match(raw[start:end] + _to_utf16_units(raw[end : end + 201]))
+                assert full is not None  # the BMP match is a prefix of it
+                text = full.group()
+                redone.append(len(out))
+                out.append(text)
+                # A trailing lone high surrogate stands for the astral character it was cut from.
+                pos = end + len(_from_utf16_units(text[end - start :]))
+                break
+            out.append(m.group())
+        else:
+            return out, redone
+
+
 def _recurring_error(t: _Texts) -> tuple[str, int] | None:
-    matches = _ERR_PATTERNS.findall(t.corpus)
+    matches, redone = _error_matches(t.raw)
     if len(matches) < C.RECURRING_ERROR_MIN:
         return None
-    counts = Counter([key[:100] for key in _collapse_all(matches)])
+    plain = matches
+    if redone:  # they hold surrogates: collapsed one by one, the rest on the fast path
+        plain = list(matches)
+        for i in redone:
+            plain[i] = ""
+    keys = _collapse_all(plain)
+    for i in redone:
+        keys[i] = _collapse(matches[i])
+    counts = Counter([key[:100] for key in keys])
     best: tuple[str, int] | None = None
     for key, n in counts.items():  # keys start with a letter or a quote: never integer-like
         if n >= C.RECURRING_ERROR_MIN and (best is None or n > best[1]):
@@ -581,15 +772,15 @@ def _recurring_error(t: _Texts) -> tuple[str, int] | None:
     return best
 
 
-def _tool_signals(corpus: str) -> list[str]:
-    if "[TOOL:" not in corpus:
+def _tool_signals(b: bytes) -> list[str]:
+    if b"[TOOL:" not in b:
         return []
     usage = _Counter()
-    usage.counts = dict(Counter(_TOOL.findall(corpus)))
+    usage.counts = {name.decode(): n for name, n in Counter(_TOOL_B.findall(b)).items()}
     usage.counts.pop(_PROTO, None)  # assigning a number to __proto__ is ignored
     counts = usage.counts
     if counts.get("exec"):
-        counts["exec"] = max(0, counts["exec"] - len(_BENIGN_EXEC.findall(corpus)))
+        counts["exec"] = max(0, counts["exec"] - len(_BENIGN_EXEC_B.findall(b)))
     out: list[str] = []
     for tool, n in usage.numeric_items():
         if n >= C.HIGH_TOOL_USAGE_MIN:
@@ -614,32 +805,31 @@ def extract_signals(
     """Signals of one cycle: corpus signals, then the history rules, de-duplicated in order."""
     raw = "\n".join(s or "" for s in (recent_session_transcript, today_log, memory_snippet, user_snippet))
     t = _Texts(raw)
-    lower = t.lower
     history = analyze_recent_history(recent_events or ())
     signals: list[str] = []
 
     # --- defensive
-    error_hit = _ERROR_HIT.search(lower) is not None
+    error_hit = t.test_lower(_ERROR_HIT2)
     if error_hit:
         signals.append("log_error")
     errsig = _error_signature(t)
     if errsig is not None:
         signals.append("errsig:" + errsig)
-    if "missing" in lower:
-        if "memory.md missing" in lower:
+    if t.in_lower("missing"):
+        if t.in_lower("memory.md missing"):
             signals.append("memory_missing")
-        if "user.md missing" in lower:
+        if t.in_lower("user.md missing"):
             signals.append("user_missing")
-        if "key missing" in lower:
+        if t.in_lower("key missing"):
             signals.append("integration_key_missing")
-    if _NO_LOGS.search(lower):
+    if t.in_lower("no session logs found") or t.in_lower("no jsonl files"):
         signals.append("session_logs_missing")
     recurring = _recurring_error(t)
     if recurring is not None:
         key, n = recurring
         signals.append("recurring_error")
         signals.append(f"recurring_errsig({n}x):" + key[:150])
-    if ("unsupported" in lower or "invalid" in lower) and _UNSUPPORTED.search(lower):
+    if (t.in_lower("unsupported") or t.in_lower("invalid")) and t.test_lower(_UNSUPPORTED2):
         signals.append("unsupported_input_type")
 
     # --- opportunity
@@ -650,13 +840,13 @@ def extract_signals(
         improvement = _improvement(t)
         if improvement is not None:
             signals.append("user_improvement_suggestion:" + improvement)
-    if _PERF.search(lower):
+    if t.test_lower(_PERF2):
         signals.append("perf_bottleneck")
-    if _CAP_GAP.search(lower) and not (
+    if t.test_lower(_CAP_GAP2) and not (
         "memory_missing" in signals or "user_missing" in signals or "session_logs_missing" in signals
     ):
         signals.append("capability_gap")
-    signals.extend(_tool_signals(t.corpus))
+    signals.extend(_tool_signals(t.b))
 
     # --- cosmetic signals give way to actionable ones
     actionable = [s for s in signals if s not in _COSMETIC]
@@ -699,6 +889,6 @@ def extract_signals(
         signals.append("stable_success_plateau")
 
     out = list(dict.fromkeys(signals))
-    if t.corpus is raw:
+    if t.ascii:
         return out
     return [_from_utf16_units(s) if _SURROGATE.search(s) else s for s in out]

@@ -219,3 +219,16 @@ def test_never_raises_no_duplicates_and_bounded_snippets(t: str, log: str, mem: 
         for prefix in ("user_feature_request:", "user_improvement_suggestion:"):
             if s.startswith(prefix):
                 assert utf16_len(s) - len(prefix) <= 200
+
+
+def test_units_counted_across_astral_and_cjk_text() -> None:
+    # The English request pattern allows 120 UTF-16 units between verb and noun: an emoji is two.
+    assert sig("add " + "中" * 118 + " feature") == ["user_feature_request:add " + "中" * 118 + " feature"]
+    assert sig("add " + "😀" * 59 + " feature")[0].endswith("😀 feature")
+    assert sig("add " + "😀" * 60 + " feature") == ["stable_success_plateau"]
+    # The context window reaches a second core within 80 units and keeps 80 units after it.
+    text = "i want " + "中" * 60 + " i want " + "中" * 100
+    assert sig(text) == ["user_feature_request:i want " + "中" * 60 + " i want " + "中" * 79]
+    # A recurring error cut inside an emoji keeps its high surrogate, as JavaScript does.
+    out = sig(("LLM error" + "😀" * 100 + "}") * 3)
+    assert "recurring_errsig(3x):LLM error" + "😀" * 45 + "\ud83d" in out
