@@ -647,37 +647,35 @@ def _snippet(text: str, limit: int = C.SNIPPET_MAX_CHARS) -> str:
 
 
 def _feature_request(t: _Texts) -> str | None:
-    """The ``user_feature_request:`` snippet, or None when no language's pattern fires."""
-    snippet = ""
+    """The ``user_feature_request:`` snippet, or None when no language's pattern fires.
+
+    The reference tests the next language only while the snippet is empty, and any test that
+    fired makes the signal; so the first language that fires decides, and the rest never run.
+    """
     m = t.first_en(_FEAT_EN2)
     if m:
         snippet = _snippet(m)
-    want = t.test_lower(_WANT2)
-    if not snippet and want:
+        if snippet:
+            return snippet
+    if t.test_lower(_WANT2):
         s = t.windowed_en(_WANT2, _FEAT_WANT, 80)
-        snippet = "feature request" if s is None else _snippet(s)
-    cjk = not t.ascii
-    zh = cjk and (_FEAT_ZH_CORE.search(t.raw) is not None or "我想" in t.raw)
-    if not snippet and zh:
+        return "feature request" if s is None else _snippet(s)
+    if t.ascii:  # the Chinese and Japanese keywords cannot match
+        return "" if t.first_en(_FEAT_EN_SHORT2) is not None else None
+    if _FEAT_ZH_CORE.search(t.raw) is not None or "我想" in t.raw:
         s = t.cjk_windowed(_FEAT_ZH_CORE, _FEAT_ZH, 100)
-        if s:
-            snippet = _snippet(s)
+        snippet = _snippet(s) if s else ""
         if not snippet and "我想" in t.raw:
             s = t.cjk_first(_FEAT_WANT_ZH, group=1)
-            snippet = (_snippet(s) if s is not None else "") or "功能需求"
-        if not snippet:
-            snippet = "功能需求"
-    tw = cjk and _FEAT_TW_CORE.search(t.raw) is not None
-    if not snippet and tw:
+            snippet = _snippet(s) if s is not None else ""
+        return snippet or "功能需求"
+    if _FEAT_TW_CORE.search(t.raw) is not None:
         s = t.cjk_windowed(_FEAT_TW_CORE, _FEAT_TW, 100)
-        snippet = "功能需求" if s is None else _snippet(s)
-    ja = cjk and _FEAT_JA_CORE.search(t.raw) is not None
-    if not snippet and ja:
+        return "功能需求" if s is None else _snippet(s)
+    if _FEAT_JA_CORE.search(t.raw) is not None:
         s = t.cjk_windowed(_FEAT_JA_CORE, _FEAT_JA, 100)
-        snippet = "機能要望" if s is None else _snippet(s)
-    if snippet or want or zh or tw or ja or t.first_en(_FEAT_EN_SHORT2) is not None:
-        return snippet
-    return None
+        return "機能要望" if s is None else _snippet(s)
+    return "" if t.first_en(_FEAT_EN_SHORT2) is not None else None
 
 
 def _improvement(t: _Texts) -> str | None:
