@@ -346,9 +346,9 @@ _ERR_LINE = re.compile(
 )
 # Run on the corpus itself (findall hands back the original text). Only the letters are
 # case-insensitive, and the leading class lets the regex engine skip to candidate characters.
-_ERR_PATTERNS = re.compile(
-    r'[lL"](?:(?<=[lL])(?i:lm error)|(?<=")(?i:error"|status":' + _ws() + r'"error"))[^}]{0,200}', _A
-)
+_ERR_HEAD = r'[lL"](?:(?<=[lL])(?i:lm error)|(?<=")(?i:error"|status":' + _ws() + r'"error"))'
+_ERR_TAIL_UNITS = 200
+_ERR_PATTERNS = re.compile(_ERR_HEAD + f"[^}}]{{0,{_ERR_TAIL_UNITS}}}", _A)
 # Characters Python's str.split() takes for whitespace and JavaScript's \s does not, and back.
 _SPLIT_WS_DIFF = "\x1c\x1d\x1e\x1f\x85\ufeff"
 _UNSUPPORTED = re.compile("unsupported mime|unsupported" + _DOT + "*type|invalid" + _DOT + "*mime", _A)
@@ -495,9 +495,11 @@ _FEAT_EN_SHORT2 = _Dual(_FEAT_EN_SHORT, _VERBS + r"[^.?!\n]{3,180}" + _NOUNS)
 _FEAT_EN_REACH = 141  # units a match can span ("implement" + 120 + "capability") plus the next one
 _TOOL_B = _bytes_pattern(_TOOL.pattern)
 _BENIGN_EXEC_B = _bytes_pattern(_BENIGN_EXEC.pattern)
-# The recurring-error pattern stopped before astral characters (two UTF-16 units each): a match
-# that stops there is redone on its UTF-16 form.
-_ERR_PATTERNS_BMP = re.compile(_ERR_PATTERNS.pattern.replace("[^}]", "[^}\U00010000-\U0010ffff]"), _A)
+# The recurring-error pattern stopped before astral characters (two UTF-16 units each), its head
+# as group 1: a match that stops there is carried on past them (``_error_tail``).
+_ERR_PATTERNS_BMP = re.compile(
+    "(" + _ERR_HEAD + f")[^}}\U00010000-\U0010ffff]{{0,{_ERR_TAIL_UNITS}}}", _A
+)
 
 
 def _char_start(b: bytes, i: int) -> int:
@@ -721,47 +723,82 @@ def _collapse_all(texts: list[str]) -> list[str]:
     return " ".join(joined.split()).split("}")[1:-1]
 
 
-def _error_matches(raw: str) -> tuple[list[str], list[int]]:
-    """``corpus.match(/(?:LLM error|"error"|"status":\\s*"error")[^}]{0,200}/gi)``, in UTF-16 units.
+def _error_tail(seg: str, units: int) -> str:
+    """The longest start of ``seg`` (no "}" in it) that fits in ``units`` UTF-16 units.
 
-    Matched on the str itself; a match that stops before an astral character (which may be
-    where 200 units run out, or be cut in two) is redone on the UTF-16 form of what follows, and
-    the scan goes on after the units it took. Also returns the indices of the redone matches.
+    An astral character cut in two by the limit leaves its high surrogate, as a JavaScript slice
+    would; it still stands for one character of ``seg``.
+    """
+    if _SURROGATE.search(seg):  # lone surrogates in the corpus: the UTF-16 round trip would pair them
+        used, k = 0, 0
+        for ch in seg:
+            width = 2 if ch > "\uffff" else 1
+            if used + width > units:
+                break
+            used, k = used + width, k + 1
+        if used < units and k < len(seg):
+            return seg[:k] + _to_utf16_units(seg[k])[0]
+        return seg[:k]
+    u16 = seg.encode("utf-16-le", "surrogatepass")
+    if len(u16) <= 2 * units:
+        return seg
+    u16 = u16[: 2 * units]
+    if 0xD8 <= u16[-1] <= 0xDB:  # ends on a high surrogate (little-endian: its high byte last)
+        return u16[:-2].decode("utf-16-le") + chr(int.from_bytes(u16[-2:], "little"))
+    return u16.decode("utf-16-le")
+
+
+def _error_matches(raw: str) -> tuple[list[str], list[int]]:
+    """``corpus.match(/(?:LLM error|"error"|"status":\\s*"error")[^}]{0,200}/gi)``.
+
+    The texts are str (astral characters whole), but the 200 count UTF-16 units: a match that
+    stops before an astral character is carried on past it (``_error_tail``), and the scan goes on
+    after it. Only matches that extend past its end can hide the next match from the running
+    scan, which then restarts there. Also returns the indices of the carried-on matches (the
+    only ones that may hold astral characters or end in a lone surrogate).
     """
     if raw.isascii():
         return _ERR_PATTERNS.findall(raw), []
     out: list[str] = []
-    redone: list[int] = []
+    carried: list[int] = []
     n, pos = len(raw), 0
     while True:
         for m in _ERR_PATTERNS_BMP.finditer(raw, pos):
             start, end = m.span()
-            if end < n and raw[end] > "\uffff":
-                full = _ERR_PATTERNS.match(raw[start:end] + _to_utf16_units(raw[end : end + 201]))
-                assert full is not None  # the BMP match is a prefix of it
-                text = full.group()
-                redone.append(len(out))
-                out.append(text)
-                # A trailing lone high surrogate stands for the astral character it was cut from.
-                pos = end + len(_from_utf16_units(text[end - start :]))
+            if start < pos:  # inside the previous, carried-on match
                 break
-            out.append(m.group())
+            left = _ERR_TAIL_UNITS - (end - m.end(1))
+            if end < n and left > 0 and raw[end] > "\uffff":
+                seg = raw[end : end + left]  # every character is at least one unit
+                brace = seg.find("}")
+                tail = _error_tail(seg if brace < 0 else seg[:brace], left)
+                carried.append(len(out))
+                out.append(raw[start:end] + tail)
+                pos = end + len(tail)
+            else:
+                out.append(m.group())
+                pos = end
         else:
-            return out, redone
+            return out, carried
+
+
+def _cut_units(text: str, units: int) -> str:
+    """``text`` cut after ``units`` UTF-16 units (a cut astral character leaves its high surrogate)."""
+    return text[:units] if _ASTRAL.search(text, 0, units) is None else _error_tail(text, units)
 
 
 def _recurring_error(t: _Texts) -> tuple[str, int] | None:
-    matches, redone = _error_matches(t.raw)
+    matches, carried = _error_matches(t.raw)
     if len(matches) < C.RECURRING_ERROR_MIN:
         return None
     plain = matches
-    if redone:  # they hold surrogates: collapsed one by one, the rest on the fast path
+    if carried:  # they may end in a lone surrogate (unprintable): collapsed one by one
         plain = list(matches)
-        for i in redone:
+        for i in carried:
             plain[i] = ""
     keys = _collapse_all(plain)
-    for i in redone:
-        keys[i] = _collapse(matches[i])
+    for i in carried:  # they may hold astral characters (two units each)
+        keys[i] = _cut_units(_collapse(matches[i]), 100)
     counts = Counter([key[:100] for key in keys])
     best: tuple[str, int] | None = None
     for key, n in counts.items():  # keys start with a letter or a quote: never integer-like
