@@ -83,9 +83,11 @@ def _js_trim(text: str) -> str:
 
 def _collapse(text: str) -> str:
     """``s.replace(/\\s+/g, ' ')``."""
-    # Every JavaScript whitespace but the plain space is unprintable for Python: nothing to do then.
-    if text.isprintable() and "  " not in text:
-        return text
+    # Every JavaScript whitespace but the plain space is unprintable for Python: with "\n" made a
+    # space, a printable text without two spaces in a row had only runs of one character.
+    flat = text.replace("\n", " ")
+    if flat.isprintable() and "  " not in flat:
+        return flat
     return _WS_RUN.sub(" ", text)
 
 
