@@ -164,6 +164,27 @@ def test_perf_and_capability() -> None:
     assert "perf_bottleneck" not in sig("slowly but surely")  # ASCII word boundary
 
 
+@pytest.mark.parametrize(
+    ("text", "fires"),
+    [
+        ("slow", True),  # the word is the whole text: nothing to look behind at
+        ("a-slow.", True),
+        ("xslow", False),  # the branch starts at "w"; the word start is checked behind it
+        ("_slow", False),
+        ("9bottleneck", False),
+        ("thigh cpu", False),
+        ("High CPU", True),
+        ("timed \u3000\t out", True),
+        ("time out", True),
+        ("timeouts", False),
+        ("é-oom", True),
+        ("out of memoryx", False),
+    ],
+)
+def test_perf_words_at_word_boundaries(text: str, fires: bool) -> None:
+    assert ("perf_bottleneck" in sig(text)) is fires
+
+
 def test_tool_usage() -> None:
     text = "\n".join(["[TOOL: exec]"] * 10 + ["[TOOL: read]"] * 9)
     assert sig(text) == ["high_tool_usage:exec", "repeated_tool_usage:exec"]
