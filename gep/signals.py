@@ -299,16 +299,21 @@ def _words(words: list[str]) -> str:
 _RARE_FIRST = "zqjxkvwfbyghcmuplndiaosrte"
 
 
+def _rarest_letter(word: str) -> int:
+    """Index of the first of the rarest letters in ``word``."""
+    return min((k for k, ch in enumerate(word) if ch.isalpha()), key=lambda k: _RARE_FIRST.index(word[k]))
+
+
 def _anchored_words(words: list[tuple[str, str]]) -> str:
-    """``\\b(w1 r1|w2 r2|...)`` for yes/no tests, each branch entered at the rarest letter of ``w``.
+    """``\\b(w1 r1|w2 r2|...)``, each branch entered at the rarest letter of ``w``.
 
     A branch ``(word, rest)`` matches ``\\b word rest``; it starts at the chosen letter and checks
-    the part of ``word`` up to it, and the \\b before it, by looking behind. The match positions
-    differ from the plain pattern's, whether there is one does not.
+    the part of ``word`` up to it, and the \\b before it, by looking behind. A match starts at
+    that letter, not at the word: whether there is one, and where it ends, are the plain pattern's.
     """
     alts = []
     for word, rest in words:
-        i = min((k for k, ch in enumerate(word) if ch.isalpha()), key=lambda k: _RARE_FIRST.index(word[k]))
+        i = _rarest_letter(word)
         head = re.escape(word[: i + 1])
         alts.append(f"{re.escape(word[i])}(?<={head})(?<![a-z0-9_]{head}){re.escape(word[i + 1 :])}{rest}")
     return "(" + "|".join(alts) + ")"
@@ -373,7 +378,8 @@ _ERR_PATTERNS = re.compile(_ERR_HEAD + f"[^}}]{{0,{_ERR_TAIL_UNITS}}}", _A)
 _SPLIT_WS_DIFF = "\x1c\x1d\x1e\x1f\x85\ufeff"
 _UNSUPPORTED = re.compile("unsupported mime|unsupported" + _DOT + "*type|invalid" + _DOT + "*mime", _A)
 
-_VERBS = _words("add implement create build make develop write design".split()) + r"\b"
+_VERB_LIST = "add implement create build make develop write design".split()
+_VERBS = _words(_VERB_LIST) + r"\b"
 _NOUNS = r"\b(feature|function|module|capability|tool|support|endpoint|command|option|mode)\b"
 _FEAT_EN = re.compile(_VERBS + r"[^.?!\n]{3,120}" + _NOUNS, _A)
 _FEAT_EN_SHORT = re.compile(_VERBS + r"[^.?!\n]{3,60}" + _NOUNS, _A)
@@ -514,6 +520,10 @@ _CAP_GAP2 = _Dual(_CAP_GAP)
 # 3..3N bytes: the byte pattern finds every start the exact pattern can match at (and some more).
 _FEAT_EN2 = _Dual(_FEAT_EN, _VERBS + r"[^.?!\n]{3,360}" + _NOUNS)
 _FEAT_EN_SHORT2 = _Dual(_FEAT_EN_SHORT, _VERBS + r"[^.?!\n]{3,180}" + _NOUNS)
+# The verbs the English feature patterns start with, found by their rarest letters: a match runs
+# from that letter to the verb's end, whose text tells the verb's length.
+_VERB_ANCHORED_B = _bytes_pattern(_anchored_words([(v, "") for v in _VERB_LIST]) + r"\b")
+_VERB_LEN = {v[_rarest_letter(v) :]: len(v) for v in _VERB_LIST}
 _FEAT_EN_REACH = 141  # units a match can span ("implement" + 120 + "capability") plus the next one
 _TOOL_B = _bytes_pattern(_TOOL.pattern)
 _BENIGN_EXEC_B = _bytes_pattern(_BENIGN_EXEC.pattern)
@@ -600,23 +610,26 @@ class _Texts:
     def first_en(self, pattern: _Dual) -> str | None:
         """``corpus.match(pattern)[0]`` for the English feature-request patterns.
 
-        The byte pattern finds candidate starts in order; the exact pattern is tried at each on a
-        piece long enough to hold a whole match and the character after it.
+        A match starts at a verb: the verbs are visited in order, the byte pattern tells whether
+        one can start there, and the exact pattern is tried on a piece long enough to hold a whole
+        match and the character after it.
         """
         if self.special:
             m = pattern.s.search(self.folded)
             return None if m is None else self.corpus16[m.start() : m.end()]
         b, bl, pos = self.b, self.bl, 0
         while True:
-            hit = pattern.b.search(bl, pos)
-            if hit is None:
+            verb = _VERB_ANCHORED_B.search(bl, pos)
+            if verb is None:
                 return None
-            start = hit.start()  # an ASCII letter: a character start
+            pos = verb.end()  # whole words: the next verb starts after this one
+            start = pos - _VERB_LEN[verb.group().decode()]  # an ASCII letter: a character start
+            if pattern.b.match(bl, start) is None:
+                continue
             piece = _to_utf16_units(_decode(b[start : _char_start(b, start + 4 * _FEAT_EN_REACH)]))
             m = pattern.s.match(piece.lower())
             if m is not None:
                 return piece[: m.end()]
-            pos = start + 1
 
     def windowed_en(self, core: _Dual, full: re.Pattern[str], width: int) -> str | None:
         """``corpus.match(/.{0,W}\\b(core)\\b.{0,W}/i)[0]`` for an English core (a literal word list).

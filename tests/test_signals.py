@@ -253,3 +253,19 @@ def test_units_counted_across_astral_and_cjk_text() -> None:
     # A recurring error cut inside an emoji keeps its high surrogate, as JavaScript does.
     out = sig(("LLM error" + "😀" * 100 + "}") * 3)
     assert "recurring_errsig(3x):LLM error" + "😀" * 45 + "\ud83d" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Outputs of the reference for these texts.
+        ("we should build_ a tool", ["stable_success_plateau"]),
+        ("rebuild the export tool", ["stable_success_plateau"]),
+        ("Build the export tool", ["user_feature_request:Build the export tool"]),
+        ("makes a tool; make a csv export command", ["user_feature_request:make a csv export command"]),
+        ("design: a new mode", ["user_feature_request:design: a new mode"]),
+        ("xdesign a new mode", ["stable_success_plateau"]),
+    ],
+)
+def test_feature_request_verbs_are_whole_words(text: str, expected: list[str]) -> None:
+    assert sig(text) == expected
