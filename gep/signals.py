@@ -397,6 +397,14 @@ _FEAT_WANT = re.compile(
     + "{0,80}",
     _A,
 )
+
+
+def _keyed(keys: str, flags: int = 0) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """For a CJK keyword list: a cheap test for any keyword, and the reference's snippet pattern
+    (up to 100 code units either side of the keyword)."""
+    return re.compile(keys, flags), re.compile(_DOT + "{0,100}(" + keys + ")" + _DOT + "{0,100}", flags)
+
+
 _ZH_KEYS = (
     "加个|实现一下|做个|想要"
     + _ws()
@@ -404,28 +412,22 @@ _ZH_KEYS = (
     + _ws()
     + "一个|帮我加|帮我开发|加一下|新增一个|加个功能|做个功能"
 )
-_FEAT_ZH_CORE = re.compile(_ZH_KEYS, _A)
-_FEAT_ZH = re.compile(_DOT + "{0,100}(" + _ZH_KEYS + ")" + _DOT + "{0,100}", _A)
+_FEAT_ZH_CORE, _FEAT_ZH = _keyed(_ZH_KEYS, _A)
 _FEAT_WANT_ZH = re.compile("我想" + _ws() + r"[，,\.。、" + re.escape(_WS_CHARS) + r"]*([\s\S]{0,400})", _A)
 _TW_KEYS = "加個|實現一下|做個|想要一個|請加|新增一個|加個功能|做個功能|幫我加"
-_FEAT_TW_CORE = re.compile(_TW_KEYS)
-_FEAT_TW = re.compile(_DOT + "{0,100}(" + _TW_KEYS + ")" + _DOT + "{0,100}")
+_FEAT_TW_CORE, _FEAT_TW = _keyed(_TW_KEYS)
 _JA_KEYS = "追加|実装|作って|機能を|追加して|が欲しい|を追加|してほしい"
-_FEAT_JA_CORE = re.compile(_JA_KEYS)
-_FEAT_JA = re.compile(_DOT + "{0,100}(" + _JA_KEYS + ")" + _DOT + "{0,100}")
+_FEAT_JA_CORE, _FEAT_JA = _keyed(_JA_KEYS)
 
 _IMP_LIST = "should be|could be better|improve|enhance|upgrade|refactor|clean up|simplify|streamline"
 _IMP_CORE = re.compile(_words(_IMP_LIST.split("|")) + r"\b", _A)
 _IMP_EN = re.compile(_DOT + r"{0,80}\b(" + _IMP_LIST + r")\b" + _DOT + "{0,80}", _A)
 _IMP_ZH_KEYS = "改进一下|优化一下|简化|重构|整理一下|弄得更好"
-_IMP_ZH_CORE = re.compile(_IMP_ZH_KEYS)
-_IMP_ZH = re.compile(_DOT + "{0,100}(" + _IMP_ZH_KEYS + ")" + _DOT + "{0,100}")
+_IMP_ZH_CORE, _IMP_ZH = _keyed(_IMP_ZH_KEYS)
 _IMP_TW_KEYS = "改進一下|優化一下|簡化|重構|整理一下|弄得更好"
-_IMP_TW_CORE = re.compile(_IMP_TW_KEYS)
-_IMP_TW = re.compile(_DOT + "{0,100}(" + _IMP_TW_KEYS + ")" + _DOT + "{0,100}")
+_IMP_TW_CORE, _IMP_TW = _keyed(_IMP_TW_KEYS)
 _IMP_JA_KEYS = "改善|最適化|簡素化|リファクタ|良くして|改良"
-_IMP_JA_CORE = re.compile(_IMP_JA_KEYS)
-_IMP_JA = re.compile(_DOT + "{0,100}(" + _IMP_JA_KEYS + ")" + _DOT + "{0,100}")
+_IMP_JA_CORE, _IMP_JA = _keyed(_IMP_JA_KEYS)
 
 # perf_bottleneck only asks whether any word occurs, so each branch starts at the word's rarest
 # letter (``_anchored_words``): the regex engine stops at far fewer candidate characters.
