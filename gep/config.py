@@ -36,7 +36,8 @@ class Settings(BaseModel):
     memory_file: str = "MEMORY.md"
     user_file: str = "USER.md"
     transcript_globs: list[str] = Field(
-        default_factory=lambda: ["sessions/**/*.jsonl", ".claude/projects/**/*.jsonl"]
+        # {claude_project}: where Claude Code keeps this workspace's sessions (see gep/sources.py)
+        default_factory=lambda: ["sessions/**/*.jsonl", ".claude/projects/**/*.jsonl", "{claude_project}/*.jsonl"]
     )
     log_tail_bytes: int = C.LOG_TAIL_BYTES
     memory_tail_bytes: int = C.MEMORY_TAIL_BYTES

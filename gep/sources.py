@@ -8,8 +8,13 @@ Mapping onto the four texts of ``gep.signals.extract_signals`` (the reference's 
   ``--- SESSION (<file>) ---`` header. Both OpenClaw sessions (``{"type": "message", "message":
   {"role", "content": [{"type": "text"|"toolCall"}], "errorMessage"}}``) and Claude Code sessions
   (``{"type": "user"|"assistant", "message": {"role", "content": [{"type": "text"|"tool_use"|
-  "tool_result"}]}}``) are understood. No transcript at all gives the reference's
-  ``[NO SESSION LOGS FOUND]`` marker.
+  "tool_result"}]}}``) are understood. No transcript file at all gives the reference's
+  ``[NO SESSION LOGS FOUND]`` marker; files that render to nothing give "" (as the reference).
+  Agents keep their sessions outside the workspace, so a transcript pattern (only those) may start
+  with ``~/``, be absolute, or start with ``{claude_project}``: the directory where Claude Code keeps
+  this workspace's sessions (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, then ``projects/`` and the
+  workspace's absolute path with every character but ASCII letters and digits turned into ``-``).
+  OpenClaw's are in ``~/.openclaw/agents/<agent>/sessions/*.jsonl``.
 * ``today_log``: today's memory log (``<memory_dir>/YYYY-MM-DD.md``, the date of the injected
   ``now`` in UTC, as the reference's ``toISOString``), then the tails of the log files
   (``log_globs``), newest first, each under a ``--- LOG (<path>) ---`` header.
@@ -20,13 +25,16 @@ Every file is read as a bounded tail: the reader seeks to ``size - cap`` and rea
 bytes, so a 2 GB log costs what a 2 MB one does. Bytes are decoded as UTF-8 with replacement
 (binary content never raises), a tail that starts mid-line drops that partial line, and every
 returned text has passed through ``gep.sanitize.redact``. Nothing under ``.git/`` or ``.gep/`` is
-read, nor anything a glob or symlink would reach outside the workspace.
+read, nor anything a log or memory glob or symlink would reach outside the workspace; a transcript
+pattern's files stay inside the directory the pattern names.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,24 +118,85 @@ def _inside(path: Path, root: Path) -> bool:
     return not (_SKIP_DIRS & set(rel.parts))
 
 
-def _glob_newest(root: Path, patterns: list[str], limit: int) -> list[tuple[Path, os.stat_result]]:
-    """Regular files matched by ``patterns`` inside ``root``, newest first, at most ``limit``."""
-    found: dict[Path, os.stat_result] = {}
+def _in_skipped(path: Path, root: Path) -> bool:
+    """Whether ``path`` (really) lies under the workspace's ``.git/`` or ``.gep/``."""
+    try:
+        rel = path.resolve().relative_to(root)
+    except (OSError, ValueError):
+        return False
+    return bool(_SKIP_DIRS & set(rel.parts))
+
+
+CLAUDE_PROJECT = "{claude_project}"
+_GLOB_CHARS = frozenset("*?[")
+
+
+def claude_project_dir(workspace: Path, env: Mapping[str, str] | None = None) -> Path:
+    """Where Claude Code keeps the sessions it ran in ``workspace``."""
+    env = os.environ if env is None else env
+    config = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else Path.home() / ".claude"
+    return config / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(Path(workspace).resolve()))
+
+
+def _split_pattern(root: Path, pattern: str, outside: bool) -> tuple[Path, str, str] | None:
+    """(base directory, glob relative to it, label shown for its files), or None for a refused pattern.
+
+    Without ``outside`` only relative patterns (inside the workspace) are accepted."""
+    if not pattern:
+        return None
+    label = ""
+    if pattern.startswith(CLAUDE_PROJECT):
+        if not outside:
+            return None
+        base, rest, label = claude_project_dir(root), pattern[len(CLAUDE_PROJECT):].lstrip("/"), CLAUDE_PROJECT
+    elif pattern.startswith("~") or Path(pattern).is_absolute():
+        if not outside:
+            return None
+        try:
+            path = Path(pattern).expanduser()
+        except RuntimeError:  # "~user" with no such user, or no home directory
+            return None
+        parts = path.parts
+        cut = next((i for i, part in enumerate(parts) if _GLOB_CHARS & set(part)), len(parts) - 1)
+        base, rest = Path(*parts[:cut]), "/".join(parts[cut:])
+        if pattern.startswith("~/") and base.is_relative_to(Path.home()):
+            label = "~/" + base.relative_to(Path.home()).as_posix()
+    else:
+        base, rest = root, pattern
+    if not rest or ".." in Path(rest).parts:
+        return None
+    return base, rest, label
+
+
+def _glob_newest(root: Path, patterns: list[str], limit: int,
+                 outside: bool = False) -> list[tuple[Path, os.stat_result, str]]:
+    """Regular files matched by ``patterns``, newest first, at most ``limit``, each with its label."""
+    found: dict[Path, tuple[os.stat_result, str]] = {}
     for pattern in patterns:
-        if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+        split = _split_pattern(root, pattern, outside)
+        if split is None:
             continue
-        for path in root.glob(pattern):
-            rel_parts = path.relative_to(root).parts
-            if _SKIP_DIRS & set(rel_parts) or path in found:
+        base, rest, label = split
+        try:
+            if not base.is_dir():
+                continue
+            base = base.resolve()
+            matches = list(base.glob(rest))
+        except (OSError, ValueError):
+            continue
+        for path in matches:
+            if _SKIP_DIRS & set(path.relative_to(base).parts) or path in found:
                 continue
             try:
-                if not path.is_file() or not _inside(path, root):
+                if not path.is_file() or not _inside(path, base) or _in_skipped(path, root):
                     continue
-                found[path] = path.stat()
+                shown = _rel(path, root) if base == root else (
+                    f"{label}/{path.relative_to(base).as_posix()}" if label else redact(path.as_posix()))
+                found[path] = (path.stat(), shown)
             except OSError:
                 continue
-    ordered = sorted(found.items(), key=lambda item: (-item[1].st_mtime, str(item[0])))
-    return ordered[: max(0, limit)]
+    ordered = sorted(found.items(), key=lambda item: (-item[1][0].st_mtime, str(item[0])))
+    return [(path, st, shown) for path, (st, shown) in ordered[: max(0, limit)]]
 
 
 # ---------------------------------------------------------------- transcripts
@@ -274,14 +343,15 @@ def _rel(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def _read_tracked(path: Path, root: Path, cap: int, kind: SourceKind, files: list[SourceFile]) -> str | None:
-    """The bounded tail of ``path``, noted in ``files``; None when it cannot be read."""
+def _read_tracked(path: Path, root: Path, cap: int, kind: SourceKind, files: list[SourceFile],
+                  shown: str | None = None) -> str | None:
+    """The bounded tail of ``path``, noted in ``files`` (as ``shown``); None when it cannot be read."""
     try:
         tail = read_tail(path, cap)
         mtime = path.stat().st_mtime
     except OSError:
         return None
-    files.append(SourceFile(path=_rel(path, root), kind=kind, size=tail.size, bytes_read=tail.bytes_read,
+    files.append(SourceFile(path=shown or _rel(path, root), kind=kind, size=tail.size, bytes_read=tail.bytes_read,
                             truncated=tail.truncated, mtime=mtime))
     return tail.text
 
@@ -301,14 +371,16 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
     now = now or datetime.now(UTC)
     files: list[SourceFile] = []
 
-    # Transcripts, newest first.
+    # Transcripts, newest first (their patterns may point outside the workspace).
     sections = []
-    for path, _st in _glob_newest(root, settings.transcript_globs, settings.max_source_files):
-        text = _read_tracked(path, root, settings.transcript_tail_bytes, "transcript", files)
+    sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True)
+    for path, _st, shown in sessions:
+        text = _read_tracked(path, root, settings.transcript_tail_bytes, "transcript", files, shown)
         rendered = render_transcript(text) if text is not None else ""
         if rendered.strip():
             sections.append(f"--- SESSION ({path.name}) ---\n{rendered}")
-    transcript = "\n\n".join(sections) if sections else NO_SESSION_LOGS
+    # Sessions that render to nothing (heartbeats only, one record longer than the cap) are not missing.
+    transcript = "\n\n".join(sections) if sessions else NO_SESSION_LOGS
 
     # Today's memory log, then the log files.
     day = now.astimezone(UTC).strftime("%Y-%m-%d")
@@ -318,7 +390,7 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
     )
     if memory_log:
         log_parts.append(memory_log)
-    for path, _st in _glob_newest(root, settings.log_globs, settings.max_source_files):
+    for path, _st, _shown in _glob_newest(root, settings.log_globs, settings.max_source_files):
         text = _read_tracked(path, root, settings.log_tail_bytes, "log", files)
         if text and text.strip():
             log_parts.append(f"--- LOG ({_rel(path, root)}) ---\n{text}")

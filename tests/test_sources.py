@@ -243,3 +243,128 @@ def test_transcripts_newest_first_with_partial_first_line_dropped(tmp_path: Path
     text = bundle.recent_session_transcript
     assert text.index("new session") < text.index("old session")
     assert "zzz" not in text
+
+
+# ---------------------------------------------------------------- sessions where the agents keep them
+
+
+def claude_code_session(cwd: str) -> list[dict[str, object]]:
+    """Records as Claude Code 2.x writes them (fields trimmed to those that vary in kind)."""
+    base = {"isSidechain": False, "userType": "external", "cwd": cwd, "version": "2.0.61",
+            "sessionId": "4f35e220-c435-4cf7-b9b9-f40426042847", "gitBranch": "main"}
+    return [
+        {"type": "summary", "summary": "Fix failing stats test", "leafUuid": "42f8e822"},
+        {**base, "parentUuid": None, "uuid": "u1", "timestamp": "2026-03-14T10:00:00.000Z", "type": "user",
+         "message": {"role": "user", "content": "the stats test fails, please fix it"}},
+        {**base, "parentUuid": "u1", "uuid": "a1", "timestamp": "2026-03-14T10:00:05.000Z", "type": "assistant",
+         "requestId": "req_011", "message": {
+             "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+             "content": [{"type": "thinking", "thinking": "look at the test", "signature": "sig"},
+                         {"type": "text", "text": "Let me run the tests."},
+                         {"type": "tool_use", "id": "toolu_01", "name": "Bash",
+                          "input": {"command": "pytest -q", "description": "Run tests"}}],
+             "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 20}}},
+        {**base, "parentUuid": "a1", "uuid": "u2", "timestamp": "2026-03-14T10:00:09.000Z", "type": "user",
+         "message": {"role": "user", "content": [
+             {"tool_use_id": "toolu_01", "type": "tool_result", "is_error": True,
+              "content": "FAILED tests/test_stats.py::test_mean - AssertionError: mean\n1 failed"}]},
+         "toolUseResult": "Error: FAILED tests/test_stats.py::test_mean"},
+        {**base, "parentUuid": "u2", "uuid": "a2", "timestamp": "2026-03-14T10:00:12.000Z", "type": "assistant",
+         "isApiErrorMessage": True, "message": {
+             "id": "msg_02", "type": "message", "role": "assistant", "model": "<synthetic>",
+             "content": [{"type": "text", "text": "API Error: 529 {\"type\":\"overloaded_error\"}"}]}},
+    ]
+
+
+def test_claude_code_sessions_are_read_where_claude_code_keeps_them(tmp_path: Path, monkeypatch) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    ws = tmp_path / "my_proj.v2"
+    ws.mkdir()
+    # Claude Code names the folder after the absolute path, every non-alphanumeric character a "-".
+    slug = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(ws.resolve()))
+    session = home / ".claude" / "projects" / slug / "4f35e220-c435-4cf7-b9b9-f40426042847.jsonl"
+    write(session, "\n".join(json.dumps(r) for r in claude_code_session(str(ws))) + "\n")
+    write(home / ".claude" / "projects" / (slug + "-other") / "x.jsonl",
+          json.dumps({"type": "user", "message": {"role": "user", "content": "another project"}}))
+
+    bundle = collect_sources(ws, Settings(), now=NOW)
+    assert bundle.recent_session_transcript.split("\n") == [
+        "--- SESSION (4f35e220-c435-4cf7-b9b9-f40426042847.jsonl) ---",
+        "**USER**: the stats test fails, please fix it",
+        "**ASSISTANT**: Let me run the tests. [TOOL: Bash]",
+        "[TOOL ERROR] FAILED tests/test_stats.py::test_mean - AssertionError: mean 1 failed",
+        '[LLM ERROR] API Error: 529 {"type":"overloaded_error"}',
+    ]
+    # What the event stores names the file without the home directory (nor the user name in the slug).
+    assert [f.path for f in bundle.files] == ["{claude_project}/4f35e220-c435-4cf7-b9b9-f40426042847.jsonl"]
+    signals = extract_signals(**bundle.model_dump(exclude={"files"}))
+    assert "session_logs_missing" not in signals and "log_error" in signals
+
+    # CLAUDE_CONFIG_DIR moves Claude Code's whole configuration, sessions included.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cfg"))
+    assert collect_sources(ws, Settings(), now=NOW).recent_session_transcript == NO_SESSION_LOGS
+    write(tmp_path / "cfg" / "projects" / slug / "s.jsonl", json.dumps(claude_code_session(str(ws))[1]))
+    assert "please fix it" in collect_sources(ws, Settings(), now=NOW).recent_session_transcript
+
+
+def test_openclaw_sessions_under_home_by_a_configured_pattern(tmp_path: Path, monkeypatch) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    records = [
+        {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-03-14T10:00:00.000Z", "cwd": "/w"},
+        {"type": "model_change", "id": "m0", "provider": "anthropic", "modelId": "claude-sonnet-4-6"},
+        {"type": "message", "id": "m1", "parentId": None, "timestamp": "2026-03-14T10:00:01.000Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": "add a csv export command"}],
+                     "timestamp": 1773482401000}},
+        {"type": "message", "id": "m2", "parentId": "m1", "message": {
+            "role": "assistant", "content": [{"type": "text", "text": "Running it."},
+                                             {"type": "toolCall", "id": "call_1", "name": "exec",
+                                              "arguments": {"command": "python export.py"}}],
+            "api": "anthropic-messages", "stopReason": "toolUse"}},
+        {"type": "message", "id": "m3", "parentId": "m2", "message": {
+            "role": "toolResult", "toolCallId": "call_1", "toolName": "exec", "isError": True,
+            "content": [{"type": "text", "text": "Traceback (most recent call last):\nKeyError: 'rows'"}]}},
+        {"type": "message", "id": "m4", "parentId": "m3", "message": {
+            "role": "assistant", "content": [], "stopReason": "error",
+            "errorMessage": "400 Unsupported MIME type: image/heic"}},
+    ]
+    sessions = home / ".openclaw" / "agents" / "main" / "sessions"
+    write(sessions / "abc.jsonl", "\n".join(json.dumps(r) for r in records) + "\n")
+    write(sessions / "abc.jsonl.lock", "")
+
+    # Outside the workspace only when asked for (the default reads no OpenClaw directory).
+    assert collect_sources(tmp_path / "ws", Settings(), now=NOW).recent_session_transcript == NO_SESSION_LOGS
+    settings = Settings(transcript_globs=["~/.openclaw/agents/main/sessions/*.jsonl"])
+    bundle = collect_sources(tmp_path / "ws", settings, now=NOW)
+    assert bundle.recent_session_transcript.split("\n") == [
+        "--- SESSION (abc.jsonl) ---",
+        "**USER**: add a csv export command",
+        "**ASSISTANT**: Running it. [TOOL: exec]",
+        "[TOOL ERROR] Traceback (most recent call last): KeyError: 'rows'",
+        "**ASSISTANT**: [LLM ERROR] 400 Unsupported MIME type: image/heic",
+    ]
+    assert [f.path for f in bundle.files] == ["~/.openclaw/agents/main/sessions/abc.jsonl"]
+    signals = extract_signals(**bundle.model_dump(exclude={"files"}))
+    assert "unsupported_input_type" in signals and "user_feature_request:add a csv export command" in signals
+    # An absolute pattern works too; log and memory patterns stay inside the workspace.
+    absolute = Settings(transcript_globs=[f"{sessions}/*.jsonl"], log_globs=[f"{sessions}/*.jsonl"])
+    bundle = collect_sources(tmp_path / "ws", absolute, now=NOW)
+    assert "KeyError" in bundle.recent_session_transcript and bundle.today_log == ""
+    refused = Settings(transcript_globs=["{claude_project}/../*/*.jsonl", "{claude_project}", "~nosuchuser/x/*.jsonl"])
+    assert collect_sources(tmp_path / "ws", refused, now=NOW).recent_session_transcript == NO_SESSION_LOGS
+
+
+def test_sessions_that_render_to_nothing_are_not_missing(tmp_path: Path) -> None:
+    """Only heartbeats, or a last record longer than the tail cap: the sessions exist, so no
+    session_logs_missing (the reference returns "" here too)."""
+    beat = {"type": "message", "message": {"role": "assistant", "content": "HEARTBEAT_OK"}}
+    write(tmp_path / "sessions/a.jsonl", json.dumps(beat) + "\n")
+    huge = {"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "content": "é" * 40_000}]}}
+    write(tmp_path / "sessions/b.jsonl", json.dumps(huge, ensure_ascii=False) + "\n")
+    bundle = collect_sources(tmp_path, Settings(transcript_tail_bytes=10_000), now=NOW)
+    assert bundle.recent_session_transcript == ""
+    assert [f.kind for f in bundle.files] == ["transcript", "transcript"]
+    assert "session_logs_missing" not in extract_signals(**bundle.model_dump(exclude={"files"}))
