@@ -5,27 +5,31 @@ prompt and everything the store keeps. ``scrub_env`` builds the environment of t
 engine runs, without the variables that hold credentials.
 
 The pattern list covers at least the reference's ``sanitize.js`` (tokens of the big providers,
-JWTs, private key blocks, credentials in URLs, generic ``key=value`` assignments, emails, home
-directories, ``.env`` file names) plus a few it lacks (Anthropic/OpenAI key shapes with dashes,
-``password: value`` with spaces, PEM blocks of any kind, Google API keys, Stripe keys).
+JWTs, private key blocks, credentials in URLs, generic ``key=value`` assignments, session and cookie
+ids, emails, home directories, ``.env`` and credential file names, database URLs, private IPs) plus
+a few it lacks (Anthropic/OpenAI key shapes with dashes, ``password: value`` with spaces, PEM blocks
+of any kind, Google API keys, Stripe keys).
+Deliberately narrower than the reference: a path keeps everything but the user name
+(``/home/[REDACTED]/app/x.py``, ``C:\\Users\\[REDACTED]\\...``; other Windows paths stay), a
+database URL keeps its scheme, ``Bearer`` followed by a short all-letter word is prose, and a bare
+``.env`` is redacted only as a path component.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 REDACTED = "[REDACTED]"
 
 _TOKEN_CHARS = r"A-Za-z0-9\-._~+/"
 
-# Patterns whose whole match is replaced. Order matters: whole structures (PEM blocks, URLs with
-# credentials, JWTs) go before the shorter shapes that could eat part of them.
+# Patterns whose whole match is replaced. Order matters: whole structures (PEM blocks, JWTs and URLs
+# with credentials, see _SECRET_RES) go before the shorter shapes that could eat part of them.
 _WHOLE = [
     # PEM private keys (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ...), also when truncated at the end.
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    # JSON Web Tokens.
-    r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]{10,}",
     # Provider keys.
     r"sk-ant-[A-Za-z0-9\-_]{16,}",
     r"sk-proj-[A-Za-z0-9\-_]{16,}",
@@ -53,9 +57,6 @@ _KEEP_PREFIX = [
     # "Bearer tokens are ..." survives.
     r"(?P<keep>(?i:bearer)\s+)(?:[" + _TOKEN_CHARS + r"]{8,}|(?=[A-Za-z]*[0-9\-._~+/])[" + _TOKEN_CHARS + r"]+)=*",
     r"(?P<keep>\bBasic\s+)(?=[A-Za-z0-9+/]*[0-9+/])[A-Za-z0-9+/]{12,}={0,2}",
-    # user:password in URLs (scheme://user:pass@host): keep the scheme and the @.
-    # The user may be empty (redis://:pass@host) and the password may hold "/".
-    r"(?P<keep>(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://)[^@\s/:]*:[^@\s]+(?=@)",
     # Generic assignments: api_key=..., "password": "...", secret: ..., client_secret=...
     r"(?P<keep>(?<![A-Za-z0-9])(?i:(?:api[_\-]?key|apikey|access[_\-]?key|secret[_\-]?key|private[_\-]?key"
     r"|secret|passwd|password|passphrase|pwd|token|auth|credentials?))[\"']?\s*[:=]\s*[\"']?)"
@@ -64,6 +65,9 @@ _KEEP_PREFIX = [
     # clientSecret, dbPassword, myApiKey).
     r"(?P<keep>(?i:token|api[_\-]?key|secret)\"?[=:]\s*[\"']?)(?!\[REDACTED\])[A-Za-z0-9\-._~+/]{16,}",
     r"(?P<keep>(?i:password)\"?[=:]\s*[\"']?)(?!\[REDACTED\])[^\s\"',;)}\]]{6,}",
+    # Session and cookie identifiers (session_id=..., cookie-id: ..., sessionid=...) log a user in.
+    r"(?P<keep>(?<![A-Za-z0-9])(?i:session|cookie)[_ \-]?(?i:id)[\"']?\s*[=:]\s*[\"']?)"
+    r"(?!\[REDACTED\])[A-Za-z0-9\-._~+/]{12,}",
 ]
 
 # Personal data (no credential, but not for prompts or a shared store).
@@ -74,6 +78,13 @@ _PERSONAL = [
     # .env files with a suffix or as a path component (their content is all secrets).
     r"\.env\.[a-zA-Z]+\b",
     r"(?<=[\\/])\.env\b",
+    # Infrastructure the reference hides too: database and broker URLs (the scheme stays, so an error
+    # still says what failed), private IPv4 addresses, names of files that hold credentials.
+    r"(?P<keep>(?i:mongodb(?:\+srv)?|postgres(?:ql)?|mysql|rediss?|amqps?)://)(?!\[REDACTED\])"
+    r"[^\s\"',;)}\]]{10,}",
+    r"(?<![A-Za-z0-9_])(?:10\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}|172\.(?:1[6-9]|2[0-9]|3[01])\.[0-9]{1,3}\.[0-9]{1,3}"
+    r"|192\.168\.[0-9]{1,3}\.[0-9]{1,3})(?::[0-9]{2,5})?(?![A-Za-z0-9_])",
+    r"\.(?i:npmrc|pypirc|netrc|aws/credentials|ssh/config)\b",
 ]
 
 _ALLOWED_EMAIL = re.compile(
@@ -83,7 +94,89 @@ _ALLOWED_EMAIL = re.compile(
     re.IGNORECASE,
 )
 
-_SECRET_RES = [re.compile(p) for p in _WHOLE] + [re.compile(p) for p in _KEEP_PREFIX]
+# user:password in URLs (scheme://user:pass@host): keep the scheme and the @. The user may be empty
+# (redis://:pass@host) and the password may hold "/". A match ends before an "@" of its
+# whitespace-free run, so it is only tried on the run up to its last "@": a run without one (such
+# as "redis://redis://...") would otherwise be rescanned to its end from every scheme in it.
+_URL_CREDENTIALS = re.compile(r"(?P<keep>(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://)[^@\s/:]*:[^@\s]+(?=@)")
+_NON_SPACE_RUN = re.compile(r"\S+")
+
+
+class _UrlCredentials:
+    """``_URL_CREDENTIALS`` with the interface of a compiled pattern (``sub``, ``search``)."""
+
+    @staticmethod
+    def _head(run: str) -> int:
+        return run.rfind("@") + 1 if "://" in run else 0
+
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            run = m.group(0)
+            cut = self._head(run)
+            return _URL_CREDENTIALS.sub(repl, run[:cut]) + run[cut:] if cut else run
+
+        return _NON_SPACE_RUN.sub(one, text) if "://" in text and "@" in text else text
+
+    def search(self, text: str) -> bool:
+        if "://" not in text or "@" not in text:
+            return False
+        return any(_URL_CREDENTIALS.search(run[: self._head(run)]) for run in _NON_SPACE_RUN.findall(text))
+
+
+class _JsonWebTokens:
+    """JSON Web Tokens: ``eyJ<a>.eyJ<b>.<c, 10+>`` with a, b, c made of ``[A-Za-z0-9_-]``.
+
+    The regex ``eyJ[...]+\\.eyJ[...]+\\.[...]{10,}`` rescans a segment to its end from every "eyJ" in
+    it when the token fails later ("eyJeyJeyJ....x"): quadratic. The same leftmost matches are found
+    segment by segment here: in a run of token characters and dots, a match starts at the first "eyJ"
+    of a segment that has a character after it, when the next segment starts with "eyJ" plus one
+    character and the one after holds 10 or more; it ends with that third segment."""
+
+    _RUN = re.compile(r"[A-Za-z0-9_\-.]+")
+
+    @staticmethod
+    def _spans(run: str) -> list[tuple[int, int]]:
+        segs = run.split(".")
+        starts, pos = [], 0
+        for seg in segs:
+            starts.append(pos)
+            pos += len(seg) + 1
+        spans, k = [], 0
+        while k + 2 < len(segs):
+            p = segs[k].find("eyJ")
+            while 0 <= p and p + 3 >= len(segs[k]):
+                p = segs[k].find("eyJ", p + 1)
+            if p >= 0 and segs[k + 1].startswith("eyJ") and len(segs[k + 1]) > 3 and len(segs[k + 2]) >= 10:
+                spans.append((starts[k] + p, starts[k + 2] + len(segs[k + 2])))
+                k += 3
+            else:
+                k += 1
+        return spans
+
+    def sub(self, repl: Callable[[re.Match[str]], str], text: str) -> str:
+        if "eyJ" not in text:
+            return text
+
+        def one(m: re.Match[str]) -> str:
+            run = m.group(0)
+            if run.count(".") < 2 or "eyJ" not in run:
+                return run
+            out, last = [], 0
+            for a, b in self._spans(run):
+                out += [run[last:a], REDACTED]
+                last = b
+            return "".join(out) + run[last:]
+
+        return self._RUN.sub(one, text)
+
+    def search(self, text: str) -> bool:
+        return "eyJ" in text and any(self._spans(run) for run in self._RUN.findall(text) if "eyJ" in run)
+
+
+# Whole structures first (PEM blocks, then JWTs and URL credentials), then the shorter shapes.
+_SECRET_RES: list[Any] = [re.compile(_WHOLE[0]), _JsonWebTokens(), *(re.compile(p) for p in _WHOLE[1:]),
+                          *(re.compile(p) for p in _KEEP_PREFIX[:2]), _UrlCredentials(),
+                          *(re.compile(p) for p in _KEEP_PREFIX[2:])]
 
 # Discord bot tokens: three base64url segments, the first (24+) starting with M, N or O at a word
 # boundary, which may follow a "-" inside a longer run. Matching whole runs (each run is read

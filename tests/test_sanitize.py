@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -94,7 +95,11 @@ def test_redact_never_raises_and_is_idempotent_on_arbitrary_text(text: str) -> N
     assert redact(out) == out
 
 
-@pytest.mark.parametrize("junk", ["a" * 200_000, "a-" * 100_000, "M-" * 100_000, "a.b" * 70_000])
+@pytest.mark.parametrize("junk", ["a" * 200_000, "a-" * 100_000, "M-" * 100_000, "a.b" * 70_000,
+                                  # URL credentials and JWTs used to rescan the rest of the run from every
+                                  # scheme / "eyJ" (seconds at 64 KB, minutes here)
+                                  "redis://" * 25_000, "a://b:" * 33_000, "@x://y:" * 28_000, "eyJ" * 66_000,
+                                  "eyJeyJ.eyJa.b" * 15_000])
 def test_no_pathological_backtracking(junk: str) -> None:
     start = time.perf_counter()
     redact(junk)
@@ -207,3 +212,59 @@ def test_everything_the_reference_redacts_is_redacted(text: str, gone: str) -> N
     assert gone not in out
     assert REDACTED in out
     assert redact(out) == out
+
+
+@pytest.mark.parametrize(
+    ("text", "gone", "kept"),
+    [
+        # Patterns of the newest reference sanitize.js that the list lacked.
+        ("set-cookie: session_id=abcdef1234567890xyz; Path=/", "abcdef1234567890xyz", "session_id="),
+        ("cookie_id: 'AbCdEf0123456789'", "AbCdEf0123456789", "cookie_id: '"),
+        ("sessionid=0123456789abcdef", "0123456789abcdef", "sessionid="),
+        ("Cookie id=a1b2c3d4e5f6g7h8", "a1b2c3d4e5f6g7h8", "Cookie id="),
+        ("connecting to postgres://db.internal:5432/production_db failed", "db.internal", "postgres:// failed"),
+        ("mongodb+srv://cluster0.mongodb.net/mydb?retryWrites=true", "cluster0", "mongodb+srv://"),
+        ("broker redis://cache.local:6379/0 down", "cache.local", "broker redis://"),
+        ("ECONNREFUSED 10.0.3.17:5432", "10.0.3.17", "ECONNREFUSED "),
+        ("host 192.168.1.20 unreachable", "192.168.1.20", "host  unreachable"),
+        ("172.20.0.5:8080 timed out", "172.20.0.5", " timed out"),
+        ("reading ~/.npmrc and ~/.aws/credentials", ".npmrc", "reading ~/"),
+    ],
+)
+def test_reference_floor_session_ids_database_urls_private_ips_credential_files(
+        text: str, gone: str, kept: str) -> None:
+    out = redact(text)
+    assert gone not in out
+    assert kept.replace(" ", "") in out.replace(REDACTED, "").replace(" ", "")
+    assert REDACTED in out
+
+
+def test_public_addresses_versions_and_plain_urls_survive() -> None:
+    text = "172.15.0.5 and 8.8.8.8 are public; v10.1.2.3; see https://docs.example.org/postgres/guide"
+    assert redact(text) == text
+
+
+def test_infrastructure_is_redacted_but_not_a_credential_for_env_scrubbing() -> None:
+    # A broker URL without a password may stay in a validation command's environment.
+    env = {"CELERY_BROKER_URL": "redis://localhost:6379/0", "SVC_HOST": "10.0.0.8", "WEB_SESSION_ID": "x"}
+    assert scrub_env(env) == {"CELERY_BROKER_URL": "redis://localhost:6379/0", "SVC_HOST": "10.0.0.8"}
+
+
+JWT_RE = re.compile(r"eyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]{10,}")
+URL_RE = re.compile(r"(?P<keep>(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*://)[^@\s/:]*:[^@\s]+(?=@)")
+PIECES = st.sampled_from(["eyJ", ".", "a", "Z9", "-", "_", " ", "\n", "@", "://", ":", "/", "redis", "+", "é", "A" * 10])
+
+
+def _plain(m: re.Match[str]) -> str:
+    return (m.groupdict().get("keep") or "") + REDACTED
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(PIECES, max_size=40).map("".join))
+def test_linear_jwt_and_url_matchers_redact_what_the_plain_regexes_do(text: str) -> None:
+    from gep.sanitize import _JsonWebTokens, _UrlCredentials
+
+    assert _JsonWebTokens().sub(_plain, text) == JWT_RE.sub(_plain, text)
+    assert _UrlCredentials().sub(_plain, text) == URL_RE.sub(_plain, text)
+    assert _JsonWebTokens().search(text) == bool(JWT_RE.search(text))
+    assert _UrlCredentials().search(text) == bool(URL_RE.search(text))
