@@ -27,6 +27,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -49,6 +50,7 @@ _A = re.ASCII
 _AI = re.ASCII | re.IGNORECASE
 
 _WS_RUN = re.compile(_WS + "+")
+_SPACE_RUN = re.compile("  +")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -83,12 +85,19 @@ def _js_trim(text: str) -> str:
 
 def _collapse(text: str) -> str:
     """``s.replace(/\\s+/g, ' ')``."""
-    # Every JavaScript whitespace but the plain space is unprintable for Python: with "\n" made a
-    # space, a printable text without two spaces in a row had only runs of one character.
     flat = text.replace("\n", " ")
-    if flat.isprintable() and "  " not in flat:
-        return flat
+    if flat.isprintable():
+        return _squeeze_spaces(flat)
     return _WS_RUN.sub(" ", text)
+
+
+def _squeeze_spaces(flat: str) -> str:
+    """``flat`` with each run of spaces made one space.
+
+    Every JavaScript whitespace but the plain space is unprintable for Python: in a printable
+    text with "\\n" made a space, this is ``s.replace(/\\s+/g, ' ')``.
+    """
+    return _SPACE_RUN.sub(" ", flat) if "  " in flat else flat
 
 
 def _is_array_index(key: str) -> bool:
@@ -750,9 +759,8 @@ def _collapse_all(texts: list[str]) -> list[str]:
     """``_collapse`` of each text, in a few passes over the joined texts (none holds "}")."""
     joined = "}" + "}".join(texts) + "}"
     flat = joined.replace("\n", " ")
-    if "  " not in flat and flat.isprintable():
-        # Every JavaScript whitespace but the space is unprintable: each run was one space or "\n".
-        return flat.split("}")[1:-1]
+    if flat.isprintable():
+        return _squeeze_spaces(flat).split("}")[1:-1]
     if any(c in joined for c in _SPLIT_WS_DIFF):
         return [_collapse(s) for s in texts]
     # The whitespace sets agree here: split() + join collapses every run; the "}" fences keep each
@@ -785,36 +793,35 @@ def _error_tail(seg: str, units: int) -> str:
     return u16.decode("utf-16-le")
 
 
-def _error_matches(raw: str) -> tuple[list[str], list[int]]:
-    """``corpus.match(/(?:LLM error|"error"|"status":\\s*"error")[^}]{0,200}/gi)``.
+def _error_matches(raw: str) -> tuple[list[str], dict[int, str]]:
+    """``corpus.match(/(?:LLM error|"error"|"status":\\s*"error")[^}]{0,200}/gi)``, in two parts.
 
     The texts are str (astral characters whole), but the 200 count UTF-16 units: a match that
     stops before an astral character is carried on past it (``_error_tail``), and the scan goes on
     after it. Only matches that extend past its end can hide the next match from the running
-    scan, which then restarts there. Also returns the indices of the carried-on matches (the
-    only ones that may hold astral characters or end in a lone surrogate).
+    scan, which then restarts there. Returns each match's part before its first astral character
+    and, by index, the carried-on rest of the matches that have one (it may hold astral
+    characters or end in a lone surrogate).
     """
     if raw.isascii():
-        return _ERR_PATTERNS.findall(raw), []
+        return _ERR_PATTERNS.findall(raw), {}
     out: list[str] = []
-    carried: list[int] = []
+    carried: dict[int, str] = {}
     n, pos = len(raw), 0
     while True:
         for m in _ERR_PATTERNS_BMP.finditer(raw, pos):
             start, end = m.span()
             if start < pos:  # inside the previous, carried-on match
                 break
+            out.append(m.group())
+            pos = end
             left = _ERR_TAIL_UNITS - (end - m.end(1))
             if end < n and left > 0 and raw[end] > "\uffff":
                 seg = raw[end : end + left]  # every character is at least one unit
                 brace = seg.find("}")
                 tail = _error_tail(seg if brace < 0 else seg[:brace], left)
-                carried.append(len(out))
-                out.append(raw[start:end] + tail)
+                carried[len(out) - 1] = tail
                 pos = end + len(tail)
-            else:
-                out.append(m.group())
-                pos = end
         else:
             return out, carried
 
@@ -825,17 +832,16 @@ def _cut_units(text: str, units: int) -> str:
 
 
 def _recurring_error(t: _Texts) -> tuple[str, int] | None:
-    matches, carried = _error_matches(t.raw)
-    if len(matches) < C.RECURRING_ERROR_MIN:
+    heads, carried = _error_matches(t.raw)
+    if len(heads) < C.RECURRING_ERROR_MIN:
         return None
-    plain = matches
-    if carried:  # they may end in a lone surrogate (unprintable): collapsed one by one
-        plain = list(matches)
-        for i in carried:
-            plain[i] = ""
-    keys = _collapse_all(plain)
-    for i in carried:  # they may hold astral characters (two units each)
-        keys[i] = _cut_units(_collapse(matches[i]), 100)
+    keys = _collapse_all(heads)
+    for i, tail in carried.items():
+        # The collapsed head is a start of the collapsed match (a whitespace run across the cut
+        # collapses to the head's final space plus nothing), and it holds no astral character:
+        # when it has 100 characters, they are the key's 100 units.
+        if len(keys[i]) < 100:
+            keys[i] = _cut_units(_collapse(heads[i] + tail), 100)
     counts = Counter([key[:100] for key in keys])
     best: tuple[str, int] | None = None
     for key, n in counts.items():  # keys start with a letter or a quote: never integer-like
@@ -844,17 +850,33 @@ def _recurring_error(t: _Texts) -> tuple[str, int] | None:
     return best
 
 
+_FEW = 8
+
+
 def _tool_signals(b: bytes) -> list[str]:
     if b"[TOOL:" not in b:
         return []
-    usage = _Counter()
-    usage.counts = {name.decode(): n for name, n in Counter(_TOOL_B.findall(b)).items()}
-    usage.counts.pop(_PROTO, None)  # assigning a number to __proto__ is ignored
-    counts = usage.counts
-    if counts.get("exec"):
-        counts["exec"] = max(0, counts["exec"] - len(_BENIGN_EXEC_B.findall(b)))
+    # Tools used fewer times than both thresholds give no signal (the exec adjustment only lowers
+    # a count); inherited names and __proto__ never hold a number.
+    least = min(C.HIGH_TOOL_USAGE_MIN, C.REPEATED_EXEC_MIN)
+    counts = {
+        name: n
+        for name, n in ((k.decode(), n) for k, n in Counter(_TOOL_B.findall(b)).items() if n >= least)
+        if name not in _INHERITED and name != _PROTO
+    }
+    if "exec" in counts:
+        # Benign commands are subtracted from exec; once as many as leave it below both thresholds
+        # are found, more cannot change the signals. Stopping there only pays for a few (each
+        # match costs more through finditer than through findall).
+        enough = counts["exec"] - least + 1
+        if enough <= _FEW:
+            benign = sum(1 for _ in islice(_BENIGN_EXEC_B.finditer(b), enough))
+        else:
+            benign = len(_BENIGN_EXEC_B.findall(b))
+        counts["exec"] = max(0, counts["exec"] - benign)
     out: list[str] = []
-    for tool, n in usage.numeric_items():
+    for tool in _js_key_order(counts):
+        n = counts[tool]
         if n >= C.HIGH_TOOL_USAGE_MIN:
             out.append("high_tool_usage:" + tool)
         if tool == "exec" and n >= C.REPEATED_EXEC_MIN:
