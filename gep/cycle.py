@@ -411,6 +411,14 @@ def fail_cycle(ctx: CycleContext, event: EvolutionEvent, reason: str) -> Evoluti
     """A stage raised: undo whatever the cycle changed and record the failure (never a hung run)."""
     if ctx.run is not None and ctx.run.status == "running":
         try:
+            # what is about to be undone: a change that was made is not an empty cycle (seed 002 counts
+            # 0 files / 0 lines), as for a change that failed validation or an interrupted cycle
+            blast = ctx.workspace.blast_radius(ctx.run, ctx.settings)
+            event.blast_radius = blast.radius
+            event.meta.setdefault("empty_cycle", blast.files == 0)
+        except Exception:  # noqa: BLE001 - the failure being recorded matters more; empty by default
+            pass
+        try:
             ctx.workspace.rollback(ctx.run)
         finally:
             ctx.workspace.restore_user_changes(ctx.run)
