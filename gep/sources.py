@@ -14,7 +14,8 @@ Mapping onto the four texts of ``gep.signals.extract_signals`` (the reference's 
   with ``~/``, be absolute, or start with ``{claude_project}``: the directory where Claude Code keeps
   this workspace's sessions (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, then ``projects/`` and the
   workspace's absolute path with every character but ASCII letters and digits turned into ``-``).
-  OpenClaw's are in ``~/.openclaw/agents/<agent>/sessions/*.jsonl``.
+  OpenClaw's are in ``~/.openclaw/agents/<agent>/sessions/*.jsonl``. Sessions of the engine's own
+  agent (their first bytes hold the cycle prompt's title) are skipped.
 * ``today_log``: today's memory log (``<memory_dir>/YYYY-MM-DD.md``, the date of the injected
   ``now`` in UTC, as the reference's ``toISOString``), then the tails of the log files
   (``log_globs``), newest first, each under a ``--- LOG (<path>) ---`` header.
@@ -52,6 +53,11 @@ _LINE_CLIP = 300
 _RESULT_CLIP = 200
 
 NO_SESSION_LOGS = "[NO SESSION LOGS FOUND]"
+# The title of the engine's own mutation prompt (gep/prompt.py): a session that starts with it is the
+# engine's agent at work (e.g. `claude -p` as agent_cmd) and is skipped, as the reference skips its own
+# sessions, so a cycle never reads its previous prompt back as signals.
+ENGINE_PROMPT_MARKER = "Genome Evolution Protocol, mutation executor"
+_HEAD_BYTES = 32_000
 MEMORY_MISSING = "[MEMORY.md MISSING]"
 USER_MISSING = "[USER.md MISSING]"
 
@@ -356,6 +362,15 @@ def _read_tracked(path: Path, root: Path, cap: int, kind: SourceKind, files: lis
     return tail.text
 
 
+def _engine_session(path: Path) -> bool:
+    """Whether the session's first bytes hold the engine's own prompt."""
+    try:
+        with path.open("rb") as fh:
+            return ENGINE_PROMPT_MARKER.encode() in fh.read(_HEAD_BYTES)
+    except OSError:
+        return False
+
+
 def _read_single(root: Path, name: str, cap: int, kind: SourceKind, files: list[SourceFile]) -> str | None:
     if not name or Path(name).is_absolute() or ".." in Path(name).parts:
         return None
@@ -374,6 +389,7 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
     # Transcripts, newest first (their patterns may point outside the workspace).
     sections = []
     sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True)
+    sessions = [item for item in sessions if not _engine_session(item[0])]
     for path, _st, shown in sessions:
         text = _read_tracked(path, root, settings.transcript_tail_bytes, "transcript", files, shown)
         rendered = render_transcript(text) if text is not None else ""

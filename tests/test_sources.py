@@ -368,3 +368,23 @@ def test_sessions_that_render_to_nothing_are_not_missing(tmp_path: Path) -> None
     assert bundle.recent_session_transcript == ""
     assert [f.kind for f in bundle.files] == ["transcript", "transcript"]
     assert "session_logs_missing" not in extract_signals(**bundle.model_dump(exclude={"files"}))
+
+
+def test_the_engines_own_agent_sessions_are_skipped(tmp_path: Path, monkeypatch) -> None:
+    """With `claude -p` as agent_cmd, the agent's session (its first message is the cycle's prompt)
+    lands among the workspace's sessions: the next cycle must not read its own prompt back."""
+    from gep.prompt import SYSTEM_PROMPT
+    from gep.sources import ENGINE_PROMPT_MARKER
+
+    assert ENGINE_PROMPT_MARKER in SYSTEM_PROMPT
+    prompt = SYSTEM_PROMPT + "\n## Signals\nlog_error, errsig:Error: from the previous cycle\n"
+    own = [{"type": "user", "message": {"role": "user", "content": prompt}}] + [
+        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "x" * 100}]}}
+    ] * 50
+    write(tmp_path / "sessions/agent.jsonl", "\n".join(json.dumps(r) for r in own), mtime=1_700_000_100)
+    user = {"type": "user", "message": {"role": "user", "content": "the real user session"}}
+    write(tmp_path / "sessions/user.jsonl", json.dumps(user), mtime=1_700_000_000)
+    # Read with a tail cap that no longer holds the prompt: the file's head still tells.
+    bundle = collect_sources(tmp_path, Settings(transcript_tail_bytes=2000), now=NOW)
+    assert bundle.recent_session_transcript == "--- SESSION (user.jsonl) ---\n**USER**: the real user session"
+    assert [f.path for f in bundle.files] == ["sessions/user.jsonl"]
