@@ -774,7 +774,9 @@ def _error_tail(seg: str, units: int) -> str:
     An astral character cut in two by the limit leaves its high surrogate, as a JavaScript slice
     would; it still stands for one character of ``seg``.
     """
-    if _SURROGATE.search(seg):  # lone surrogates in the corpus: the UTF-16 round trip would pair them
+    try:
+        u16 = seg.encode("utf-16-le")
+    except UnicodeEncodeError:  # lone surrogates in the corpus: the UTF-16 round trip would pair them
         used, k = 0, 0
         for ch in seg:
             width = 2 if ch > "\uffff" else 1
@@ -784,7 +786,6 @@ def _error_tail(seg: str, units: int) -> str:
         if used < units and k < len(seg):
             return seg[:k] + _to_utf16_units(seg[k])[0]
         return seg[:k]
-    u16 = seg.encode("utf-16-le", "surrogatepass")
     if len(u16) <= 2 * units:
         return seg
     u16 = u16[: 2 * units]

@@ -355,6 +355,21 @@ CASES = [
         ],
         id="integer-tool-names-first",
     ),
+    pytest.param(
+        three("LLM error: x" + E + "\ud800y}"),
+        [
+            "log_error",
+            "errsig:LLM error: x😀\ud800y}",
+            "recurring_error",
+            "recurring_errsig(3x):LLM error: x😀\ud800y",
+        ],
+        id="lone-surrogate-in-a-carried-tail",
+    ),
+    pytest.param(
+        three('"error"' + "e" * 190 + E + "\udc00" * 8 + E + "z}"),
+        ["recurring_error", 'recurring_errsig(3x):"error"' + "e" * 93],
+        id="lone-surrogates-at-the-reach",
+    ),
 ]
 
 
