@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 import re
+from codecs import utf_16_le_decode as _utf16_decode
+from codecs import utf_16_le_encode as _utf16_encode
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import islice
@@ -107,8 +109,11 @@ def _is_array_index(key: str) -> bool:
 def _js_key_order(keys: Iterable[str]) -> list[str]:
     """Insertion-ordered keys as a JavaScript object lists them: array indices first, ascending."""
     keys = list(keys)
-    idx = sorted((k for k in keys if _is_array_index(k)), key=int)
-    return idx + [k for k in keys if not _is_array_index(k)]
+    idx = [k for k in keys if _is_array_index(k)]
+    if not idx:
+        return keys
+    rest = [k for k in keys if not _is_array_index(k)]
+    return sorted(idx, key=int) + rest
 
 
 def _js_truthy(value: Any) -> bool:
@@ -592,7 +597,9 @@ class _Texts:
         self.raw = raw
         self.ascii = raw.isascii()  # then the Chinese and Japanese keyword patterns cannot match
         self.b = raw.encode("utf-8", "surrogatepass")
-        self.special = not self.ascii and ("\u0130" in raw or "\u212a" in raw)
+        # In UTF-8 the byte 0xc4 only leads U+0100..U+013F ("İ" is U+0130): a one-byte search
+        # (memchr) rules "İ" out far faster than a search of the str.
+        self.special = not self.ascii and ((b"\xc4" in self.b and "\u0130" in raw) or "\u212a" in raw)
         self._c16: str | None = None
         if self.special:
             # Keep İ and the Kelvin sign non-ASCII in the folded text: /i does not fold them.
@@ -775,7 +782,7 @@ def _error_tail(seg: str, units: int) -> str:
     would; it still stands for one character of ``seg``.
     """
     try:
-        u16 = seg.encode("utf-16-le")
+        u16 = _utf16_encode(seg)[0]  # the codec functions skip the codec lookup of str.encode
     except UnicodeEncodeError:  # lone surrogates in the corpus: the UTF-16 round trip would pair them
         used, k = 0, 0
         for ch in seg:
@@ -790,8 +797,8 @@ def _error_tail(seg: str, units: int) -> str:
         return seg
     u16 = u16[: 2 * units]
     if 0xD8 <= u16[-1] <= 0xDB:  # ends on a high surrogate (little-endian: its high byte last)
-        return u16[:-2].decode("utf-16-le") + chr(int.from_bytes(u16[-2:], "little"))
-    return u16.decode("utf-16-le")
+        return _utf16_decode(u16[:-2])[0] + chr(int.from_bytes(u16[-2:], "little"))
+    return _utf16_decode(u16)[0]
 
 
 def _error_matches(raw: str) -> tuple[list[str], dict[int, str]]:

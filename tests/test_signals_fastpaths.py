@@ -370,6 +370,21 @@ CASES = [
         ["recurring_error", 'recurring_errsig(3x):"error"' + "e" * 93],
         id="lone-surrogates-at-the-reach",
     ),
+    pytest.param(
+        "Zażółć ąę: unsupported MIME type; memory.md missing, slow",
+        ["unsupported_input_type", "perf_bottleneck"],
+        id="latin-extended-a-without-dotted-i",
+    ),
+    pytest.param(
+        "İstanbul: unsupported MIME type; Key missing, İnvalid, TİMEOUT",
+        ["integration_key_missing", "unsupported_input_type", "capability_gap"],
+        id="dotted-capital-i",
+    ),
+    pytest.param(
+        "İ" * 30 + " please ADD a csv export option to the report",
+        ["user_feature_request:ADD a csv export option"],
+        id="dotted-capital-i-in-a-feature-request",
+    ),
 ]
 
 
