@@ -542,7 +542,10 @@ _VERB_ANCHORED_B = _bytes_pattern(_anchored_words([(v, "") for v in _VERB_LIST])
 _VERB_LEN = {v[_rarest_letter(v) :]: len(v) for v in _VERB_LIST}
 _FEAT_EN_REACH = 141  # units a match can span ("implement" + 120 + "capability") plus the next one
 _TOOL_B = _bytes_pattern(_TOOL.pattern)
-_BENIGN_EXEC_B = _bytes_pattern(_BENIGN_EXEC.pattern)
+# Benign exec commands are only counted: the byte pattern enters at the rare "x" and checks the
+# "e" before it, so each match is the reference's match less its first byte (same count: a match
+# holds no "exec: node" but at its start, so none hides another).
+_BENIGN_EXEC_B = _bytes_pattern("x(?<=ex)" + _BENIGN_EXEC.pattern.removeprefix("ex"))
 # The recurring-error pattern stopped before astral characters (two UTF-16 units each), its head
 # as group 1: a match that stops there is carried on past them (``_error_tail``).
 _ERR_PATTERNS_BMP = re.compile(
@@ -597,9 +600,13 @@ class _Texts:
         self.raw = raw
         self.ascii = raw.isascii()  # then the Chinese and Japanese keyword patterns cannot match
         self.b = raw.encode("utf-8", "surrogatepass")
-        # In UTF-8 the byte 0xc4 only leads U+0100..U+013F ("İ" is U+0130): a one-byte search
-        # (memchr) rules "İ" out far faster than a search of the str.
-        self.special = not self.ascii and ((b"\xc4" in self.b and "\u0130" in raw) or "\u212a" in raw)
+        # In UTF-8 the byte 0xc4 only leads U+0100..U+013F ("İ" is U+0130) and 0xe2 only leads
+        # U+2000..U+2FFF (the Kelvin sign is U+212A): a one-byte search (memchr) rules each out far
+        # faster than a search of the str.
+        b = self.b
+        self.special = not self.ascii and (
+            (b"\xc4" in b and "\u0130" in raw) or (b"\xe2" in b and "\u212a" in raw)
+        )
         self._c16: str | None = None
         if self.special:
             # Keep İ and the Kelvin sign non-ASCII in the folded text: /i does not fold them.

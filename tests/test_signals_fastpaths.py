@@ -385,6 +385,30 @@ CASES = [
         ["user_feature_request:ADD a csv export option"],
         id="dotted-capital-i-in-a-feature-request",
     ),
+    pytest.param(
+        "API \u212aey missing; \u2018quoted\u2019 \u2014 slow",
+        ["integration_key_missing", "perf_bottleneck"],
+        id="kelvin-sign",
+    ),
+    pytest.param(
+        "API key missing \u2014 \u201cunsupported mime\u201d \u2026",
+        ["integration_key_missing", "unsupported_input_type", "capability_gap"],
+        id="u2000-block-without-kelvin",
+    ),
+    pytest.param(
+        "\n".join(
+            ["[TOOL: exec]"] * 20
+            + ["exexec: node x.js ensure", "exec: node  ex/exec.js\tensure", "xexec: node a.js ensure"] * 3
+            + ["exec: node b.js ensur"] * 4
+        ),
+        ["high_tool_usage:exec", "repeated_tool_usage:exec"],
+        id="benign-exec-counted-in-full",
+    ),
+    pytest.param(
+        "\n".join(["[TOOL: exec]"] * 19 + ["exec: node x.js ensure exec: node y.js ensure"] * 5),
+        ["repeated_tool_usage:exec"],
+        id="benign-exec-counted-in-full-2",
+    ),
 ]
 
 
