@@ -556,6 +556,24 @@ def edge_cases() -> list[dict[str, Any]]:
     return [{"t": t, "l": "", "m": "", "u": "", "e": []} for t in EDGE_TEXTS]
 
 
+def mismatches(cases: list[dict[str, Any]], expected: list[list[str]]) -> list[tuple[Any, ...]]:
+    """(case, reference output, ours) for every case where ``extract_signals`` differs."""
+    from gep.signals import extract_signals
+
+    out = []
+    for c, exp in zip(cases, expected, strict=True):
+        got = extract_signals(
+            recent_session_transcript=c["t"],
+            today_log=c["l"],
+            memory_snippet=c["m"],
+            user_snippet=c["u"],
+            recent_events=c["e"],
+        )
+        if got != exp:
+            out.append((c, exp, got))
+    return out
+
+
 def golden_cases() -> list[dict[str, Any]]:
     r = random.Random(GOLDEN_SEED)
     generated = [case(r) for _ in range(GOLDEN_CASES)] + [stress_case(r) for _ in range(GOLDEN_STRESS)]

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from signals_cases import case, run_reference, stress_case
-
-from gep.signals import extract_signals
+from signals_cases import case, mismatches, run_reference, stress_case
 
 REFERENCE = os.environ.get("GEP_REFERENCE_SIGNALS_JS", "")
 # Extra rounds while changing gep/signals.py: more cases and other seeds than the default run.
@@ -31,19 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def _compare(cases: list[dict[str, Any]], tmp: Path) -> None:
-    expected = run_reference(os.path.abspath(REFERENCE), cases, tmp)
-    mismatches = []
-    for c, exp in zip(cases, expected, strict=True):
-        got = extract_signals(
-            recent_session_transcript=c["t"],
-            today_log=c["l"],
-            memory_snippet=c["m"],
-            user_snippet=c["u"],
-            recent_events=c["e"],
-        )
-        if got != exp:
-            mismatches.append((c, exp, got))
-    assert not mismatches, f"{len(mismatches)} of {len(cases)} differ; first: {mismatches[0]}"
+    bad = mismatches(cases, run_reference(os.path.abspath(REFERENCE), cases, tmp))
+    assert not bad, f"{len(bad)} of {len(cases)} differ; first: {bad[0]}"
 
 
 def test_matches_the_reference_on_generated_inputs(tmp_path: Path) -> None:

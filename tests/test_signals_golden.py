@@ -11,9 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from signals_cases import GOLDEN, golden_cases
-
-from gep.signals import extract_signals
+from signals_cases import GOLDEN, golden_cases, mismatches
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +25,8 @@ def test_golden_inputs_are_the_generators(golden: dict[str, Any]) -> None:
 
 
 def test_matches_the_reference_outputs(golden: dict[str, Any]) -> None:
-    mismatches = []
-    for c, expected in zip(golden["cases"], golden["expected"], strict=True):
-        got = extract_signals(
-            recent_session_transcript=c["t"],
-            today_log=c["l"],
-            memory_snippet=c["m"],
-            user_snippet=c["u"],
-            recent_events=c["e"],
-        )
-        if got != expected:
-            mismatches.append((c, expected, got))
-    assert not mismatches, f"{len(mismatches)} of {len(golden['cases'])} differ; first: {mismatches[0]}"
+    bad = mismatches(golden["cases"], golden["expected"])
+    assert not bad, f"{len(bad)} of {len(golden['cases'])} differ; first: {bad[0]}"
 
 
 def test_the_golden_set_covers_every_family(golden: dict[str, Any]) -> None:
