@@ -198,7 +198,7 @@ def prepare(options: CycleOptions, env: Mapping[str, str] | None = None) -> Cycl
             if not options.abandon_pending:
                 raise PendingCycleError(pending_message(ws.path, pending[0].event_id))
             for run in pending:
-                abandon(ws, store, run)
+                abandon(ws, store, run, settings)
         now = utc_now()
         seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
         return CycleContext(options=options, settings=settings, workspace=ws, store=store,
@@ -209,14 +209,23 @@ def prepare(options: CycleOptions, env: Mapping[str, str] | None = None) -> Cycl
         raise
 
 
-def abandon(ws: Workspace, store: Store, run: CycleRun) -> EvolutionEvent:
-    """Roll a pending (awaiting changes) cycle back and record it as abandoned."""
+def abandon(ws: Workspace, store: Store, run: CycleRun, settings: Settings | None = None) -> EvolutionEvent:
+    """Roll a pending (awaiting changes) cycle back and record it as abandoned.
+
+    Empty only if nothing had been changed yet: edits that are thrown away were still made (as for a
+    failed cycle, seed 002 counts a 0-file blast radius as empty)."""
+    event = store.get_event(run.event_id) or EvolutionEvent(id=run.event_id)
+    try:
+        blast = ws.blast_radius(run, settings)
+        event.blast_radius = blast.radius
+        empty = blast.files == 0
+    except Exception:  # noqa: BLE001 - abandoning must not fail on a diff; nothing known to be changed
+        empty = True
     ws.rollback(run)
     ws.restore_user_changes(run)
-    event = store.get_event(run.event_id) or EvolutionEvent(id=run.event_id)
     event.outcome = Outcome(status=OutcomeStatus.abandoned.value, score=0.0)
     event.meta["failure_reasons"] = ["abandoned: a new cycle was started with --abandon-pending"]
-    event.meta["empty_cycle"] = True
+    event.meta["empty_cycle"] = empty
     store.add_event(event)
     store.close_run(run.event_id)
     return event

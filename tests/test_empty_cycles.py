@@ -38,7 +38,9 @@ def venv_python_first(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def cycle(ws: Path, agent: str) -> EvolutionEvent:
     cmd = shlex.join([sys.executable, "-c", agent])
-    return run_cycle(CycleOptions(workspace=ws, mutator="command", agent_cmd=cmd, seed=1), env=dict(os.environ))
+    return run_cycle(
+        CycleOptions(workspace=ws, mutator="command", agent_cmd=cmd, seed=1), env=dict(os.environ)
+    )
 
 
 def stored(ws: Path, event_id: str) -> EvolutionEvent:
@@ -88,3 +90,22 @@ def test_history_rules_count_the_engines_empty_cycles(example_ws: Path) -> None:
         history = analyze_recent_history(store.recent_events(8))
     assert history.empty_cycle_count == 5 and history.consecutive_empty_cycles == 5
     assert "force_steady_state" in cycle(example_ws, NOOP_AGENT).signals
+
+
+@pytest.mark.parametrize("edit", [False, True], ids=["untouched", "edited"])
+def test_an_abandoned_prompt_cycle_is_empty_only_if_nothing_was_changed(example_ws: Path, edit: bool) -> None:
+    pending = run_cycle(CycleOptions(workspace=example_ws, mutator="prompt", seed=1), env=dict(os.environ))
+    assert stored(example_ws, pending.id).outcome.status == "awaiting_changes"
+    stats = example_ws / "stats.py"
+    before = stats.read_text()
+    if edit:
+        stats.write_text(before + "\n# started, then given up\n")
+    run_cycle(
+        CycleOptions(workspace=example_ws, mutator="prompt", seed=2, abandon_pending=True),
+        env=dict(os.environ),
+    )
+    abandoned = stored(example_ws, pending.id)
+    assert abandoned.outcome.status == "abandoned"
+    assert stats.read_text() == before  # the edit was thrown away
+    assert abandoned.meta["empty_cycle"] is (not edit)
+    assert abandoned.blast_radius.files == (1 if edit else 0)
