@@ -43,6 +43,8 @@ class Settings(BaseModel):
     memory_tail_bytes: int = C.MEMORY_TAIL_BYTES
     user_tail_bytes: int = C.USER_TAIL_BYTES
     transcript_tail_bytes: int = C.TRANSCRIPT_TAIL_BYTES
+    # sessions last written longer ago are not read (stale talk is not a signal); 0: no limit
+    transcript_max_age_hours: float = C.TRANSCRIPT_MAX_AGE_HOURS
     max_source_files: int = C.MAX_SOURCE_FILES
 
     # selection and strategy

@@ -15,7 +15,9 @@ Mapping onto the four texts of ``gep.signals.extract_signals`` (the reference's 
   this workspace's sessions (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, then ``projects/`` and the
   workspace's absolute path with every character but ASCII letters and digits turned into ``-``).
   OpenClaw's are in ``~/.openclaw/agents/<agent>/sessions/*.jsonl``. Sessions of the engine's own
-  agent (their first bytes hold the cycle prompt's title) are skipped.
+  agent (their first bytes hold the cycle prompt's title) are skipped, and so are sessions last
+  written more than ``transcript_max_age_hours`` (24) before ``now``, as the reference's active
+  window: only stale sessions give the missing marker.
 * ``today_log``: today's memory log (``<memory_dir>/YYYY-MM-DD.md``, the date of the injected
   ``now`` in UTC, as the reference's ``toISOString``), then the tails of the log files
   (``log_globs``), newest first, each under a ``--- LOG (<path>) ---`` header.
@@ -389,6 +391,9 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
     # Transcripts, newest first (their patterns may point outside the workspace).
     sections = []
     sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True)
+    if settings.transcript_max_age_hours > 0:
+        oldest = now.timestamp() - settings.transcript_max_age_hours * 3600
+        sessions = [item for item in sessions if item[1].st_mtime >= oldest]
     sessions = [item for item in sessions if not _engine_session(item[0])]
     for path, _st, shown in sessions:
         text = _read_tracked(path, root, settings.transcript_tail_bytes, "transcript", files, shown)

@@ -20,6 +20,7 @@ from gep.sources import (
 )
 
 NOW = datetime(2026, 3, 14, 23, 30, tzinfo=UTC)
+RECENT = NOW.timestamp() - 3600  # an hour before NOW: inside the 24-hour session window
 
 
 def write(path: Path, text: str | bytes, mtime: float | None = None) -> Path:
@@ -236,13 +237,32 @@ def test_claude_code_session_rendering(tmp_path: Path) -> None:
 def test_transcripts_newest_first_with_partial_first_line_dropped(tmp_path: Path) -> None:
     old = {"type": "user", "message": {"role": "user", "content": "old session"}}
     new = {"type": "user", "message": {"role": "user", "content": "new session"}}
-    write(tmp_path / "sessions/a.jsonl", json.dumps(old), mtime=1_700_000_000)
+    write(tmp_path / "sessions/a.jsonl", json.dumps(old), mtime=RECENT)
     filler = json.dumps({"type": "user", "message": {"role": "user", "content": "z" * 500}})
-    write(tmp_path / "sessions/b.jsonl", filler + "\n" + json.dumps(new) + "\n", mtime=1_700_000_100)
+    write(tmp_path / "sessions/b.jsonl", filler + "\n" + json.dumps(new) + "\n", mtime=RECENT + 100)
     bundle = collect_sources(tmp_path, Settings(transcript_tail_bytes=200), now=NOW)
     text = bundle.recent_session_transcript
     assert text.index("new session") < text.index("old session")
     assert "zzz" not in text
+
+
+def test_only_sessions_of_the_last_24_hours_are_read(tmp_path: Path) -> None:
+    def session(name: str, text: str, hours_ago: float) -> None:
+        record = {"type": "user", "message": {"role": "user", "content": text}}
+        write(tmp_path / f"sessions/{name}.jsonl", json.dumps(record), mtime=NOW.timestamp() - hours_ago * 3600)
+
+    def transcript(**settings: float) -> str:
+        return collect_sources(tmp_path, Settings(**settings), now=NOW).recent_session_transcript
+
+    session("fresh", "fresh talk", 23.9)
+    session("stale", "stale talk", 24.1)
+    assert "fresh talk" in transcript() and "stale talk" not in transcript()
+    # the window is a setting; 0 reads them all
+    assert "stale talk" in transcript(transcript_max_age_hours=48)
+    assert "stale talk" in transcript(transcript_max_age_hours=0)
+    # only stale sessions: nothing recent to read, the reference's marker
+    (tmp_path / "sessions/fresh.jsonl").unlink()
+    assert transcript() == NO_SESSION_LOGS
 
 
 # ---------------------------------------------------------------- sessions where the agents keep them
@@ -381,9 +401,9 @@ def test_the_engines_own_agent_sessions_are_skipped(tmp_path: Path, monkeypatch)
     own = [{"type": "user", "message": {"role": "user", "content": prompt}}] + [
         {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "x" * 100}]}}
     ] * 50
-    write(tmp_path / "sessions/agent.jsonl", "\n".join(json.dumps(r) for r in own), mtime=1_700_000_100)
+    write(tmp_path / "sessions/agent.jsonl", "\n".join(json.dumps(r) for r in own), mtime=RECENT + 100)
     user = {"type": "user", "message": {"role": "user", "content": "the real user session"}}
-    write(tmp_path / "sessions/user.jsonl", json.dumps(user), mtime=1_700_000_000)
+    write(tmp_path / "sessions/user.jsonl", json.dumps(user), mtime=RECENT)
     # Read with a tail cap that no longer holds the prompt: the file's head still tells.
     bundle = collect_sources(tmp_path, Settings(transcript_tail_bytes=2000), now=NOW)
     assert bundle.recent_session_transcript == "--- SESSION (user.jsonl) ---\n**USER**: the real user session"
