@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from gep import constants as C
+from gep.hashing import js_number
 
 # ---------------------------------------------------------------- JavaScript string semantics
 
@@ -125,18 +126,12 @@ def _js_truthy(value: Any) -> bool:
 
 
 def _js_number(value: float) -> str:
+    """``String(value)`` for a double: ``NaN`` and the infinities by name, the rest as ``JSON`` writes it."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
-    if value == int(value) and abs(value) < 1e21:
-        return str(int(value))
-    text = repr(value)
-    if "e" in text:
-        mant, exp = text.split("e")
-        sign = "-" if exp.startswith("-") else "+"
-        return f"{mant}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
-    return text
+    return js_number(value)
 
 
 def _js_string(value: Any) -> str:
@@ -147,10 +142,12 @@ def _js_string(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _js_number(value)
+    if isinstance(value, (int, float)):
+        # A JSON number is a double in JavaScript: big integers round (2**69 reads 590295810358705700000)
+        try:
+            return _js_number(float(value))
+        except OverflowError:
+            return "Infinity" if value > 0 else "-Infinity"
     if isinstance(value, (list, tuple)):
         return ",".join("" if v is None else _js_string(v) for v in value)
     return "[object Object]"

@@ -552,8 +552,21 @@ EDGE_TEXTS = [
 ]
 
 
+# Gene ids and signals that are JSON numbers: JavaScript reads them as doubles and String() writes
+# them its way (2**69 -> 590295810358705700000, 1e21 -> 1e+21, 10**400 -> Infinity, -0 -> 0).
+EDGE_NUMBERS: list[Any] = [2**69, 1.5e-7, 1e21, 10**400, -0.0, 123456789, 0.1, 7, "7"]
+
+
+def _failing(gene: Any, n: int = 5) -> list[dict[str, Any]]:
+    event = {"intent": "repair", "signals": [gene, "log_error"], "genes_used": [gene], "outcome": {"status": "failed"}}
+    return [dict(event) for _ in range(n)]
+
+
 def edge_cases() -> list[dict[str, Any]]:
-    return [{"t": t, "l": "", "m": "", "u": "", "e": []} for t in EDGE_TEXTS]
+    texts = [{"t": t, "l": "", "m": "", "u": "", "e": []} for t in EDGE_TEXTS]
+    numbers = [{"t": "error: x", "l": "", "m": "", "u": "", "e": _failing(g)} for g in EDGE_NUMBERS]
+    mixed = [{"t": "", "l": "", "m": "", "u": "", "e": _failing(7, 2) + _failing("7", 3)}]
+    return texts + numbers + mixed
 
 
 def mismatches(cases: list[dict[str, Any]], expected: list[list[str]]) -> list[tuple[Any, ...]]:
