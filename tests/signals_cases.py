@@ -26,6 +26,7 @@ GOLDEN = Path(__file__).parent / "fixtures" / "signals_golden.json.gz"
 GOLDEN_SEED = 77
 GOLDEN_CASES = 600
 GOLDEN_STRESS = 60
+GOLDEN_HISTORY = 150
 
 DRIVER = r"""
 const fs = require('fs');
@@ -516,6 +517,85 @@ def stress_case(r: random.Random) -> dict[str, Any]:
     return {"t": stress_text(r), "l": stress_text(r), "m": stress_text(r), "u": stress_text(r), "e": []}
 
 
+# --- event histories whose fields hold any JSON value: JavaScript's String(), ===, truthiness and
+# plain-object keys (integer-like first, inherited names such as "constructor") decide the rules
+H_NAMES = [
+    "constructor", "__proto__", "toString", "valueOf", "hasOwnProperty", "isPrototypeOf", "__defineGetter__",
+    "0", "01", "1", "10", "2", "-1", "4294967294", "4294967295", "1.5", "gene_a", "gene_b", "repair", "Repair",
+    "errsig:x", "errsig", "recurring_errsig(3x):y", "user_feature_request:z", "user_improvement_suggestion:w",
+    "log_error", "perf_bottleneck", "", " ", "null", "undefined", "NaN", "Infinity",
+]  # fmt: skip
+H_NUMBERS = [0, 1, 2, 7, -0.0, 0.5, 1e21, 2**53 + 1, 2**69, 1.5e-7, 10**30, -3, 4294967295]
+H_TEXTS = ["", "error: boom", "please add a csv export option", "the job is slow", "[TOOL: exec]" * 6]
+
+
+def h_scalar(r: random.Random) -> Any:
+    k = r.random()
+    if k < 0.45:
+        return r.choice(H_NAMES + SIGS)
+    if k < 0.6:
+        return r.choice(H_NUMBERS)
+    return r.choice([True, False]) if k < 0.7 else None
+
+
+def h_value(r: random.Random, depth: int = 0) -> Any:
+    k = r.random()
+    if depth < 2 and k < 0.15:
+        return [h_value(r, depth + 1) for _ in range(r.randint(0, 3))]
+    if depth < 2 and k < 0.22:
+        keys = ["files", "lines", "status", "empty_cycle", "x"]
+        return {r.choice(keys): h_value(r, depth + 1) for _ in range(r.randint(0, 3))}
+    return h_scalar(r)
+
+
+def h_list(r: random.Random, pool: list[str]) -> Any:
+    if r.random() < 0.7:
+        return [r.choice(pool) if r.random() < 0.7 else h_value(r) for _ in range(r.randint(0, 5))]
+    return h_value(r)
+
+
+def h_event(r: random.Random) -> Any:
+    if r.random() < 0.03:
+        return r.choice(["str", 5, [], [1, 2], True])  # not an object: every field reads undefined
+    ev: dict[str, Any] = {}
+    if r.random() < 0.85:
+        ev["intent"] = r.choice(["repair", "repair", "repair", "innovate", h_value(r)])
+    if r.random() < 0.85:
+        ev["signals"] = h_list(r, H_NAMES + SIGS)
+    if r.random() < 0.85:
+        ev["genes_used"] = h_list(r, H_NAMES)
+    k = r.random()
+    if k < 0.3:
+        ev["blast_radius"] = {
+            "files": r.choice([0, 0, -0.0, 0.0, 1, "0", False, None]),
+            "lines": r.choice([0, 0, -0.0, 3, "0", None]),
+        }
+    elif k < 0.4:
+        ev["blast_radius"] = h_value(r)
+    k = r.random()
+    if k < 0.3:
+        ev["meta"] = {"empty_cycle": h_value(r)}
+    elif k < 0.4:
+        ev["meta"] = h_value(r)
+    k = r.random()
+    if k < 0.6:
+        ev["outcome"] = {"status": r.choice(["failed", "failed", "success", "Failed", h_value(r)])}
+    elif k < 0.7:
+        ev["outcome"] = h_value(r)
+    return ev
+
+
+def history_case(r: random.Random) -> dict[str, Any]:
+    events = [h_event(r) for _ in range(r.choice([0, 1, 3, 5, 8, 9, 10, 12]))]
+    if events and r.random() < 0.4:  # failing, empty repair streaks at the tail
+        for ev in events[r.randint(0, len(events) - 1) :]:
+            if isinstance(ev, dict):
+                ev["outcome"], ev["intent"] = {"status": "failed"}, "repair"
+                if r.random() < 0.5:
+                    ev["blast_radius"] = {"files": 0, "lines": 0}
+    return {"t": r.choice(H_TEXTS), "l": "", "m": "", "u": "", "e": events}
+
+
 def run_reference(reference: str, cases: list[dict[str, Any]], tmp: Path) -> list[list[str]]:
     """The reference's output for each case, under node (host signals stripped)."""
     node = shutil.which("node")
@@ -558,7 +638,12 @@ EDGE_NUMBERS: list[Any] = [2**69, 1.5e-7, 1e21, 10**400, -0.0, 123456789, 0.1, 7
 
 
 def _failing(gene: Any, n: int = 5) -> list[dict[str, Any]]:
-    event = {"intent": "repair", "signals": [gene, "log_error"], "genes_used": [gene], "outcome": {"status": "failed"}}
+    event = {
+        "intent": "repair",
+        "signals": [gene, "log_error"],
+        "genes_used": [gene],
+        "outcome": {"status": "failed"},
+    }
     return [dict(event) for _ in range(n)]
 
 
@@ -590,7 +675,7 @@ def mismatches(cases: list[dict[str, Any]], expected: list[list[str]]) -> list[t
 def golden_cases() -> list[dict[str, Any]]:
     r = random.Random(GOLDEN_SEED)
     generated = [case(r) for _ in range(GOLDEN_CASES)] + [stress_case(r) for _ in range(GOLDEN_STRESS)]
-    return edge_cases() + generated
+    return edge_cases() + generated + [history_case(r) for _ in range(GOLDEN_HISTORY)]
 
 
 def main() -> None:

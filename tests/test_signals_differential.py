@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from signals_cases import case, mismatches, run_reference, stress_case
+from signals_cases import case, history_case, mismatches, run_reference, stress_case
 
 REFERENCE = os.environ.get("GEP_REFERENCE_SIGNALS_JS", "")
 # Extra rounds while changing gep/signals.py: more cases and other seeds than the default run.
@@ -41,3 +41,8 @@ def test_matches_the_reference_on_generated_inputs(tmp_path: Path) -> None:
 def test_matches_the_reference_on_long_astral_heavy_inputs(tmp_path: Path) -> None:
     rng = random.Random(SEED + 1)
     _compare([stress_case(rng) for _ in range(max(50, CASES // 10))], tmp_path)
+
+
+def test_matches_the_reference_on_histories_of_any_json(tmp_path: Path) -> None:
+    rng = random.Random(SEED + 2)
+    _compare([history_case(rng) for _ in range(max(200, CASES // 2))], tmp_path)
