@@ -9,10 +9,11 @@ JWTs, private key blocks, credentials in URLs, generic ``key=value`` assignments
 ids, emails, home directories, ``.env`` and credential file names, database URLs, private IPs) plus
 a few it lacks (Anthropic/OpenAI key shapes with dashes, ``password: value`` with spaces, PEM blocks
 of any kind, Google API keys, Stripe keys).
-Deliberately narrower than the reference: a path keeps everything but the user name
-(``/home/[REDACTED]/app/x.py``, ``C:\\Users\\[REDACTED]\\...``; other Windows paths stay), a
-database URL keeps its scheme, ``Bearer`` followed by a short all-letter word is prose, and a bare
-``.env`` is redacted only as a path component.
+Deliberately narrower than the reference's (written for capsule payloads published to its hub):
+a path keeps everything but the user name (``/home/[REDACTED]/app/x.py``,
+``C:\\Users\\[REDACTED]\\...``; other Windows paths stay), so a traceback still names the file to
+repair; a database URL keeps its scheme. A bare ``.env`` is redacted only as a path component, as
+the reference does.
 """
 
 from __future__ import annotations
@@ -52,10 +53,9 @@ _WHOLE = [
 
 # Patterns that keep a prefix (group "keep") and redact the rest of the match.
 _KEEP_PREFIX = [
-    # Authorization headers.
-    # Any length once the token holds a digit or punctuation ("Bearer abc123"); prose such as
-    # "Bearer tokens are ..." survives.
-    r"(?P<keep>(?i:bearer)\s+)(?:[" + _TOKEN_CHARS + r"]{8,}|(?=[A-Za-z]*[0-9\-._~+/])[" + _TOKEN_CHARS + r"]+)=*",
+    # Authorization headers: whatever follows "Bearer", as the reference (prose such as "Bearer
+    # tokens are ..." loses its second word: a short all-letter token would otherwise show).
+    r"(?P<keep>(?i:bearer)\s+)(?!\[REDACTED\])[" + _TOKEN_CHARS + r"]+=*",
     r"(?P<keep>\bBasic\s+)(?=[A-Za-z0-9+/]*[0-9+/])[A-Za-z0-9+/]{12,}={0,2}",
     # Generic assignments: api_key=..., "password": "...", secret: ..., client_secret=...
     r"(?P<keep>(?<![A-Za-z0-9])(?i:(?:api[_\-]?key|apikey|access[_\-]?key|secret[_\-]?key|private[_\-]?key"

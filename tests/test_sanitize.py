@@ -76,9 +76,13 @@ def test_ordinary_text_and_allowlisted_addresses_survive() -> None:
         "TypeError: cannot read property 'x' of undefined\n"
         "the token expired; please add a feature flag. See /home/runner/work/x.py\n"
         "Co-authored-by: bot <noreply@github.com>\n"
-        "Bearer tokens are described in RFC 6750."
     )
     assert redact(text) == text
+
+
+def test_whatever_follows_bearer_is_redacted_as_the_reference_does() -> None:
+    assert redact("Authorization: Bearer abc") == "Authorization: Bearer [REDACTED]"
+    assert redact("Bearer tokens are described in RFC 6750.") == "Bearer [REDACTED] are described in RFC 6750."
 
 
 def test_redact_is_idempotent() -> None:
