@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from gep.signals import extract_signals
+
 GOLDEN = Path(__file__).parent / "fixtures" / "signals_golden.json.gz"
 GOLDEN_SEED = 77
 GOLDEN_CASES = 600
@@ -656,8 +658,6 @@ def edge_cases() -> list[dict[str, Any]]:
 
 def mismatches(cases: list[dict[str, Any]], expected: list[list[str]]) -> list[tuple[Any, ...]]:
     """(case, reference output, ours) for every case where ``extract_signals`` differs."""
-    from gep.signals import extract_signals
-
     out = []
     for c, exp in zip(cases, expected, strict=True):
         got = extract_signals(
