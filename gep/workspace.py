@@ -204,13 +204,6 @@ class Workspace:
         out = self._git("rev-parse", "-q", "--verify", ref + "^{commit}", ok=True).strip()
         return out or None
 
-    def _is_ancestor(self, a: str, b: str) -> bool:
-        try:
-            self.repo.git.execute(["git", "merge-base", "--is-ancestor", a, b])
-            return True
-        except git.GitCommandError:
-            return False
-
     def untracked_files(self) -> list[str]:
         """Untracked, not ignored files (one entry per file), without ``.gep/``."""
         return sorted(p for p in _z(self._git("ls-files", "-o", "--exclude-standard", "-z"))
