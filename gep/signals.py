@@ -24,6 +24,7 @@ radius is exactly 0 files and 0 lines.
 from __future__ import annotations
 
 import math
+import os
 import re
 from codecs import utf_16_le_decode as _utf16_decode
 from codecs import utf_16_le_encode as _utf16_encode
@@ -35,6 +36,15 @@ from pydantic import BaseModel, Field
 
 from gep import constants as C
 from gep.hashing import js_number
+
+# The optional native scans (gep/_scan.c, built by setup.py where a C compiler is present). The
+# pure-Python path gives the same results; GEP_SIGNALS_PURE=1 forces it.
+_native: Any = None
+if not os.environ.get("GEP_SIGNALS_PURE"):
+    try:
+        from gep import _scan as _native
+    except ImportError:
+        _native = None
 
 # ---------------------------------------------------------------- JavaScript string semantics
 
@@ -394,13 +404,8 @@ _VERBS = _words(_VERB_LIST) + r"\b"
 _NOUNS = r"\b(feature|function|module|capability|tool|support|endpoint|command|option|mode)\b"
 _FEAT_EN = re.compile(_VERBS + r"[^.?!\n]{3,120}" + _NOUNS, _A)
 _FEAT_EN_SHORT = re.compile(_VERBS + r"[^.?!\n]{3,60}" + _NOUNS, _A)
-_WANT_CORE = re.compile(
-    _words(
-        ["i want", "i need", "we need", "please add", "can you add", "could you add", "let's add", "lets add"]
-    )
-    + r"\b",
-    _A,
-)
+_WANT_LIST = ["i want", "i need", "we need", "please add", "can you add", "could you add", "let's add", "lets add"]
+_WANT_CORE = re.compile(_words(_WANT_LIST) + r"\b", _A)
 _FEAT_WANT = re.compile(
     _DOT
     + r"{0,80}\b(i want|i need|we need|please add|can you add|could you add|let'?s add)\b"
@@ -442,43 +447,34 @@ _IMP_JA_CORE, _IMP_JA = _keyed(_IMP_JA_KEYS)
 
 # perf_bottleneck only asks whether any word occurs, so each branch starts at the word's rarest
 # letter (``_anchored_words``): the regex engine stops at far fewer candidate characters.
+_PERF_LIST = [
+    "slow",
+    "timeout",
+    "latency",
+    "bottleneck",
+    "took too long",
+    "performance issue",
+    "high cpu",
+    "high memory",
+    "oom",
+    "out of memory",
+]
 _PERF = re.compile(
-    _anchored_words(
-        [
-            ("slow", ""),
-            ("timeout", ""),
-            ("latency", ""),
-            ("bottleneck", ""),
-            ("took too long", ""),
-            ("performance issue", ""),
-            ("high cpu", ""),
-            ("high memory", ""),
-            ("oom", ""),
-            ("out of memory", ""),
-            ("tim", "ed?" + _ws() + "out"),
-        ]
-    )
-    + r"\b",
-    _A,
+    _anchored_words([(w, "") for w in _PERF_LIST] + [("tim", "ed?" + _ws() + "out")]) + r"\b", _A
 )
-_CAP_GAP = re.compile(
-    _words(
-        [
-            "not supported",
-            "cannot",
-            "doesn't support",
-            "doesnt support",
-            "no way to",
-            "missing feature",
-            "unsupported",
-            "not available",
-            "not implemented",
-            "no support for",
-        ]
-    )
-    + r"\b",
-    _A,
-)
+_CAP_GAP_LIST = [
+    "not supported",
+    "cannot",
+    "doesn't support",
+    "doesnt support",
+    "no way to",
+    "missing feature",
+    "unsupported",
+    "not available",
+    "not implemented",
+    "no support for",
+]
+_CAP_GAP = re.compile(_words(_CAP_GAP_LIST) + r"\b", _A)
 _TOOL = re.compile(r"\[TOOL:" + _ws() + r"([\w-]+)\]", _A)
 _BENIGN_EXEC = re.compile(r"exec: (node" + _ws("+") + r"[\w/.-]+\.js" + _ws("+") + "ensure)", _A)
 
@@ -513,22 +509,30 @@ def _bytes_pattern(src: str) -> re.Pattern[bytes]:
 
 
 class _Dual:
-    """A pattern for lower-cased text: ``s`` for str, ``b`` for the UTF-8 bytes."""
+    """A pattern for lower-cased text: ``s`` for str, ``b`` for the UTF-8 bytes.
 
-    __slots__ = ("s", "b")
+    ``words``: when the pattern is ``\\b(w1|w2|...)\\b``, its words for the native word search
+    (``_native.first_word``; "\\0" in a word stands for ``\\s*``). The search gives the start of
+    the word where the byte pattern may start later (``_anchored_words``).
+    """
 
-    def __init__(self, pattern: re.Pattern[str], byte_source: str | None = None) -> None:
+    __slots__ = ("s", "b", "words")
+
+    def __init__(
+        self, pattern: re.Pattern[str], byte_source: str | None = None, words: list[str] | None = None
+    ) -> None:
         self.s = pattern
         self.b = _bytes_pattern(byte_source or pattern.pattern)
+        self.words = None if words is None else tuple(w.encode() for w in words)
 
 
 _ERROR_HIT2 = _Dual(_ERROR_HIT)
 _ERR_LINE2 = _Dual(_ERR_LINE)
 _UNSUPPORTED2 = _Dual(_UNSUPPORTED)
-_WANT2 = _Dual(_WANT_CORE)
-_IMP2 = _Dual(_IMP_CORE)
-_PERF2 = _Dual(_PERF)
-_CAP_GAP2 = _Dual(_CAP_GAP)
+_WANT2 = _Dual(_WANT_CORE, words=_WANT_LIST)
+_IMP2 = _Dual(_IMP_CORE, words=_IMP_LIST.split("|"))
+_PERF2 = _Dual(_PERF, words=_PERF_LIST + ["time\0out", "timed\0out"])
+_CAP_GAP2 = _Dual(_CAP_GAP, words=_CAP_GAP_LIST)
 # A character takes 1 to 3 bytes per UTF-16 unit, so a match of 3..N units in the middle spans
 # 3..3N bytes: the byte pattern finds every start the exact pattern can match at (and some more).
 _FEAT_EN2 = _Dual(_FEAT_EN, _VERBS + r"[^.?!\n]{3,360}" + _NOUNS)
@@ -537,6 +541,7 @@ _FEAT_EN_SHORT2 = _Dual(_FEAT_EN_SHORT, _VERBS + r"[^.?!\n]{3,180}" + _NOUNS)
 # from that letter to the verb's end, whose text tells the verb's length.
 _VERB_ANCHORED_B = _bytes_pattern(_anchored_words([(v, "") for v in _VERB_LIST]) + r"\b")
 _VERB_LEN = {v[_rarest_letter(v) :]: len(v) for v in _VERB_LIST}
+_VERB_WORDS = tuple(v.encode() for v in _VERB_LIST)  # the same search, native
 _FEAT_EN_REACH = 141  # units a match can span ("implement" + 120 + "capability") plus the next one
 _TOOL_B = _bytes_pattern(_TOOL.pattern)
 # Benign exec commands are only counted: the byte pattern enters at the rare "x" and checks the
@@ -623,11 +628,17 @@ class _Texts:
         """``pattern.test(corpus.toLowerCase())``."""
         if self.special:
             return pattern.s.search(self.lower) is not None
+        if pattern.words is not None and _native is not None:
+            return _native.first_word(self.bl, pattern.words) is not None
         return pattern.b.search(self.bl) is not None
 
     def in_lower(self, needle: str) -> bool:
         """``corpus.toLowerCase().includes(needle)`` for an ASCII needle."""
-        return needle in self.lower if self.special else needle.encode() in self.bl
+        if self.special:
+            return needle in self.lower
+        if _native is not None:  # memmem: a third of the time of bytes' own search
+            return _native.contains(self.bl, needle.encode())
+        return needle.encode() in self.bl
 
     def first_en(self, pattern: _Dual) -> str | None:
         """``corpus.match(pattern)[0]`` for the English feature-request patterns.
@@ -641,11 +652,18 @@ class _Texts:
             return None if m is None else self.corpus16[m.start() : m.end()]
         b, bl, pos = self.b, self.bl, 0
         while True:
-            verb = _VERB_ANCHORED_B.search(bl, pos)
-            if verb is None:
-                return None
-            pos = verb.end()  # whole words: the next verb starts after this one
-            start = pos - _VERB_LEN[verb.group().decode()]  # an ASCII letter: a character start
+            if _native is not None:
+                found = _native.first_word(bl, _VERB_WORDS, pos)
+                if found is None:
+                    return None
+                start, pos, _ = found
+            else:
+                verb = _VERB_ANCHORED_B.search(bl, pos)
+                if verb is None:
+                    return None
+                pos = verb.end()
+                start = pos - _VERB_LEN[verb.group().decode()]  # an ASCII letter: a character start
+            # whole words: the next verb starts after this one
             if pattern.b.match(bl, start) is None:
                 continue
             piece = _to_utf16_units(_decode(b[start : _char_start(b, start + 4 * _FEAT_EN_REACH)]))
@@ -662,10 +680,15 @@ class _Texts:
         """
         if self.special:
             return _windowed_on(self.corpus16, self.folded, core.s, full, width)
-        hit = core.b.search(self.bl)
-        if hit is None:
+        if core.words is not None and _native is not None:
+            hit = _native.first_word(self.bl, core.words)
+            k = None if hit is None else hit[0]
+        else:
+            m = core.b.search(self.bl)
+            k = None if m is None else m.start()
+        if k is None:
             return None
-        b, k = self.b, hit.start()
+        b = self.b
         lo = _char_start(b, max(0, k - 4 * (width + 2)))
         before = _to_utf16_units(_decode(b[lo:k]))
         after = _to_utf16_units(_decode(b[k : _char_start(b, k + 4 * (2 * width + 20))]))
@@ -857,6 +880,8 @@ def _tally(items: list[_K]) -> dict[_K, int]:
 
 
 def _recurring_error(t: _Texts) -> tuple[str, int] | None:
+    if _native is not None:
+        return _native.recurring_error(t.raw, C.RECURRING_ERROR_MIN)
     heads, carried = _error_matches(t.raw)
     if len(heads) < C.RECURRING_ERROR_MIN:
         return None
@@ -884,12 +909,14 @@ def _tool_signals(b: bytes) -> list[str]:
     # Tools used fewer times than both thresholds give no signal (the exec adjustment only lowers
     # a count); inherited names and __proto__ never hold a number.
     least = min(C.HIGH_TOOL_USAGE_MIN, C.REPEATED_EXEC_MIN)
-    counts = {
-        name: n
-        for name, n in ((k.decode(), n) for k, n in _tally(_TOOL_B.findall(b)).items() if n >= least)
-        if name not in _INHERITED and name != _PROTO
-    }
-    if "exec" in counts:
+    if _native is not None:
+        found = _native.tool_counts(b).items()
+    else:
+        found = ((k.decode(), n) for k, n in _tally(_TOOL_B.findall(b)).items())
+    counts = {name: n for name, n in found if n >= least and name not in _INHERITED and name != _PROTO}
+    if "exec" in counts and _native is not None:
+        counts["exec"] = max(0, counts["exec"] - _native.benign_exec_count(b))
+    elif "exec" in counts:
         # Benign commands are subtracted from exec; once as many as leave it below both thresholds
         # are found, more cannot change the signals. Stopping there only pays for a few (each
         # match costs more through finditer than through findall).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from gep import signals
 from gep.signals import extract_signals
 
 E = "\U0001f600"  # an astral character: two UTF-16 units
@@ -412,6 +413,12 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("path", ["native", "pure"])
 @pytest.mark.parametrize(("text", "expected"), CASES)
-def test_matches_the_reference(text: str, expected: list[str]) -> None:
+def test_matches_the_reference(text: str, expected: list[str], path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # both paths: with gep/_scan.c's scans (when built) and the pure-Python one
+    if path == "native" and signals._native is None:
+        pytest.skip("gep._scan is not built")
+    if path == "pure":
+        monkeypatch.setattr(signals, "_native", None)
     assert extract_signals(recent_session_transcript=text) == expected
