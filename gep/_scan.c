@@ -7,6 +7,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #define ERR_TAIL_UNITS 200 /* [^}]{0,200} */
@@ -332,13 +333,45 @@ static PyObject *benign_exec_count(PyObject *self, PyObject *arg)
     return PyLong_FromLong(count);
 }
 
-/* Does word (lower case; "\0" stands for a run, maybe empty, of whitespace) match at b[i]?
- * Returns the end of the match, or -1. */
+#ifdef __SSE2__
+#include <emmintrin.h>
+
+/* Word characters among the 16 bytes at p: [A-Za-z0-9_], as a byte mask (0xff or 0). */
+static __m128i word_bytes16(const unsigned char *p)
+{
+    __m128i x = _mm_loadu_si128((const __m128i *)p);
+    /* signed compares: a non-ASCII byte is negative, below every bound */
+#define IN_RANGE(lo, hi) _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8((lo) - 1)), _mm_cmplt_epi8(x, _mm_set1_epi8((hi) + 1)))
+    __m128i w = _mm_or_si128(IN_RANGE('a', 'z'), IN_RANGE('A', 'Z'));
+    w = _mm_or_si128(w, IN_RANGE('0', '9'));
+#undef IN_RANGE
+    return _mm_or_si128(w, _mm_cmpeq_epi8(x, _mm_set1_epi8('_')));
+}
+
+/* Bit k set: p[k] is a word character and p[k - 1] is not (p[-1] must be readable). */
+static unsigned word_starts16(const unsigned char *p)
+{
+    __m128i cur = word_bytes16(p), prev = word_bytes16(p - 1);
+    return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(prev, cur));
+}
+#endif
+
+/* Does word match at b[i]? In a word "\0" stands for \s* (a run, maybe empty, of JavaScript
+ * whitespace) and "\1" for the same without "\n". Returns the end of the match, or -1. */
 static Py_ssize_t word_at(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, const char *w, Py_ssize_t m)
 {
     for (Py_ssize_t k = 0; k < m; k++) {
         if (w[k] == '\0') {
             i = skip_ws(b, n, i);
+            continue;
+        }
+        if (w[k] == '\1') {
+            while (i < n && b[i] != '\n') {
+                Py_ssize_t len = ws_len(b, n, i);
+                if (len == 0)
+                    break;
+                i += len;
+            }
             continue;
         }
         if (i >= n || b[i] != (unsigned char)w[k])
@@ -348,23 +381,28 @@ static Py_ssize_t word_at(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, co
     return i;
 }
 
-/* first_word(b, words, pos) -> (start, end, index) | None
+/* first_word(b, words, pos=0, bounded=True) -> (start, end, index) | None
  *
- * The first match at or after pos of /\b(w0|w1|...)\b/ in the UTF-8 bytes b: the leftmost
- * start, and there the first word (in list order) that matches with a word boundary after it.
- * Words are lower-case bytes that start with an ASCII letter; "\0" in one stands for \s*.
- * \b is JavaScript's (ASCII word characters; a non-ASCII byte is never one).
+ * The first match at or after pos in the UTF-8 bytes b of /\b(w0|w1|...)\b/ (bounded) or of
+ * /w0|w1|.../: the leftmost start, and there the first word in list order that matches (with a
+ * word boundary after it, when bounded). Words are lower-case bytes, as word_at reads them; they
+ * do not start with "\0" or "\1", and bounded ones start with a word character. \b is
+ * JavaScript's (ASCII word characters; no byte of a multi-byte character is one).
  */
 static PyObject *first_word(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     const unsigned char *b;
     Py_ssize_t n, pos = 0;
-    if (nargs < 2 || nargs > 3 || buffer_arg(args[0], &b, &n) < 0 || !PyTuple_Check(args[1])) {
+    int bounded = 1;
+    if (nargs < 2 || nargs > 4 || buffer_arg(args[0], &b, &n) < 0 || !PyTuple_Check(args[1])) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "first_word(b: bytes, words: tuple[bytes, ...], pos: int = 0)");
+            PyErr_SetString(PyExc_TypeError,
+                            "first_word(b: bytes, words: tuple[bytes, ...], pos: int = 0, bounded: bool = True)");
         return NULL;
     }
-    if (nargs == 3 && (pos = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred())
+    if (nargs >= 3 && (pos = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred())
+        return NULL;
+    if (nargs == 4 && (bounded = PyObject_IsTrue(args[3])) < 0)
         return NULL;
     PyObject *words = args[1];
     Py_ssize_t nw = PyTuple_GET_SIZE(words);
@@ -377,26 +415,45 @@ static PyObject *first_word(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     for (Py_ssize_t k = 0; k < nw; k++) {
         PyObject *w = PyTuple_GET_ITEM(words, k);
-        if (!PyBytes_Check(w) || PyBytes_GET_SIZE(w) == 0 || !word_char((unsigned char)PyBytes_AS_STRING(w)[0])) {
-            PyErr_SetString(PyExc_ValueError, "first_word: words are non-empty bytes starting with a letter");
+        unsigned char c0 = PyBytes_Check(w) && PyBytes_GET_SIZE(w) > 0 ? (unsigned char)PyBytes_AS_STRING(w)[0] : 0;
+        if (c0 <= 1 || (bounded && !word_char(c0))) {
+            PyErr_SetString(PyExc_ValueError, "first_word: words are non-empty bytes, bounded ones starting with a letter");
             return NULL;
         }
         ws[k] = PyBytes_AS_STRING(w);
         lens[k] = PyBytes_GET_SIZE(w);
-        first[(unsigned char)ws[k][0]] = 1;
+        first[c0] = 1;
     }
-    for (Py_ssize_t i = pos < 0 ? 0 : pos; i < n; i++) {
-        if (!first[b[i]] || (i > 0 && word_char(b[i - 1])))
-            continue;
-        for (Py_ssize_t k = 0; k < nw; k++) {
-            if ((unsigned char)ws[k][0] != b[i])
-                continue;
-            Py_ssize_t e = word_at(b, n, i, ws[k], lens[k]);
-            /* \b after: the last character and the next differ in being word characters */
-            if (e > i && word_char(b[e - 1]) != (e < n && word_char(b[e])))
-                return Py_BuildValue("(nnn)", i, e, k);
+    Py_ssize_t i = pos < 0 ? 0 : pos;
+#define TRY_AT(p)                                                                                  \
+    do {                                                                                           \
+        Py_ssize_t at = (p), e;                                                                    \
+        if (first[b[at]])                                                                          \
+            for (Py_ssize_t k = 0; k < nw; k++)                                                    \
+                /* \b after: the last character and the next differ in being word characters */  \
+                if ((unsigned char)ws[k][0] == b[at] && (e = word_at(b, n, at, ws[k], lens[k])) >= 0 && \
+                    (!bounded || word_char(b[e - 1]) != (e < n && word_char(b[e]))))               \
+                    return Py_BuildValue("(nnn)", at, e, k);                                       \
+    } while (0)
+#ifdef __SSE2__
+    if (bounded) {
+        /* a bounded word starts at a word start: find them 16 bytes at a time (from the second) */
+        if (i == 0 && n > 0) {
+            TRY_AT(0);
+            i = 1;
+        }
+        for (; i + 16 <= n; i += 16) {
+            unsigned mask = word_starts16(b + i);
+            for (; mask; mask &= mask - 1)
+                TRY_AT(i + __builtin_ctz(mask));
         }
     }
+#endif
+    for (; i < n; i++) {
+        if (!bounded || i == 0 || !word_char(b[i - 1]))
+            TRY_AT(i);
+    }
+#undef TRY_AT
     Py_RETURN_NONE;
 }
 
@@ -419,7 +476,7 @@ static PyMethodDef methods[] = {
     {"tool_counts", tool_counts, METH_O, "tool_counts(b) -> {name: count}"},
     {"benign_exec_count", benign_exec_count, METH_O, "benign_exec_count(b) -> int"},
     {"first_word", (PyCFunction)(void (*)(void))first_word, METH_FASTCALL,
-     "first_word(b, words, pos=0) -> (start, end, index) | None"},
+     "first_word(b, words, pos=0, bounded=True) -> (start, end, index) | None"},
     {"contains", (PyCFunction)(void (*)(void))contains, METH_FASTCALL, "contains(haystack, needle) -> bool"},
     {NULL, NULL, 0, NULL},
 };

@@ -64,6 +64,7 @@ _AI = re.ASCII | re.IGNORECASE
 _WS_RUN = re.compile(_WS + "+")
 _SPACE_RUN = re.compile("  +")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Names an empty JavaScript object inherits: counting into them yields strings, not numbers.
@@ -345,51 +346,23 @@ def _ws(n: str = "*") -> str:
 
 
 _COLON = "[：:]"
-_ERROR_HIT = re.compile(
-    r'\[error\]|error:|exception:|iserror":true|"status":'
-    + _ws()
-    + r'"error"|"status":'
-    + _ws()
-    + r'"failed"|错误'
-    + _ws()
-    + _COLON
-    + "|异常"
-    + _ws()
-    + _COLON
-    + "|报错"
-    + _ws()
-    + _COLON
-    + "|失败"
-    + _ws()
-    + _COLON,
-    _A,
-)
+
+
+def _literals(words: list[str]) -> str:
+    """An alternation of literal words in which "\\0" stands for ``\\s*`` and "\\1" for ``\\s*``
+    without "\\n" (the native word scans read the same lists)."""
+    return "|".join(re.escape(w).replace("\0", _ws()).replace("\1", _WS_NO_LF + "*") for w in words)
+
+
+_CJK_ERRORS = ["错误", "异常", "报错", "失败"]  # each followed by \s*[：:]
+_ERROR_HIT_WORDS = ["[error]", "error:", "exception:", 'iserror":true', '"status":\0"error"', '"status":\0"failed"']
+_ERROR_HIT_WORDS += [k + "\0" + colon for k in _CJK_ERRORS for colon in "：:"]
+_ERROR_HIT = re.compile(_literals(_ERROR_HIT_WORDS), _A)
 # Lines holding an error signature. The reference tests each line; over the whole corpus \s must
 # not cross "\n". Its first branch, \b(typeerror|referenceerror|syntaxerror)\b\s*:, is left out:
 # every line it matches also matches "error\s*:".
-_ERR_LINE = re.compile(
-    "error"
-    + _WS_NO_LF
-    + "*:|exception"
-    + _WS_NO_LF
-    + r"*:|\[error|错误"
-    + _WS_NO_LF
-    + "*"
-    + _COLON
-    + "|异常"
-    + _WS_NO_LF
-    + "*"
-    + _COLON
-    + "|报错"
-    + _WS_NO_LF
-    + "*"
-    + _COLON
-    + "|失败"
-    + _WS_NO_LF
-    + "*"
-    + _COLON,
-    _A,
-)
+_ERR_LINE_WORDS = ["error\1:", "exception\1:", "[error"] + [k + "\1" + colon for k in _CJK_ERRORS for colon in "：:"]
+_ERR_LINE = re.compile(_literals(_ERR_LINE_WORDS), _A)
 # Run on the corpus itself (findall hands back the original text). Only the letters are
 # case-insensitive, and the leading class lets the regex engine skip to candidate characters.
 _ERR_HEAD = r'[lL"](?:(?<=[lL])(?i:lm error)|(?<=")(?i:error"|status":' + _ws() + r'"error"))'
@@ -508,31 +481,46 @@ def _bytes_pattern(src: str) -> re.Pattern[bytes]:
     return re.compile(src.encode("utf-8"))
 
 
+# Word lists the native word search looks for in the lower-cased bytes (``_Texts.hit``): each is
+# (words, bounded), the words as ``_literals`` writes them; bounded: inside ``\\b(...)\\b``.
+_GROUPS: list[tuple[tuple[bytes, ...], bool]] = []
+
+
+def _group(words: list[str], bounded: bool) -> int:
+    _GROUPS.append((tuple(w.encode() for w in words), bounded))
+    return len(_GROUPS) - 1
+
+
 class _Dual:
     """A pattern for lower-cased text: ``s`` for str, ``b`` for the UTF-8 bytes.
 
-    ``words``: when the pattern is ``\\b(w1|w2|...)\\b``, its words for the native word search
-    (``_native.first_word``; "\\0" in a word stands for ``\\s*``). The search gives the start of
-    the word where the byte pattern may start later (``_anchored_words``).
+    ``group``: when the pattern is an alternation of the literal ``words`` (``bounded``: inside
+    ``\\b(...)\\b``), its group for the native word search, which gives the start of its first
+    match (the start of the word, where the byte pattern may start later, ``_anchored_words``).
     """
 
-    __slots__ = ("s", "b", "words")
+    __slots__ = ("s", "b", "group")
 
     def __init__(
-        self, pattern: re.Pattern[str], byte_source: str | None = None, words: list[str] | None = None
+        self,
+        pattern: re.Pattern[str],
+        byte_source: str | None = None,
+        words: list[str] | None = None,
+        bounded: bool = True,
     ) -> None:
         self.s = pattern
         self.b = _bytes_pattern(byte_source or pattern.pattern)
-        self.words = None if words is None else tuple(w.encode() for w in words)
+        self.group = None if words is None else _group(words, bounded)
 
 
-_ERROR_HIT2 = _Dual(_ERROR_HIT)
-_ERR_LINE2 = _Dual(_ERR_LINE)
+_ERROR_HIT2 = _Dual(_ERROR_HIT, words=_ERROR_HIT_WORDS, bounded=False)
+_ERR_LINE2 = _Dual(_ERR_LINE, words=_ERR_LINE_WORDS, bounded=False)
 _UNSUPPORTED2 = _Dual(_UNSUPPORTED)
 _WANT2 = _Dual(_WANT_CORE, words=_WANT_LIST)
 _IMP2 = _Dual(_IMP_CORE, words=_IMP_LIST.split("|"))
 _PERF2 = _Dual(_PERF, words=_PERF_LIST + ["time\0out", "timed\0out"])
 _CAP_GAP2 = _Dual(_CAP_GAP, words=_CAP_GAP_LIST)
+_VERB_GROUP = _group(_VERB_LIST, True)
 # A character takes 1 to 3 bytes per UTF-16 unit, so a match of 3..N units in the middle spans
 # 3..3N bytes: the byte pattern finds every start the exact pattern can match at (and some more).
 _FEAT_EN2 = _Dual(_FEAT_EN, _VERBS + r"[^.?!\n]{3,360}" + _NOUNS)
@@ -541,7 +529,7 @@ _FEAT_EN_SHORT2 = _Dual(_FEAT_EN_SHORT, _VERBS + r"[^.?!\n]{3,180}" + _NOUNS)
 # from that letter to the verb's end, whose text tells the verb's length.
 _VERB_ANCHORED_B = _bytes_pattern(_anchored_words([(v, "") for v in _VERB_LIST]) + r"\b")
 _VERB_LEN = {v[_rarest_letter(v) :]: len(v) for v in _VERB_LIST}
-_VERB_WORDS = tuple(v.encode() for v in _VERB_LIST)  # the same search, native
+_VERB_WORDS = _GROUPS[_VERB_GROUP][0]  # the same search, native
 _FEAT_EN_REACH = 141  # units a match can span ("implement" + 120 + "capability") plus the next one
 _TOOL_B = _bytes_pattern(_TOOL.pattern)
 # Benign exec commands are only counted: the byte pattern enters at the rare "x" and checks the
@@ -610,6 +598,7 @@ class _Texts:
             (b"\xc4" in b and "\u0130" in raw) or (b"\xe2" in b and "\u212a" in raw)
         )
         self._c16: str | None = None
+        self._hits: dict[int, tuple[int, int, int] | None] = {}
         if self.special:
             # Keep İ and the Kelvin sign non-ASCII in the folded text: /i does not fold them.
             self.folded = self.corpus16.replace("\u0130", "\ue000").replace("\u212a", "\ue001").lower()
@@ -621,15 +610,25 @@ class _Texts:
     def corpus16(self) -> str:
         """The corpus in UTF-16 units (astral characters as surrogate pairs)."""
         if self._c16 is None:
-            self._c16 = self.raw if self.ascii else _to_utf16_units(self.raw)
+            # In UTF-8 only astral characters start with a byte 0xf0..0xf4: a few one-byte searches
+            # (memchr) rule them out far faster than a search of the str
+            astral = not self.ascii and any(lead in self.b for lead in _ASTRAL_LEADS)
+            self._c16 = _to_utf16_units(self.raw) if astral else self.raw
         return self._c16
+
+    def hit(self, group: int) -> tuple[int, int, int] | None:
+        """The first match in ``bl`` of a word group: start, end, word (native scans only)."""
+        if group not in self._hits:
+            words, bounded = _GROUPS[group]
+            self._hits[group] = _native.first_word(self.bl, words, 0, bounded)
+        return self._hits[group]
 
     def test_lower(self, pattern: _Dual) -> bool:
         """``pattern.test(corpus.toLowerCase())``."""
         if self.special:
             return pattern.s.search(self.lower) is not None
-        if pattern.words is not None and _native is not None:
-            return _native.first_word(self.bl, pattern.words) is not None
+        if pattern.group is not None and _native is not None:
+            return self.hit(pattern.group) is not None
         return pattern.b.search(self.bl) is not None
 
     def in_lower(self, needle: str) -> bool:
@@ -653,10 +652,10 @@ class _Texts:
         b, bl, pos = self.b, self.bl, 0
         while True:
             if _native is not None:
-                found = _native.first_word(bl, _VERB_WORDS, pos)
+                found = self.hit(_VERB_GROUP) if pos == 0 else _native.first_word(bl, _VERB_WORDS, pos)
                 if found is None:
                     return None
-                start, pos, _ = found
+                start, pos = found[:2]
             else:
                 verb = _VERB_ANCHORED_B.search(bl, pos)
                 if verb is None:
@@ -680,8 +679,8 @@ class _Texts:
         """
         if self.special:
             return _windowed_on(self.corpus16, self.folded, core.s, full, width)
-        if core.words is not None and _native is not None:
-            hit = _native.first_word(self.bl, core.words)
+        if core.group is not None and _native is not None:
+            hit = self.hit(core.group)
             k = None if hit is None else hit[0]
         else:
             m = core.b.search(self.bl)
@@ -705,12 +704,18 @@ class _Texts:
             start = corpus.rfind("\n", 0, m.start()) + 1
             end = corpus.find("\n", m.end())
             return corpus[start : len(corpus) if end < 0 else end]
-        m = _ERR_LINE2.b.search(self.bl)
-        if m is None:
+        if _native is not None:
+            # a match holds no "\n": the line ends at the first one after its start
+            hit = self.hit(_ERR_LINE2.group)
+            k = None if hit is None else hit[0]
+        else:
+            m = _ERR_LINE2.b.search(self.bl)
+            k = None if m is None else m.start()
+        if k is None:
             return None
         b = self.b
-        start = b.rfind(b"\n", 0, m.start()) + 1
-        end = b.find(b"\n", m.end())
+        start = b.rfind(b"\n", 0, k) + 1
+        end = b.find(b"\n", k)
         return _to_utf16_units(_decode(b[start : len(b) if end < 0 else end]))
 
     def cjk_windowed(self, core: re.Pattern[str], full: re.Pattern[str], width: int) -> str | None:

@@ -49,6 +49,10 @@ PIECES = (
        '"status":\u3000\n"Error"', '"status"', '"err', "[TOOL:", "[TOOL: ", "]", "exec: node", "exec: node ",
        "scripts/x.js", ".js", "ensure", " ensure", "exec", "read", "__proto__", "constructor", "a-b"]
     + list(S._WS_CHARS)
+    # every word the one-pass scan looks for, its whitespace markers as nothing, a space or a newline
+    + [w.decode().replace("\0", ws).replace("\1", ws) for words, _ in S._GROUPS for w in words for ws in ("", " ", "\n")]
+    + ["9", "z", "@", "[", "`", "{", "/", "\x7f", "\x80"]  # word characters' range ends, and next to them
+    + [":", "：", "error", "exception", "[error", "[ERROR]", "ERROR", "错误", "失败", "missing", "Missing"]
     + ["}", "😀", "𝒜", "\ud83d", "\ude00", "中", "文", "é", "İ", "\u212a", "a", "Z", "_", "0", "-", "'", ".", "x"]
 )  # fmt: skip
 TEXT = st.lists(st.sampled_from(PIECES), max_size=80).map("".join)
@@ -90,31 +94,47 @@ def test_tool_and_benign_exec_counts_agree(raw: str) -> None:
     assert NATIVE.benign_exec_count(b) == len(S._BENIGN_EXEC_B.findall(b))
 
 
-@settings(max_examples=400, deadline=None)
-@given(CORPUS, st.integers(0, 30))
-def test_word_searches_agree(raw: str, pos: int) -> None:
-    bl = lowered(raw)
-    for dual in (S._WANT2, S._IMP2, S._CAP_GAP2):  # patterns whose matches start at the word
-        m = dual.b.search(bl, pos)
-        hit = NATIVE.first_word(bl, dual.words, pos)
-        assert (None if hit is None else hit[0]) == (None if m is None else m.start()), dual.s.pattern
-    # the perf pattern's byte form starts at a word's rarest letter: compare whether it matches
-    # (it is only searched from the start: from elsewhere it could begin inside a word)
-    assert (NATIVE.first_word(bl, S._PERF2.words) is None) == (S._PERF2.b.search(bl) is None)
+DUALS = {
+    "error hit": S._ERROR_HIT2, "error line": S._ERR_LINE2, "want": S._WANT2, "improvement": S._IMP2,
+    "capability gap": S._CAP_GAP2, "perf": S._PERF2,
+}  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+def test_every_group_is_checked_below() -> None:
+    groups = {d.group for d in DUALS.values()} | {S._VERB_GROUP}
+    assert groups == set(range(len(S._GROUPS)))
+
+
+@settings(max_examples=500, deadline=None)
 @given(CORPUS)
-def test_verb_search_agrees(raw: str) -> None:
+def test_word_group_searches_agree(raw: str) -> None:
     bl = lowered(raw)
-    expected = [
-        (m.end() - S._VERB_LEN[m.group().decode()], m.end()) for m in S._VERB_ANCHORED_B.finditer(bl)
-    ]
-    found, pos = [], 0
-    while (hit := NATIVE.first_word(bl, S._VERB_WORDS, pos)) is not None:
-        found.append(hit[:2])
-        pos = hit[1]
-    assert found == expected
+
+    def hit(group: int) -> tuple[int, int, int] | None:
+        words, bounded = S._GROUPS[group]
+        return NATIVE.first_word(bl, words, 0, bounded)
+
+    for name, dual in DUALS.items():
+        hit_, m = hit(dual.group), dual.b.search(bl)
+        if dual is S._PERF2:  # its byte form starts at a word's rarest letter: compare whether it matches
+            assert (hit_ is None) == (m is None), name
+        else:
+            assert (None if hit_ is None else hit_[0]) == (None if m is None else m.start()), name
+    verb = S._VERB_ANCHORED_B.search(bl)
+    expected = None if verb is None else (verb.end() - S._VERB_LEN[verb.group().decode()], verb.end())
+    verb_hit = hit(S._VERB_GROUP)
+    assert (None if verb_hit is None else verb_hit[:2]) == expected
+
+
+def test_word_boundaries_next_to_every_byte() -> None:
+    # each byte value before and after a word, at every offset of a 16-byte block
+    for c in range(256):
+        for lead in range(0, 34):
+            for word in (bytes([c]) + b"add.", b".add" + bytes([c])):
+                bl = (b"." * lead + word + b"." * 20).lower()
+                m = S._VERB_ANCHORED_B.search(bl)
+                hit = NATIVE.first_word(bl, S._VERB_WORDS)
+                assert (None if hit is None else hit[0]) == (None if m is None else m.end() - 3), (word, lead)
 
 
 @settings(max_examples=300, deadline=None)
@@ -122,6 +142,19 @@ def test_verb_search_agrees(raw: str) -> None:
 def test_contains_is_bytes_in(raw: str, needle: str) -> None:
     b, n = lowered(raw), needle.encode()
     assert NATIVE.contains(b, n) is (n in b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CORPUS)
+def test_verb_search_agrees(raw: str) -> None:
+    # first_en walks the verbs from one's end to the next
+    bl = lowered(raw)
+    expected = [(m.end() - S._VERB_LEN[m.group().decode()], m.end()) for m in S._VERB_ANCHORED_B.finditer(bl)]
+    found, pos = [], 0
+    while (hit := NATIVE.first_word(bl, S._VERB_WORDS, pos)) is not None:
+        found.append(hit[:2])
+        pos = hit[1]
+    assert found == expected
 
 
 def test_whole_extractions_agree_on_the_generated_cases() -> None:
@@ -145,13 +178,13 @@ def test_the_native_scans_are_in_use() -> None:
             calls.append(name)
             return getattr(NATIVE, name)
 
-    text = "\n".join(['"error" x}'] * 3 + ["[TOOL: exec]"] * 12 + ["please add a tool", "slow", "missing"])
+    text = "\n".join(['"error" x}'] * 3 + ["[TOOL: exec]"] * 12 + ["make it", "please add a tool", "slow", "missing"])
     saved, S._native = S._native, Spy()
     try:
         out = S.extract_signals(recent_session_transcript=text)
     finally:
         S._native = saved
-    assert {"recurring_error", "tool_counts", "benign_exec_count", "first_word", "contains"} <= set(calls)
+    assert {"recurring_error", "tool_counts", "benign_exec_count", "contains", "first_word"} <= set(calls)
     with pure():
         assert out == S.extract_signals(recent_session_transcript=text)
     assert "recurring_error" in out and "high_tool_usage:exec" in out and "perf_bottleneck" in out
