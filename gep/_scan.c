@@ -7,7 +7,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stdint.h>
 #include <string.h>
 
 #define ERR_TAIL_UNITS 200 /* [^}]{0,200} */
@@ -26,8 +25,8 @@ static Py_UCS4 ascii_lower(Py_UCS4 c)
     return (c >= 'A' && c <= 'Z') ? c + 32 : c;
 }
 
-/* The scan of recurring_error, written once per str storage kind (1, 2 or 4 bytes a character):
- * calls the count callback with each key. */
+/* The scan of recurring_error, written once per str storage kind (1, 2 or 4 bytes a character);
+ * it counts each key with count_key. */
 static int count_key(PyObject *counts, const Py_UCS4 *key, Py_ssize_t len);
 
 #define DEFINE_ERROR_SCAN(NAME, T)                                                              \
@@ -115,10 +114,9 @@ static int count_key(PyObject *counts, const Py_UCS4 *key, Py_ssize_t len);
         return 0;                                                                               \
     }
 
-/* counts[key] += 1 (from 0) */
-static int count_key(PyObject *counts, const Py_UCS4 *key, Py_ssize_t len)
+/* counts[k] += 1 (from 0); steals the reference to k (which may be NULL: an error already set) */
+static int count(PyObject *counts, PyObject *k)
 {
-    PyObject *k = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, key, len);
     if (k == NULL)
         return -1;
     PyObject *old = PyDict_GetItemWithError(counts, k);
@@ -131,6 +129,11 @@ static int count_key(PyObject *counts, const Py_UCS4 *key, Py_ssize_t len)
     Py_XDECREF(v);
     Py_DECREF(k);
     return rc;
+}
+
+static int count_key(PyObject *counts, const Py_UCS4 *key, Py_ssize_t len)
+{
+    return count(counts, PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, key, len));
 }
 
 DEFINE_ERROR_SCAN(error_scan1, Py_UCS1)
@@ -216,10 +219,11 @@ static Py_ssize_t ws_len(const unsigned char *b, Py_ssize_t n, Py_ssize_t i)
     return 0;
 }
 
-static Py_ssize_t skip_ws(const unsigned char *b, Py_ssize_t n, Py_ssize_t i)
+/* The end of the whitespace run at b[i] (\s*); with keep_lf, a "\n" ends it. */
+static Py_ssize_t skip_ws(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, int keep_lf)
 {
     Py_ssize_t w;
-    while (i < n && (w = ws_len(b, n, i)) > 0)
+    while (i < n && !(keep_lf && b[i] == '\n') && (w = ws_len(b, n, i)) > 0)
         i += w;
     return i;
 }
@@ -263,35 +267,20 @@ static PyObject *tool_counts(PyObject *self, PyObject *arg)
         return NULL;
     Py_ssize_t i = 0;
     while ((i = find(b, n, i, "[TOOL:", 6)) >= 0) {
-        Py_ssize_t s = skip_ws(b, n, i + 6), e = s;
+        Py_ssize_t s = skip_ws(b, n, i + 6, 0), e = s;
         while (e < n && (word_char(b[e]) || b[e] == '-'))
             e++;
         if (e == s || e >= n || b[e] != ']') {
             i++;
             continue;
         }
-        PyObject *k = PyUnicode_DecodeASCII((const char *)b + s, e - s, NULL);
-        if (k == NULL)
-            goto fail;
-        PyObject *old = PyDict_GetItemWithError(counts, k);
-        if (old == NULL && PyErr_Occurred()) {
-            Py_DECREF(k);
-            goto fail;
+        if (count(counts, PyUnicode_DecodeASCII((const char *)b + s, e - s, NULL)) < 0) {
+            Py_DECREF(counts);
+            return NULL;
         }
-        PyObject *v = PyLong_FromLong(old == NULL ? 1 : PyLong_AsLong(old) + 1);
-        if (v == NULL || PyDict_SetItem(counts, k, v) < 0) {
-            Py_XDECREF(v);
-            Py_DECREF(k);
-            goto fail;
-        }
-        Py_DECREF(v);
-        Py_DECREF(k);
         i = e + 1;
     }
     return counts;
-fail:
-    Py_DECREF(counts);
-    return NULL;
 }
 
 static int path_char(unsigned char c)
@@ -314,14 +303,14 @@ static PyObject *benign_exec_count(PyObject *self, PyObject *arg)
     long count = 0;
     Py_ssize_t i = 0;
     while ((i = find(b, n, i, "exec: node", 10)) >= 0) {
-        Py_ssize_t s = skip_ws(b, n, i + 10), e = s;
+        Py_ssize_t s = skip_ws(b, n, i + 10, 0), e = s;
         if (s == i + 10) {
             i++;
             continue;
         }
         while (e < n && path_char(b[e]))
             e++;
-        Py_ssize_t t = skip_ws(b, n, e);
+        Py_ssize_t t = skip_ws(b, n, e, 0);
         if (e - s < 4 || memcmp(b + e - 3, ".js", 3) != 0 || t == e || t + 6 > n ||
             memcmp(b + t, "ensure", 6) != 0) {
             i++;
@@ -361,17 +350,8 @@ static unsigned word_starts16(const unsigned char *p)
 static Py_ssize_t word_at(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, const char *w, Py_ssize_t m)
 {
     for (Py_ssize_t k = 0; k < m; k++) {
-        if (w[k] == '\0') {
-            i = skip_ws(b, n, i);
-            continue;
-        }
-        if (w[k] == '\1') {
-            while (i < n && b[i] != '\n') {
-                Py_ssize_t len = ws_len(b, n, i);
-                if (len == 0)
-                    break;
-                i += len;
-            }
+        if (w[k] == '\0' || w[k] == '\1') {
+            i = skip_ws(b, n, i, w[k] == '\1');
             continue;
         }
         if (i >= n || b[i] != (unsigned char)w[k])

@@ -623,13 +623,19 @@ class _Texts:
             self._hits[group] = _native.first_word(self.bl, words, 0, bounded)
         return self._hits[group]
 
+    def first_start(self, pattern: _Dual) -> int | None:
+        """Where in ``bl`` the first match of ``pattern.b`` starts (its word's start, natively)."""
+        if pattern.group is not None and _native is not None:
+            hit = self.hit(pattern.group)
+            return None if hit is None else hit[0]
+        m = pattern.b.search(self.bl)
+        return None if m is None else m.start()
+
     def test_lower(self, pattern: _Dual) -> bool:
         """``pattern.test(corpus.toLowerCase())``."""
         if self.special:
             return pattern.s.search(self.lower) is not None
-        if pattern.group is not None and _native is not None:
-            return self.hit(pattern.group) is not None
-        return pattern.b.search(self.bl) is not None
+        return self.first_start(pattern) is not None
 
     def in_lower(self, needle: str) -> bool:
         """``corpus.toLowerCase().includes(needle)`` for an ASCII needle."""
@@ -660,9 +666,8 @@ class _Texts:
                 verb = _VERB_ANCHORED_B.search(bl, pos)
                 if verb is None:
                     return None
-                pos = verb.end()
+                pos = verb.end()  # whole words: the next verb starts after this one
                 start = pos - _VERB_LEN[verb.group().decode()]  # an ASCII letter: a character start
-            # whole words: the next verb starts after this one
             if pattern.b.match(bl, start) is None:
                 continue
             piece = _to_utf16_units(_decode(b[start : _char_start(b, start + 4 * _FEAT_EN_REACH)]))
@@ -679,12 +684,7 @@ class _Texts:
         """
         if self.special:
             return _windowed_on(self.corpus16, self.folded, core.s, full, width)
-        if core.group is not None and _native is not None:
-            hit = self.hit(core.group)
-            k = None if hit is None else hit[0]
-        else:
-            m = core.b.search(self.bl)
-            k = None if m is None else m.start()
+        k = self.first_start(core)
         if k is None:
             return None
         b = self.b
@@ -704,18 +704,12 @@ class _Texts:
             start = corpus.rfind("\n", 0, m.start()) + 1
             end = corpus.find("\n", m.end())
             return corpus[start : len(corpus) if end < 0 else end]
-        if _native is not None:
-            # a match holds no "\n": the line ends at the first one after its start
-            hit = self.hit(_ERR_LINE2.group)
-            k = None if hit is None else hit[0]
-        else:
-            m = _ERR_LINE2.b.search(self.bl)
-            k = None if m is None else m.start()
+        k = self.first_start(_ERR_LINE2)
         if k is None:
             return None
         b = self.b
         start = b.rfind(b"\n", 0, k) + 1
-        end = b.find(b"\n", k)
+        end = b.find(b"\n", k)  # a match holds no "\n": the line ends at the first one after it
         return _to_utf16_units(_decode(b[start : len(b) if end < 0 else end]))
 
     def cjk_windowed(self, core: re.Pattern[str], full: re.Pattern[str], width: int) -> str | None:

@@ -656,17 +656,19 @@ def edge_cases() -> list[dict[str, Any]]:
     return texts + numbers + mixed
 
 
+def extract(c: dict[str, Any]) -> list[str]:
+    """``extract_signals`` on a case."""
+    return extract_signals(
+        recent_session_transcript=c["t"], today_log=c["l"], memory_snippet=c["m"], user_snippet=c["u"],
+        recent_events=c["e"],
+    )  # fmt: skip
+
+
 def mismatches(cases: list[dict[str, Any]], expected: list[list[str]]) -> list[tuple[Any, ...]]:
     """(case, reference output, ours) for every case where ``extract_signals`` differs."""
     out = []
     for c, exp in zip(cases, expected, strict=True):
-        got = extract_signals(
-            recent_session_transcript=c["t"],
-            today_log=c["l"],
-            memory_snippet=c["m"],
-            user_snippet=c["u"],
-            recent_events=c["e"],
-        )
+        got = extract(c)
         if got != exp:
             out.append((c, exp, got))
     return out
