@@ -1,7 +1,7 @@
 """Wall time of a prompt-mode cycle on a fresh copy of the example workspace, and where it goes.
 
 Measured:
-  engine      gep.cycle stages without Prefect (per stage and in total), in process;
+  engine      pipeline stages without Prefect (per stage and in total), in process;
   server      the `evolution-cycle` flow against an already running `prefect server start`: in a warm process
               (flow imported, client connected) and as a user runs it, `gep cycle` in a new process;
   ephemeral   no PREFECT_API_URL: `gep cycle` with a fresh PREFECT_HOME (cold: database migrations) and again
@@ -65,37 +65,34 @@ def median(xs: list[float]) -> float:
 
 
 def engine_runs(parent: Path, runs: int) -> tuple[list[float], dict[str, list[float]]]:
-    """Each prompt-mode stage of gep.cycle timed on its own, in the order run_stages calls them."""
-    from gep import cycle as C
+    """Each prompt-mode stage of the pipeline timed on its own, in the order gep/pipeline.py runs them."""
+    from gep import pipeline as P
+    from gep.context import CycleRequest, open_cycle
 
     totals: list[float] = []
     stages: dict[str, list[float]] = defaultdict(list)
+
+    class Timed(P.Hooks):
+        def run(self, stage: P.Stage, ctx: Any, state: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return stage.fn(ctx, state)
+            finally:
+                stages[stage.name].append(time.perf_counter() - t)
+
     for i in range(runs):
         ws = fresh_workspace(parent, f"engine-{i}")
         t0 = time.perf_counter()
-
-        def timed(name: str, fn: Callable[..., Any], *args: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return fn(*args)
-            finally:
-                stages[name].append(time.perf_counter() - t)  # noqa: B023 - used within the iteration
-
-        ctx = timed("prepare (store, lock, recover)", C.prepare, C.CycleOptions(workspace=ws, mutator="prompt"))
+        ctx = open_cycle(CycleRequest(workspace=ws, mutator="prompt"))
+        stages["open (store, lock, recover)"].append(time.perf_counter() - t0)
+        assert ctx is not None
         try:
-            sources = timed("collect sources", C.collect, ctx)
-            events = timed("recent events", C.recent_events, ctx)
-            signals = timed("extract signals", C.extract, ctx, sources, events)
-            history = timed("analyse history", C.analyse, events)
-            plan = timed("select", C.select, ctx, sources, signals, history, events)
-            plan = timed("build mutation", C.mutate, ctx, plan)
-            event = timed("draft event", C.draft_event, ctx, plan)
-            timed("record baseline", C.begin, ctx, event)
-            result = timed("apply (prompt)", C.apply, ctx, plan, event, sources)
-            event = timed("record awaiting", C.mark_awaiting, ctx, event, plan, result)
-            assert event.outcome.status == "awaiting_changes", event.outcome
+            state = P.run_pipeline(ctx, hooks=Timed())
+            assert state.event is not None and state.event.outcome.status == "awaiting_changes", state.event
         finally:
-            timed("close", ctx.close)
+            t = time.perf_counter()
+            ctx.close()
+            stages["close"].append(time.perf_counter() - t)
         totals.append(time.perf_counter() - t0)
     return totals, stages
 
@@ -107,7 +104,8 @@ def instrument() -> dict[str, list[float]]:
     """Wrap the flow's stages, reporting calls and engine helpers with timers (names looked up at call time)."""
     import flows.cycle as F
     import flows.reporting as R
-    from gep import cycle as C
+    from gep import context as X
+    from gep import pipeline as P
 
     spent: dict[str, list[float]] = defaultdict(list)
 
@@ -122,13 +120,10 @@ def instrument() -> dict[str, list[float]]:
 
         return wrapper
 
-    for name in dir(F):
-        obj = getattr(F, name)
-        if name.endswith("_task") and hasattr(obj, "fn"):
-            obj.fn = timer("engine: task bodies", obj.fn)  # what the task engine calls
-            setattr(F, name, timer("task calls (body + task engine)", obj))
-    for name in ("prepare", "recent_events", "draft_event", "mark_awaiting"):
-        setattr(C, name, timer("engine: outside tasks", getattr(C, name)))
+    P.STAGES[:] = [P.Stage(st.name, timer("engine: stage bodies", st.fn)) for st in P.STAGES]
+    task_run = F.FlowHooks.run
+    F.FlowHooks.run = timer("task calls (body + task engine)", task_run)  # type: ignore[method-assign]
+    F.open_cycle = timer("engine: outside tasks", X.open_cycle)
     R.label_run = timer("label_run (update_flow_run)", R.label_run)
     R.publish = timer("publish (artifacts)", R.publish)
     R.ensure_limit = timer("ensure_limit (read/create limit)", R.ensure_limit)
@@ -306,7 +301,7 @@ def main() -> int:
               flush=True)
         totals, stages = engine_runs(scratch, args.runs)
         engine_s = median(totals)
-        lines.append("engine (gep.cycle stages, no Prefect; median)")
+        lines.append("engine (pipeline stages, no Prefect; median)")
         for name, xs in stages.items():
             lines.append(row(f"  {name}", median(xs)))
         lines.append(row("all stages", engine_s, TARGET_ENGINE_S))

@@ -1,9 +1,9 @@
-"""The evolution cycle as a Prefect flow: each stage of gep/cycle.py is a named task.
+"""The evolution cycle as a Prefect flow: the engine's pipeline (gep/pipeline.py) with each stage run as a
+named task.
 
-The flow run is renamed for humans once the gene is known (``cycle-0042 repair gene_repair_from_errors``),
-tagged (workspace, intent, gene, outcome) and publishes markdown and table artifacts keyed per workspace.
-Every run ends in a terminal state: stage failures become a failed task, a recorded failed event and a
-restored workspace.
+The flow adds what Prefect is for and nothing of the cycle's logic: the per-workspace concurrency slot, the
+run's name and tags once the gene is known (``cycle-0042 repair gene_repair_from_errors``), markdown and
+table artifacts keyed per workspace, and review pauses answered in the UI.
 """
 
 from __future__ import annotations
@@ -19,24 +19,13 @@ from prefect.input import RunInput
 from prefect.states import Cancelled, Completed, Failed
 
 from flows import reporting
-from gep import cycle as C
+from gep import pipeline as P
+from gep.context import Approve, CycleContext, CycleRequest, open_cycle
 from gep.errors import ConfigError, GepError, PendingCycleError
 from gep.models import EvolutionEvent
+from gep.stages import CycleState
 
 SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
-
-# The cycle context holds a lock and a database handle: tasks share it in-process, never cache it.
-stage = task(cache_policy=NO_CACHE, persist_result=False)
-
-collect_sources_task = stage(C.collect, name="collect sources")
-extract_signals_task = stage(C.extract, name="extract signals")
-analyse_history_task = stage(C.analyse, name="analyse history")
-select_task = stage(C.select, name="select")
-build_mutation_task = stage(C.mutate, name="build mutation")
-begin_task = stage(C.begin, name="record baseline")
-apply_task = stage(C.apply, name="apply")
-solidify_task = stage(C.solidify_change, name="solidify")
-record_task = stage(C.finish, name="record")
 
 
 class ReviewDecision(RunInput):
@@ -44,6 +33,34 @@ class ReviewDecision(RunInput):
 
     approve: bool = False
     note: str = ""
+
+
+class FlowHooks(P.Hooks):
+    """Each stage a Prefect task; the run named, tagged and reported as the cycle goes."""
+
+    def run(self, stage: P.Stage, ctx: CycleContext, state: CycleState) -> CycleState:
+        # The context holds a lock and a database handle: tasks share it in-process, never cache it.
+        return task(stage.fn, name=stage.name, cache_policy=NO_CACHE, persist_result=False)(ctx, state)
+
+    def approver(self, ctx: CycleContext) -> Approve | None:
+        return reporting.review_gate(ReviewDecision)
+
+    def drafted(self, ctx: CycleContext, event: EvolutionEvent) -> None:
+        reporting.label_run(ctx, event)
+
+    def finished(self, ctx: CycleContext, state: CycleState) -> None:
+        if state.skipped is not None:
+            get_run_logger().info("skipped: %s", state.skipped)
+            reporting.publish_skip(ctx, state.signals, state.skipped)
+            return
+        assert state.event is not None
+        reporting.label_run(ctx, state.event)
+        prompt_file = state.result.prompt_file if state.result else None
+        reporting.publish(ctx, state.event, prompt_file=prompt_file)
+        if prompt_file:
+            get_run_logger().info("prompt written to %s; make the change, then run: gep solidify --workspace %s",
+                                  prompt_file, ctx.workspace.path)
+        get_run_logger().info("cycle %s: %s", state.event.id, state.event.outcome.status)
 
 
 def current_flow_run_id() -> str | None:
@@ -82,34 +99,46 @@ def evolution_cycle(
         scheduled: Set by the scheduled deployment: under steady state, most ticks are skipped with a reason.
         seed: Random seed for selection and mutation, to replay a cycle. Empty: random.
     """
-    logger = get_run_logger()
     if not workspace.strip() or "{{" in workspace:
         # Path("") is ".", the flow's working directory: the engine's own checkout. Never evolve that.
         return refused(ConfigError("parameter 'workspace' is empty: deploy with GEP_WORKSPACE=/path/to/workspace "
                                    "or fill in the workspace field of the Run form"))
-    options = C.CycleOptions(
+    request = CycleRequest(
         workspace=Path(workspace).expanduser(), mutator=mutator or None, strategy=strategy or None,
         agent_cmd=agent_cmd or None, allow_dirty=allow_dirty, abandon_pending=abandon_pending,
-        branch=branch or None, review=review, seed=seed, flow_run_id=current_flow_run_id())
+        branch=branch or None, review=review, scheduled=scheduled, seed=seed, flow_run_id=current_flow_run_id())
     # The Prefect slot first: an overlapping tick waits visibly in the UI instead of on the file lock.
     try:
-        with reporting.workspace_slot(options.workspace, timeout_s=SLOT_TIMEOUT_S):
-            try:
-                ctx = C.prepare(options)
-            except PendingCycleError as exc:
-                if scheduled:  # a person is working on the pending cycle: ticks wait, they do not fail
-                    logger.info("skipped: %s", exc)
-                    return Completed(message=f"skipped: {exc}")
-                return refused(exc)
-            except GepError as exc:
-                return refused(exc)
-            try:
-                return _run(ctx, scheduled=scheduled)
-            finally:
-                ctx.close()
+        with reporting.workspace_slot(request.workspace, timeout_s=SLOT_TIMEOUT_S):
+            return run_request(request)
     except TimeoutError:
-        return Cancelled(message=f"another cycle held {options.workspace} for {SLOT_TIMEOUT_S} s; "
+        return Cancelled(message=f"another cycle held {request.workspace} for {SLOT_TIMEOUT_S} s; "
                                  "this run did not start")
+
+
+def run_request(request: CycleRequest, resume: bool = False) -> Any:
+    """Open and run the cycle (or finish the pending one) with Prefect hooks; refusals are a failed run."""
+    try:
+        ctx = open_cycle(request, resume=resume)
+    except PendingCycleError as exc:
+        if request.scheduled:  # a person is working on the pending cycle: ticks wait, they do not fail
+            get_run_logger().info("skipped: %s", exc)
+            return Completed(message=f"skipped: {exc}")
+        return refused(exc)
+    except GepError as exc:
+        return refused(exc)
+    assert ctx is not None
+    try:
+        state = P.resume_state(ctx) if resume else None
+        try:
+            state = P.run_pipeline(ctx, state, FlowHooks(), start=P.RESUME_AT if resume else None)
+        except P.CycleFailed as failed:  # recorded and reported: the run fails with the stage's exception
+            raise failed.__cause__ or failed from None
+        if state.skipped is not None:
+            return Completed(message=f"skipped: {state.skipped}")
+        return state.event
+    finally:
+        ctx.close()
 
 
 def refused(exc: GepError) -> State:
@@ -117,57 +146,3 @@ def refused(exc: GepError) -> State:
     run whose message is the one-line reason, without a traceback in the log; the caller gets ``exc`` raised."""
     get_run_logger().error(str(exc))
     return Failed(message=str(exc), data=exc)
-
-
-def _run(ctx: C.CycleContext, *, scheduled: bool) -> Any:
-    logger = get_run_logger()
-    try:
-        sources = collect_sources_task(ctx)
-        events = C.recent_events(ctx)
-        signals = extract_signals_task(ctx, sources, events)
-        history = analyse_history_task(events)
-        if scheduled:
-            reason = reporting.steady_state_gate(ctx, signals)
-            if reason:
-                logger.info("skipped: %s", reason)
-                reporting.publish_skip(ctx, signals, reason)
-                return Completed(message=f"skipped: {reason}")
-        p = build_mutation_task(ctx, select_task(ctx, sources, signals, history, events))
-    except Exception as exc:  # noqa: BLE001 - nothing changed yet: record the failed cycle, then fail the run
-        event = record_task(ctx, C.fail_before_plan(ctx, exc))
-        reporting.label_run(ctx, event)
-        reporting.publish(ctx, event)
-        raise
-    event = C.draft_event(ctx, p)
-    reporting.label_run(ctx, event)
-    if p.gene is None or p.mutation is None:
-        event = record_task(ctx, C.record_empty(ctx, event, "no gene matched the signals (or every match is banned)"))
-        reporting.publish(ctx, event)
-        return event
-    begin_task(ctx, event)
-    try:
-        result = apply_task(ctx, p, event, sources)
-        if result.status == "awaiting_changes":
-            event = C.mark_awaiting(ctx, event, p, result)
-            reporting.label_run(ctx, event)
-            reporting.publish(ctx, event, prompt_file=result.prompt_file)
-            logger.info("prompt written to %s; make the change, then run: gep solidify --workspace %s",
-                        result.prompt_file, ctx.workspace.path)
-            return event
-        C.record_mutator_result(event, result)
-        if result.status == "error":
-            event = C.fail_cycle(ctx, event, f"mutator: {result.error}")
-        else:
-            approve = reporting.review_gate(ReviewDecision) if ctx.options.review else None
-            event = solidify_task(ctx, event, p.gene, p.mutation, result.summary, approve).event
-    except Exception as exc:  # noqa: BLE001 - restore the workspace and record, then fail the run
-        event = C.fail_cycle(ctx, event, C.describe_error(exc))
-        record_task(ctx, event)
-        reporting.label_run(ctx, event)
-        reporting.publish(ctx, event)
-        raise
-    event = record_task(ctx, event)
-    reporting.label_run(ctx, event)
-    reporting.publish(ctx, event)
-    logger.info("cycle %s: %s", event.id, event.outcome.status)
-    return event

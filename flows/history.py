@@ -33,7 +33,7 @@ def flow_runs_for(events: Sequence[EvolutionEvent]) -> dict[str, RunInfo]:
     """Flow runs of these events by id; empty when Prefect cannot be reached (history still prints)."""
     ids = []
     for e in events:
-        rid = e.meta.get("flow_run_id")
+        rid = e.meta.flow_run_id
         try:
             ids.append(UUID(str(rid)))
         except (TypeError, ValueError):

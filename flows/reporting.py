@@ -14,19 +14,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.concurrency.sync import concurrency
 from prefect.context import FlowRunContext
 from prefect.exceptions import ObjectNotFound
-from pydantic import BaseModel
 
-from gep import cycle as C
+from gep.context import CycleContext
 from gep.models import EvolutionEvent
-
-
-class SchedulerState(BaseModel):
-    """Kept in the store: how many scheduled ticks ran under steady state, and the last skip."""
-
-    steady_ticks: int = 0
-    skipped: int = 0
-    last_skip_reason: str | None = None
-    last_skip_at: str | None = None
 
 
 def workspace_key(path: Path) -> str:
@@ -61,34 +51,10 @@ def workspace_slot(path: Path, timeout_s: float) -> Iterator[None]:
         yield
 
 
-# ------------------------------------------------------------------ steady state
-
-
-def steady_state_gate(ctx: C.CycleContext, signals: list[str]) -> str | None:
-    """For scheduled ticks: the reason to skip this one, or None to run. Manual runs never come here."""
-    from gep.strategy import resolve_strategy, should_skip_scheduled_tick
-
-    state = ctx.store.get_state("scheduler", SchedulerState) or SchedulerState()
-    preset = resolve_strategy(requested=ctx.options.strategy or ctx.settings.strategy, env={},
-                              cycle_count=ctx.cycle_number - 1, signals=signals)
-    if preset.schedule_every <= 1 and not {"force_steady_state", "evolution_saturation"} & set(signals):
-        if state.steady_ticks:
-            ctx.store.set_state("scheduler", state.model_copy(update={"steady_ticks": 0}))
-        return None
-    state.steady_ticks += 1
-    reason = should_skip_scheduled_tick(preset=preset, signals=signals, tick=state.steady_ticks)
-    if reason:
-        state.skipped += 1
-        state.last_skip_reason = reason
-        state.last_skip_at = C.iso(C.utc_now())
-    ctx.store.set_state("scheduler", state)
-    return reason
-
-
 # ------------------------------------------------------------------ run name and tags
 
 
-def label_run(ctx: C.CycleContext, event: EvolutionEvent) -> None:
+def label_run(ctx: CycleContext, event: EvolutionEvent) -> None:
     run_ctx = FlowRunContext.get()
     if not run_ctx or not run_ctx.flow_run:
         return
@@ -114,40 +80,38 @@ def _md_list(items: list[str]) -> str:
 
 def cycle_markdown(event: EvolutionEvent, prompt_file: str | None = None) -> str:
     m = event.meta
-    sel = m.get("selector") or {}
-    mut = m.get("mutation") or {}
+    sel, mut = m.selector, m.mutation
     lines = [
         f"# {event.id}: {event.outcome.status}",
         "",
         f"**Intent** {event.intent} · **Gene** {', '.join(event.genes_used) or '(none)'} · "
-        f"**Strategy** {m.get('strategy', '?')} · **Mutator** {m.get('mutator', '?')}",
+        f"**Strategy** {m.strategy or '?'} · **Mutator** {m.mutator or '?'}",
         "",
         "## Signals",
         _md_list(event.signals),
         "",
         "## Selection",
-        _md_list([str(r) for r in (sel.get("reasons") or [])]),
+        _md_list(sel.reasons if sel else []),
     ]
-    if sel.get("bans_applied"):
-        lines += ["", "Bans applied: " + ", ".join(f"`{b}`" for b in sel["bans_applied"])]
-    lines += ["", "## Mutation", f"{mut.get('category', '?')} · risk {mut.get('risk_level', '?')} · "
-              f"{mut.get('expected_effect', '')}"]
+    if sel and sel.bans_applied:
+        lines += ["", "Bans applied: " + ", ".join(f"`{b.gene_id}`" for b in sel.bans_applied)]
+    lines += ["", "## Mutation", f"{mut.category if mut else '?'} · risk {mut.risk_level if mut else '?'} · "
+              f"{mut.expected_effect if mut else ''}"]
     lines += ["", "## Blast radius", f"{event.blast_radius.files} files, {event.blast_radius.lines} lines"
-              + (f" ({m['blast_severity']})" if m.get("blast_severity") else "")]
-    if m.get("validation"):
-        lines += ["", "## Validation"] + [f"- {'✅' if v.get('ok') else '❌'} `{v.get('cmd')}`"
-                                          for v in m["validation"]]
-    if m.get("failure_reasons"):
-        lines += ["", "## Failure reasons", _md_list([str(r) for r in m["failure_reasons"]])]
-    if m.get("commit"):
-        lines += ["", f"## Commit\n`{m['commit']}`" + (f" on `{m['branch']}`" if m.get("branch") else "")]
+              + (f" ({m.blast_severity})" if m.blast_severity else "")]
+    if m.validation:
+        lines += ["", "## Validation"] + [f"- {'✅' if v.ok else '❌'} `{v.cmd}`" for v in m.validation]
+    if m.failure_reasons:
+        lines += ["", "## Failure reasons", _md_list(m.failure_reasons)]
+    if m.commit:
+        lines += ["", f"## Commit\n`{m.commit}`" + (f" on `{m.branch}`" if m.branch else "")]
     if prompt_file:
         lines += ["", f"## Awaiting changes\nPrompt: `{prompt_file}`. Make the change, then run "
                   "`gep solidify --workspace <workspace>`."]
     return "\n".join(lines)
 
 
-def publish(ctx: C.CycleContext, event: EvolutionEvent, prompt_file: str | None = None) -> None:
+def publish(ctx: CycleContext, event: EvolutionEvent, prompt_file: str | None = None) -> None:
     key = workspace_key(ctx.workspace.path)
     try:
         create_markdown_artifact(key=f"gep-{key}-cycle", markdown=cycle_markdown(event, prompt_file),
@@ -155,7 +119,7 @@ def publish(ctx: C.CycleContext, event: EvolutionEvent, prompt_file: str | None 
         create_table_artifact(key=f"gep-{key}-signals",
                               table=[{"signal": s} for s in event.signals] or [{"signal": "(none)"}],
                               description="Signals of the latest cycle")
-        rows = [{"command": v.get("cmd"), "ok": v.get("ok")} for v in event.meta.get("validation") or []]
+        rows = [{"command": v.cmd, "ok": v.ok} for v in event.meta.validation or []]
         create_table_artifact(key=f"gep-{key}-validation", table=rows or [{"command": "(not run)", "ok": None}],
                               description="Validation commands of the latest cycle")
         if prompt_file and Path(prompt_file).is_file():
@@ -165,7 +129,7 @@ def publish(ctx: C.CycleContext, event: EvolutionEvent, prompt_file: str | None 
         get_run_logger().warning("could not publish artifacts: %s", exc)
 
 
-def publish_skip(ctx: C.CycleContext, signals: list[str], reason: str) -> None:
+def publish_skip(ctx: CycleContext, signals: list[str], reason: str) -> None:
     key = workspace_key(ctx.workspace.path)
     create_markdown_artifact(key=f"gep-{key}-cycle",
                              markdown=f"# Skipped scheduled tick\n\n{reason}\n\n## Signals\n{_md_list(signals)}",

@@ -3,37 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from prefect import flow, get_run_logger
-from prefect.client.schemas.objects import State
+from prefect import flow
 
-from flows import reporting
-from flows.cycle import ReviewDecision, current_flow_run_id, record_task, refused, solidify_task
-from gep import cycle as C
-from gep.errors import GepError
-from gep.models import EvolutionEvent
+from flows.cycle import current_flow_run_id, run_request
+from gep.context import CycleRequest
 
 
 @flow(name="evolution-solidify")
-def solidify_pending(workspace: str, summary: str | None = None) -> EvolutionEvent | State:
+def solidify_pending(workspace: str, summary: str | None = None) -> Any:
     """Check the changes made since a prompt-mode cycle, then commit them or roll them back.
 
     Args:
         workspace: Path of the workspace with a cycle awaiting changes.
         summary: One line describing the change: the commit subject (default: the mutation's expected effect).
     """
-    try:
-        pc = C.open_pending(Path(workspace).expanduser(), flow_run_id=current_flow_run_id())
-    except GepError as exc:
-        return refused(exc)
-    try:
-        approve = reporting.review_gate(ReviewDecision) if pc.review else None
-        event = solidify_task(pc.ctx, pc.event, pc.gene, pc.mutation,
-                              (summary or "").strip() or C.default_summary(pc.gene, pc.mutation), approve).event
-        event = record_task(pc.ctx, event)
-        reporting.label_run(pc.ctx, event)
-        reporting.publish(pc.ctx, event)
-        get_run_logger().info("cycle %s: %s", event.id, event.outcome.status)
-        return event
-    finally:
-        pc.ctx.close()
+    request = CycleRequest(workspace=Path(workspace).expanduser(), summary=summary,
+                           flow_run_id=current_flow_run_id())
+    return run_request(request, resume=True)

@@ -74,14 +74,9 @@ def _event_line(ev: Any) -> str:
 
 
 def _open_store(workspace: Path) -> Any:
-    from gep.config import load_settings
-    from gep.cycle import ensure_state_dir
-    from gep.store import Store
-    from gep.workspace import Workspace
+    from gep.api import open_store
 
-    ws = Workspace.open(workspace)
-    ensure_state_dir(ws)  # engine state never shows in git status, even before the first cycle
-    return Store.for_workspace(ws.path, load_settings(ws.path))
+    return open_store(workspace)
 
 
 def _quiet_prefect(json_mode: bool) -> None:
@@ -125,12 +120,12 @@ def cycle(
     Exit status: 0 for success, empty or awaiting changes; 1 when the cycle failed; 2 for bad input.
     """
     _quiet_prefect(as_json)
-    from gep.cycle import CycleOptions, preflight
+    from gep.context import CycleRequest, open_cycle
 
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
-    options = CycleOptions(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
+    request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
                            agent_cmd=agent_cmd or None, abandon_pending=abandon_pending, branch=branch or None)
-    preflight(options)
+    open_cycle(request, check_only=True)
     from gep.workspace import Workspace
 
     ws = Workspace.open(workspace)
@@ -151,12 +146,11 @@ def _print_outcome(event: Any, as_json: bool, ws: Path) -> None:
         _emit_json(event.model_dump(mode="json"))
     else:
         out.print(_event_line(event), markup=False, highlight=False)
-        reasons = event.meta.get("failure_reasons") or []
-        for r in reasons:
+        for r in event.meta.failure_reasons or []:
             out.print(f"  reason: {r}", markup=False, highlight=False)
-        if event.meta.get("commit"):
-            out.print(f"  commit: {event.meta['commit']}", markup=False)
-        prompt_file = (event.meta.get("mutator_result") or {}).get("prompt_file")
+        if event.meta.commit:
+            out.print(f"  commit: {event.meta.commit}", markup=False)
+        prompt_file = event.meta.mutator_result.prompt_file if event.meta.mutator_result else None
         if event.outcome.status == "awaiting_changes" and prompt_file:
             out.print(f"  prompt: {prompt_file}\n  next: make the change, then `gep solidify --workspace {ws}`",
                       markup=False, highlight=False)
@@ -178,10 +172,11 @@ def solidify(
     committed with GEP trailers, anything else is rolled back. Exit status: 0 success, 1 failed, 2 bad input.
     """
     _quiet_prefect(as_json)
-    from gep.cycle import preflight_solidify
+    from gep.context import CycleRequest, open_cycle
     from gep.workspace import Workspace
 
-    preflight_solidify(workspace)  # nothing awaiting changes: one line, before Prefect starts
+    # nothing awaiting changes: one line, before Prefect starts
+    open_cycle(CycleRequest(workspace=workspace), resume=True, check_only=True)
     ws = Workspace.open(workspace)
     from flows.runtime import foreground_run
     from flows.solidify import solidify_pending
@@ -194,21 +189,25 @@ def solidify(
 @app.command()
 @friendly
 def recover(workspace: WorkspaceOpt) -> None:
-    """Restore a workspace after a crashed cycle and record that cycle as interrupted."""
-    from gep.config import load_settings
-    from gep.store import Store
-    from gep.workspace import Workspace
-    from gep.workspace import recover as do_recover
+    """Restore a workspace after a crashed cycle and record its outcome.
 
-    ws = Workspace.open(workspace)
-    settings = load_settings(ws.path)
-    with Store.for_workspace(ws.path, settings) as store, ws.lock(settings.lock_timeout_s):
-        runs = do_recover(workspace=ws.path, store=store, settings=settings, force=True)
+    A cycle that had already committed is recorded as the success it was; any other is rolled back and
+    recorded as interrupted."""
+    from gep.api import recover as do_recover
+
+    runs = do_recover(workspace)
     if not runs:
         out.print("nothing to recover")
     for r in runs:
-        out.print(f"recovered {r.event_id}: workspace restored to {r.head_sha[:12]}, cycle marked interrupted",
-                  markup=False)
+        out.print(recovery_line(r), markup=False, highlight=False)
+
+
+def recovery_line(r: Any) -> str:
+    if r.commit:
+        return f"recovered {r.event_id}: the cycle had committed {r.commit[:12]}; recorded as a success"
+    if r.rolled_back and r.outcome == "interrupted":
+        return f"recovered {r.event_id}: workspace restored to {r.head_sha[:12]}; recorded as interrupted"
+    return f"recovered {r.event_id}: its outcome ({r.outcome}) was already recorded; workspace restored"
 
 
 # ------------------------------------------------------------------ history
@@ -236,14 +235,14 @@ def history(
     if as_json:
         # EvolutionEvent objects; `flow_run` (state, duration, link) is added where Prefect knows the run
         _emit_json([{**e.model_dump(mode="json"),
-                     **({"flow_run": runs[rid].model_dump(mode="json")} if (rid := e.meta.get("flow_run_id"))
+                     **({"flow_run": runs[rid].model_dump(mode="json")} if (rid := e.meta.flow_run_id)
                         in runs else {})} for e in events])
         return
     table = Table("event", "outcome", "intent", "gene", "flow run", "state", "duration", show_lines=False)
     for e in events:
-        r = runs.get(e.meta.get("flow_run_id") or "")
+        r = runs.get(e.meta.flow_run_id or "")
         table.add_row(e.id, e.outcome.status, e.intent, ",".join(e.genes_used) or "-",
-                      (r.link if r else None) or (e.meta.get("flow_run_id") or "-"),
+                      (r.link if r else None) or (e.meta.flow_run_id or "-"),
                       r.state if r else "-", f"{r.duration_s:.1f}s" if r and r.duration_s is not None else "-")
     out.print(table)
 

@@ -8,8 +8,8 @@ Fields read from each event:
   - ``signals``                    the situation the cycle saw
   - ``genes_used[0]``              the gene it used (events without one are skipped)
   - ``outcome.status``/``.score``  success / failed / empty (other statuses carry no outcome and are skipped)
-  - ``meta["at"]``                 when it ran (ISO-8601; a missing or bad timestamp counts as "now": no decay)
-  - ``meta["empty_cycle"]`` and ``blast_radius`` (through ``EvolutionEvent.is_empty_cycle``): a "success"
+  - ``meta.at``                       when it ran (ISO-8601; a missing or bad timestamp counts as "now": no decay)
+  - ``meta.empty_cycle`` and ``blast_radius`` (through ``EvolutionEvent.is_empty_cycle``): a "success"
     that changed nothing counts as empty, not as a success (reference issue #562: a gene that never changes
     anything was credited with 593 "successes" and took 99.7% of the selections).
 
@@ -136,7 +136,7 @@ def parse_at(value: object) -> datetime | None:
 
 
 def event_time(event: EvolutionEvent) -> datetime | None:
-    return parse_at(event.meta.get("at"))
+    return parse_at(event.meta.at)
 
 
 def decay_weight(at: datetime | None, now: datetime, half_life_days: float) -> float:

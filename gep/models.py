@@ -9,9 +9,32 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
+from pydantic.functional_serializers import SerializerFunctionWrapHandler
+
+from gep.records import (
+    HistoryRecord,
+    MutatorMetrics,
+    PersonalityRecord,
+    PromptSizes,
+    SelectorDecision,
+    SourcesRecord,
+    ValidationLine,
+)
 
 SCHEMA_VERSION = "1.6.0"
 
@@ -80,7 +103,8 @@ class BlastRadius(GepModel):
 
 
 class Outcome(GepModel):
-    status: str
+    # the enum whenever the value is one of ours; another tool's status still loads as a plain string
+    status: Annotated[OutcomeStatus | str, Field(union_mode="left_to_right")]
     score: float = 0.0
 
 
@@ -171,9 +195,11 @@ class ValidationReport(GepModel):
     id: str
     gene_id: str | None = None
     # this engine writes command strings; reports imported from the reference hold ValidationCommand objects
-    commands: list[str | ValidationCommand] = Field(default_factory=list)
+    # required: a report that does not say what ran and whether it passed is never read as passing
+    commands: list[str | ValidationCommand]
     results: list[CommandResult] = Field(default_factory=list)
-    overall_ok: bool = True
+    overall_ok: bool
+    skipped: str | None = None  # why no command ran (an empty change, a constraint already failed)
     started_at: str | None = None
     finished_at: str | None = None
     schema_version: str | None = None
@@ -183,20 +209,131 @@ class ValidationReport(GepModel):
 # ---------------------------------------------------------------- events
 
 
+class MutatorRecord(BaseModel):
+    """What the mutator reported (``meta.mutator_result``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: str
+    summary: str = ""
+    rationale: str = ""
+    error: str | None = None
+    metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)
+    output: str = ""
+    prompt_file: str | None = None
+
+
+class EventMeta(BaseModel):
+    """What a cycle records beside the GEP fields of its event.
+
+    Every field is optional and left out of the stored JSON until set. Keys this version does not know are
+    kept (``extra="allow"``), and a known key whose value another tool wrote in another shape (the
+    reference's ``selector``, say) is kept as it was rather than refused: the event still loads, and dumps
+    back the value it was given.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    at: StrictStr | None = None
+    cycle: StrictInt | None = None
+    seed: StrictInt | None = None
+    strategy: StrictStr | None = None
+    selector: SelectorDecision | None = None
+    mutation: Mutation | None = None
+    personality: PersonalityRecord | None = None
+    history: HistoryRecord | None = None
+    capsule_reused: StrictStr | None = None
+    sources: SourcesRecord | None = None
+    flow_run_id: StrictStr | None = None
+    solidify_flow_run_id: StrictStr | None = None
+    recovered: list[str] | None = None  # crashed cycles this cycle's start recovered
+    recovery: StrictStr | None = None  # set when recovery, not the cycle, recorded this outcome
+    interrupted_at_stage: StrictStr | None = None
+    prompt_sizes: PromptSizes | None = None
+    mutator: StrictStr | None = None
+    mutator_result: MutatorRecord | None = None
+    failure_reasons: list[str] | None = None
+    warnings: list[str] | None = None
+    empty_cycle: StrictBool | None = None
+    empty_reason: StrictStr | None = None
+    # solidify
+    constraint_violations: list[str] | None = None
+    constraint_warnings: list[str] | None = None
+    blast_severity: StrictStr | None = None
+    changed_files: list[str] | None = None
+    validation: list[ValidationLine] | None = None
+    validation_ok: StrictBool | None = None
+    validation_artifacts_removed: list[str] | None = None
+    validation_changed: list[str] | None = None
+    canary_ok: StrictBool | None = None
+    canary_skipped: StrictBool | None = None
+    protocol_ok: StrictBool | None = None
+    protocol_violations: list[str] | None = None
+    commit: StrictStr | None = None
+    branch: StrictStr | None = None
+    diff_chars: StrictInt | None = None
+    solidified_at: StrictStr | None = None
+    _foreign: dict[str, Any] = PrivateAttr(default_factory=dict)  # JSON edge: see _keep_foreign_values
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_foreign_values(cls, data: Any) -> Any:
+        """A known key holding a value of another shape moves to ``_foreign`` (dumped back unchanged)."""
+        if not isinstance(data, dict):
+            return data
+        foreign: dict[str, Any] = {}  # JSON edge: values written by other tools, kept as they were
+        for name in cls.model_fields.keys() & data.keys():
+            if data[name] is None:
+                continue
+            try:
+                _META_ADAPTERS[name].validate_python(data[name])
+            except ValidationError:
+                foreign[name] = data[name]
+        if not foreign:
+            return data
+        return {**{k: v for k, v in data.items() if k not in foreign}, "__foreign__": foreign}
+
+    @model_validator(mode="after")
+    def _stash_foreign(self) -> EventMeta:
+        extra = self.__pydantic_extra__ or {}
+        self._foreign = extra.pop("__foreign__", None) or {}
+        self.__pydantic_fields_set__.update(self._foreign)  # "set", so no dump leaves them out
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump_foreign(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for name in type(self).model_fields.keys() - self.model_fields_set:
+            if data.get(name) is None:  # never set: left out, as a dict without the key would be
+                data.pop(name, None)
+        data.update(self._foreign)
+        return data
+
+    def add_failure(self, reason: str) -> None:
+        self.failure_reasons = [*(self.failure_reasons or []), reason]
+
+    def add_warning(self, warning: str) -> None:
+        self.warnings = [*(self.warnings or []), warning]
+
+
+_META_ADAPTERS: dict[str, TypeAdapter[Any]] = {
+    name: TypeAdapter(field.annotation) for name, field in EventMeta.model_fields.items()}
+
+
 class EvolutionEvent(GepModel):
     type: Literal["EvolutionEvent"] = "EvolutionEvent"
     id: str
     parent: str | None = None
-    intent: str = Intent.repair.value
+    intent: Annotated[Intent | str, Field(union_mode="left_to_right")] = Intent.repair
     signals: list[str] = Field(default_factory=list)
     genes_used: list[str] = Field(default_factory=list)
     mutation_id: str | None = None
     personality_state: PersonalityState | None = None
     blast_radius: BlastRadius = Field(default_factory=BlastRadius)
-    outcome: Outcome = Field(default_factory=lambda: Outcome(status=OutcomeStatus.running.value))
+    outcome: Outcome = Field(default_factory=lambda: Outcome(status=OutcomeStatus.running))
     capsule_id: str | None = None
     validation_report_id: str | None = None
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: EventMeta = Field(default_factory=EventMeta)
     schema_version: str | None = None
     asset_id: str | None = None
 
@@ -207,7 +344,7 @@ class EvolutionEvent(GepModel):
     @property
     def is_empty_cycle(self) -> bool:
         """Empty: flagged so, or a recorded 0-file/0-line blast radius (seed 002)."""
-        if self.meta.get("empty_cycle") is True:
+        if self.meta.empty_cycle is True:
             return True
         return self.blast_radius.files == 0 and self.blast_radius.lines == 0
 
@@ -239,6 +376,27 @@ class KeptFile(BaseModel):
     mtime_ns: int = 0
 
 
+class PreparedSuccess(BaseModel):
+    """The success outcome saved before the commit: what recovery records if the process dies right after."""
+
+    event: EvolutionEvent
+    capsule: Capsule | None = None
+    branch: str | None = None
+
+
+class RunPending(BaseModel):
+    """What finishing a cycle later needs: a prompt-mode cycle awaiting changes, or a commit in flight."""
+
+    model_config = ConfigDict(extra="allow")
+
+    event: EvolutionEvent | None = None
+    gene: Gene | None = None
+    mutation: Mutation | None = None
+    review: bool = False
+    branch: str | None = None
+    solidify: PreparedSuccess | None = None
+
+
 class CycleRun(BaseModel):
     """The "cycle running" record, written before anything in the workspace changes.
 
@@ -257,8 +415,7 @@ class CycleRun(BaseModel):
     status: Literal["running", "awaiting_changes", "closed"] = "running"
     pid: int | None = None
     started_at: str = Field(default_factory=lambda: iso(utc_now()))
-    # everything solidify needs to finish a two-phase (prompt-mode) cycle later
-    pending: dict[str, Any] = Field(default_factory=dict)
+    pending: RunPending = Field(default_factory=RunPending)
     # baseline entries rollback must never touch: ignored paths (git's collapsed listing, e.g. ".venv/")
     # and empty directories that existed before the cycle
     ignored: list[str] = Field(default_factory=list)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from gep import constants as C
 from gep.models import EvolutionEvent, PersonalityState, iso
 from gep.mutation import has_opportunity_signal
+from gep.records import PersonalityMutation, PersonalityRecord
 
 TRAITS = ("rigor", "creativity", "verbosity", "risk_tolerance", "obedience")
 
@@ -46,21 +47,8 @@ class PersonalityStats(BaseModel):
     updated_at: str | None = None
 
 
-class PersonalityMutation(BaseModel):
-    type: str = "PersonalityMutation"
-    param: str
-    delta: float
-    reason: str
-
-
-class PersonalitySelection(BaseModel):
+class PersonalitySelection(PersonalityRecord):
     state: PersonalityState
-    key: str
-    known: bool
-    mutations: list[PersonalityMutation] = Field(default_factory=list)
-    best_known_key: str | None = None
-    best_known_score: float | None = None
-    triggered: str | None = None  # why triggered mutations ran, if they did
 
 
 def clamp01(x: float) -> float:

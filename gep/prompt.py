@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from gep import constants as C
 from gep.models import Capsule, EvolutionEvent, Gene, Mutation, PersonalityState
+from gep.records import PromptSizes
 from gep.sanitize import redact
 from gep.tools import TOOL_SPECS
 
@@ -64,12 +65,6 @@ class PromptInput(BaseModel):
         if isinstance(value, PromptSources | dict):
             return value
         return {f: str(getattr(value, f, "") or "") for f in SOURCE_FIELDS}
-
-
-class PromptSizes(BaseModel):
-    system_chars: int
-    context_chars: int
-    total: int
 
 
 class GepPrompt(BaseModel):
@@ -266,7 +261,7 @@ def _event_line(e: EvolutionEvent) -> str:
     line = f"- {_item(e.id)} · {_item(e.intent)} · {_item(genes)} · {_item(e.outcome.status)} {e.outcome.score:.2f}"
     if e.blast_radius.files or e.blast_radius.lines:
         line += f" · {e.blast_radius.files} files/{e.blast_radius.lines} lines"
-    reasons = e.meta.get("failure_reasons") or []
+    reasons = e.meta.failure_reasons or []
     if isinstance(reasons, str):
         reasons = [reasons]
     if reasons:

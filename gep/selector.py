@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from gep import constants as C
 from gep.config import Settings
@@ -44,6 +44,7 @@ from gep.memory_graph import (
     situation_signals,
 )
 from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene
+from gep.records import CandidateScore, GeneBan, SelectorDecision
 
 __all__ = [
     "CandidateScore",
@@ -65,36 +66,6 @@ NOT_A_CYCLE = {"skipped", "running"}  # recorded events that did not run a cycle
 
 
 # ------------------------------------------------------------------ models
-
-
-class GeneBan(BaseModel):
-    gene_id: str
-    source: str  # "signal" | "failed_capsules" | "memory"
-    reason: str
-    cycles_left: int | None = None  # cycles the ban still covers, this one included; None: while evidence lasts
-
-
-class CandidateScore(BaseModel):
-    gene_id: str
-    match_score: float
-    expected: float = 0.5
-    evidence: float = 0.0
-    banned: bool = False
-
-
-class SelectorDecision(BaseModel):
-    selected: str | None = None
-    capsule: str | None = None
-    alternatives: list[str] = Field(default_factory=list)
-    reasons: list[str] = Field(default_factory=list)
-    drift: bool = False
-    drift_intensity: float = 0.0
-    drift_mode: str = "none"  # none | selection | drift
-    bans_applied: list[GeneBan] = Field(default_factory=list)
-    dominance_capped: list[str] = Field(default_factory=list)
-    scores: list[CandidateScore] = Field(default_factory=list)
-    signal_key: str = ""
-    memory_preferred: str | None = None
 
 
 class Selection(BaseModel):

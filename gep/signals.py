@@ -32,10 +32,11 @@ from collections.abc import Iterable, Mapping
 from itertools import islice
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from gep import constants as C
 from gep.hashing import js_number
+from gep.records import HistoryRecord
 
 # The optional native scans (gep/_scan.c, built by setup.py where a C compiler is present). The
 # pure-Python path gives the same results; GEP_SIGNALS_PURE=1 forces it.
@@ -191,19 +192,8 @@ class _Counter:
 # ---------------------------------------------------------------- history
 
 
-class HistoryAnalysis(BaseModel):
+class HistoryAnalysis(HistoryRecord):
     """What the last events say about loops (the reference's ``analyzeRecentHistory``)."""
-
-    suppressed_signals: list[str] = Field(default_factory=list)
-    recent_intents: list[str] = Field(default_factory=list)
-    consecutive_repair_count: int = 0
-    empty_cycle_count: int = 0
-    consecutive_empty_cycles: int = 0
-    consecutive_failure_count: int = 0
-    recent_failure_count: int = 0
-    recent_failure_ratio: float = 0.0
-    signal_freq: dict[str, int] = Field(default_factory=dict)
-    gene_freq: dict[str, int] = Field(default_factory=dict)
 
     @property
     def top_gene(self) -> str | None:

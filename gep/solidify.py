@@ -16,55 +16,44 @@ reasons. Every id is derived from the event id and every write is an upsert: not
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from gep import constants as C
-from gep.config import GEP_DIR, Settings
+from gep.canary import CanaryResult, run_canary
+from gep.checks import (
+    ConstraintCheck,
+    check_constraints,
+    commit_message,
+    failure_reasons,
+    kept_violations,
+    protocol_violations,
+)
+from gep.config import Settings
 from gep.errors import WorkspaceError
 from gep.hashing import compute_asset_id
 from gep.models import (
     SCHEMA_VERSION,
     Capsule,
-    CommandResult,
     CycleRun,
     EvolutionEvent,
     FailedCapsule,
     Gene,
-    Intent,
     Mutation,
     Outcome,
     OutcomeStatus,
-    RiskLevel,
+    PreparedSuccess,
     ValidationReport,
     iso,
     utc_now,
 )
-from gep.mutation import is_high_risk_mutation_allowed, is_high_risk_personality
-from gep.runner import run_argv, run_command, run_validation
-from gep.sanitize import redact
+from gep.records import ValidationLine
+from gep.runner import run_validation
 from gep.store import Store
-from gep.tools import is_forbidden
-from gep.workspace import BlastReport, KeptChange, Workspace
-
-ALWAYS_FORBIDDEN = [".git", GEP_DIR]
-
-
-class ConstraintCheck(BaseModel):
-    violations: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    severity: str = "within_limit"  # within_limit | approaching_limit | exceeded | critical_overrun | hard_cap_breach
-    severity_message: str = ""
-
-
-class CanaryResult(BaseModel):
-    ok: bool
-    skipped: bool = False
-    result: CommandResult | None = None
+from gep.workspace import BlastReport, Workspace
 
 
 class ReviewRequest(BaseModel):
@@ -124,161 +113,6 @@ def report_id_for(event_id: str) -> str:
     return f"vr_{_suffix(event_id)}"
 
 
-# ------------------------------------------------------------------ constraints
-
-
-def classify_blast(files: int, lines: int, max_files: int, settings: Settings) -> tuple[str, str]:
-    """Severity of a blast radius against the gene's max_files and the hard caps (the reference's scale)."""
-    if files > settings.hard_cap_files or lines > settings.hard_cap_lines:
-        return "hard_cap_breach", (f"hard cap breach: {files} files / {lines} lines exceeds the limit "
-                                   f"({settings.hard_cap_files} files / {settings.hard_cap_lines} lines)")
-    if files > max_files * C.CRITICAL_RATIO:
-        return "critical_overrun", (f"critical overrun: {files} files > {max_files * C.CRITICAL_RATIO:g} "
-                                    f"({C.CRITICAL_RATIO:g}x the gene's max_files {max_files})")
-    if files > max_files:
-        return "exceeded", f"max_files exceeded: {files} > {max_files}"
-    if files > max_files * C.APPROACHING_RATIO:
-        return "approaching_limit", f"approaching limit: {files} / {max_files} files ({round(files / max_files * 100)}%)"
-    return "within_limit", f"{files} / {max_files} files"
-
-
-def check_constraints(*, blast: BlastReport, gene: Gene, settings: Settings, workspace: Workspace,
-                      run: CycleRun) -> ConstraintCheck:
-    out = ConstraintCheck()
-    max_files = gene.constraints.max_files if (gene.constraints.max_files or 0) > 0 else C.DEFAULT_MAX_FILES
-    out.severity, out.severity_message = classify_blast(blast.files, blast.lines, max_files, settings)
-    if out.severity == "approaching_limit":
-        out.warnings.append(out.severity_message)
-    elif out.severity != "within_limit":
-        out.violations.append(out.severity_message)
-    forbidden = [*gene.constraints.forbidden_paths, *ALWAYS_FORBIDDEN]
-    for change in blast.changes:
-        if is_forbidden(change.path, forbidden):
-            out.violations.append(f"forbidden path touched: {change.path}")
-        elif is_forbidden(change.path, settings.protected_paths):
-            target = workspace.path / change.path
-            if change.status == "deleted" or not target.exists():
-                out.violations.append(f"protected file deleted: {change.path}")
-            elif target.is_file() and not target.read_bytes().strip():
-                out.violations.append(f"protected file emptied: {change.path}")
-    stashed = set(workspace.user_stashed_paths(run))
-    for path in sorted(stashed & set(blast.changed_files)):
-        out.violations.append(f"touched a file holding your uncommitted changes (--allow-dirty): {path}")
-    for path in sorted(set(run.untracked) & set(blast.changed_files)):
-        out.violations.append(f"staged a file that was untracked before the cycle (yours): {path}")
-    out.violations += kept_violations(workspace.kept_changes(run))
-    return out
-
-
-def kept_violations(changes: list[KeptChange]) -> list[str]:
-    """Violations for kept files the cycle changed: git's internals are forbidden paths; the user's own
-    untracked files are theirs (rollback restores them unless they were too large to copy)."""
-    out: list[str] = []
-    for c in changes:
-        if c.in_git_dir:
-            out.append(f"forbidden path touched: {c.shown} ({c.what})")
-        else:
-            verb = "deleted" if c.what == "deleted" else "changed"
-            note = "" if c.restorable else " (too large to keep a copy: not restored)"
-            out.append(f"{verb} a file that was untracked before the cycle (yours): {c.shown}{note}")
-    return out
-
-
-def protocol_violations(event: EvolutionEvent, gene: Gene, mutation: Mutation) -> list[str]:
-    """The reference's protocol rules, plus consistency between the event and what is solidified."""
-    out: list[str] = []
-    if not mutation.id or mutation.category not in set(Intent):
-        out.append("missing_or_invalid_mutation")
-    if event.mutation_id and event.mutation_id != mutation.id:
-        out.append(f"mutation_mismatch: event has {event.mutation_id}, solidify got {mutation.id}")
-    p = event.personality_state
-    traits = [p.rigor, p.creativity, p.verbosity, p.risk_tolerance, p.obedience] if p else []
-    if p is None or any(not 0.0 <= t <= 1.0 for t in traits):
-        out.append("missing_or_invalid_personality_state")
-    personality_meta = event.meta.get("personality")
-    known = bool(personality_meta.get("known")) if isinstance(personality_meta, dict) else False
-    if mutation.risk_level == RiskLevel.high:
-        if not is_high_risk_mutation_allowed(p):
-            out.append("high_risk_mutation_not_allowed_by_personality")
-        if not known:
-            out.append("high_risk_mutation_forbidden_under_unknown_personality")
-    if mutation.category == Intent.innovate and is_high_risk_personality(p):
-        out.append("forbidden_innovate_with_high_risk_personality")
-    if event.intent and str(event.intent) != mutation.category.value:
-        out.append(f"intent_mismatch_with_mutation:{event.intent}!={mutation.category.value}")
-    if event.genes_used and gene.id not in event.genes_used:
-        out.append(f"gene_mismatch: event used {','.join(event.genes_used)}, solidify got {gene.id}")
-    return out
-
-
-# ------------------------------------------------------------------ canary
-
-
-def run_canary(*, workspace: Workspace, blast: BlastReport, settings: Settings) -> CanaryResult:
-    """Does the workspace still load? Default: byte-compile the changed Python files (nothing written)."""
-    mode = (settings.canary or "").strip()
-    if mode in ("", "none"):
-        return CanaryResult(ok=True, skipped=True)
-    if mode == "compileall":
-        files = [c.path for c in blast.changes
-                 if c.status != "deleted" and c.path.endswith(".py") and (workspace.path / c.path).is_file()]
-        if not files:
-            return CanaryResult(ok=True, skipped=True)
-        with tempfile.TemporaryDirectory(prefix="gep-canary-") as cache:
-            # the bytecode goes to a temp dir, so the canary leaves nothing in the workspace
-            res = run_argv(["python", "-m", "compileall", "-q", *[f"./{f}" for f in files]], cwd=workspace.path,
-                           settings=settings, display=f"compileall ({len(files)} changed .py files)",
-                           extra_env={"PYTHONPYCACHEPREFIX": cache})
-        return CanaryResult(ok=res.ok, result=res)
-    res = run_command(mode, cwd=workspace.path, settings=settings)
-    return CanaryResult(ok=res.ok, result=res)
-
-
-# ------------------------------------------------------------------ outcome pieces
-
-
-def _tail(text: str, n: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else "..." + text[-n:]
-
-
-def failure_reasons(check: ConstraintCheck, report: ValidationReport, canary: CanaryResult | None,
-                    protocol: list[str]) -> list[str]:
-    reasons = [f"constraint: {v}" for v in check.violations]
-    for r in report.results:
-        if r.ok:
-            continue
-        if r.blocked_reason:
-            reasons.append(f"validation: {r.cmd[:120]} blocked: {r.blocked_reason}")
-        elif r.timed_out:
-            reasons.append(f"validation: {r.cmd[:120]} timed out")
-        else:
-            reasons.append(f"validation: {r.cmd[:120]} exited {r.exit_code}: {_tail(r.stderr or r.stdout, 200)}")
-    if canary is not None and not canary.ok and canary.result is not None:
-        res = canary.result
-        reasons.append(f"canary: {res.cmd[:120]} failed: {_tail(res.stderr or res.stdout, 200)}")
-    reasons += [f"protocol: {p}" for p in protocol]
-    return reasons
-
-
-def commit_message(intent: str, summary: str, event: EvolutionEvent, gene: Gene, mutation: Mutation) -> str:
-    subject = ""
-    for line in redact(summary or "").splitlines():
-        if line.strip():
-            subject = " ".join(line.split())
-            break
-    subject = subject or mutation.expected_effect or gene.summary or f"apply {gene.id}"
-    if len(subject) > C.COMMIT_SUBJECT_CHARS:
-        subject = subject[: C.COMMIT_SUBJECT_CHARS - 3].rstrip() + "..."
-    signals = ", ".join(" ".join(redact(s).split()) for s in event.signals)
-    if len(signals) > C.COMMIT_SIGNALS_CHARS:
-        signals = signals[: C.COMMIT_SIGNALS_CHARS - 3].rstrip() + "..."
-    trailers = [f"GEP-Event: {event.id}", f"GEP-Gene: {gene.id}", f"GEP-Mutation: {mutation.id}"]
-    if signals:
-        trailers.append(f"GEP-Signals: {signals}")
-    return f"gep({intent}): {subject}\n\n" + "\n".join(trailers) + "\n"
-
-
 def success_streak(store: Store, gene_id: str, current_event_id: str) -> int:
     """1 + the gene's consecutive successes just before this one (a failure ends the streak)."""
     streak = 1
@@ -298,145 +132,192 @@ def _with_asset_id(model: Any) -> Any:
     return model
 
 
+class Checked(BaseModel):
+    """What the checks found about one change."""
+
+    blast: BlastReport
+    check: ConstraintCheck
+    protocol: list[str]
+    report: ValidationReport
+    canary: CanaryResult | None = None
+    drift: str = ""  # validation changed the tree it checked: why that fails the change
+    empty: bool = False
+
+    def reasons(self) -> list[str]:
+        reasons = failure_reasons(self.check, self.report, self.canary, self.protocol)
+        if self.drift:
+            reasons.insert(len(self.check.violations), self.drift)
+        return reasons
+
+
 # ------------------------------------------------------------------ solidify
 
 
 def solidify(inp: SolidifyInput) -> SolidifyResult:
-    ws, store, settings, run, gene, mutation = inp.workspace, inp.store, inp.settings, inp.run, inp.gene, inp.mutation
+    """Check the change; commit it (success), record it as empty, or roll it back (failed)."""
     event = inp.event.model_copy(deep=True)
-    run.stage = "checking"
-    store.save_run(run)
-
-    blast = ws.blast_radius(run, settings)
-    check = check_constraints(blast=blast, gene=gene, settings=settings, workspace=ws, run=run)
-    empty = blast.files == 0 and not check.violations  # touching only kept files is a failure, not nothing
-    protocol = protocol_violations(event, gene, mutation)
-    branch_problem = ws.check_branch(run, inp.branch)
-    if branch_problem:
-        protocol.append(f"branch: {branch_problem}")
-
-    report_id = report_id_for(event.id)
-    canary: CanaryResult | None = None
-    validation_drift = ""
-    if empty or check.violations:
-        # nothing to validate, or a change that already broke a constraint: do not execute it
-        report = ValidationReport(id=report_id, gene_id=gene.id, commands=list(gene.validation), results=[],
-                                  overall_ok=empty, started_at=iso(inp.now()), finished_at=iso(inp.now()),
-                                  skipped="empty change" if empty else "constraint violations")
-    else:
-        run.stage = "validating"
-        store.save_run(run)
-        untracked_before = set(ws.untracked_files())
-        prints = ws.fingerprints(blast.changed_files)
-        report = run_validation(commands=gene.validation, cwd=ws.path, settings=settings, gene_id=gene.id,
-                                report_id=report_id, now=inp.now)
-        if report.overall_ok:
-            canary = run_canary(workspace=ws, blast=blast, settings=settings)
-        # What the commands wrote: new untracked files are their output (removed, like the tool's run);
-        # anything else they changed means the tree that passed is not the tree that would be committed.
-        artifacts = ws.remove_new_untracked(run, untracked_before)
-        if artifacts:
-            event.meta["validation_artifacts_removed"] = artifacts[:20]
-        after = ws.blast_radius(run, settings)
-        drift = set(after.changed_files) ^ set(blast.changed_files)
-        drift |= {p for p, h in ws.fingerprints(blast.changed_files).items() if prints.get(p) != h}
-        if drift:
-            shown = sorted(drift)
-            event.meta["validation_changed"] = shown[:50]
-            validation_drift = ("validation: the commands changed the workspace they checked: " + ", ".join(shown[:10])
-                                + (f" (+{len(shown) - 10} more)" if len(shown) > 10 else ""))
-        check.violations += [v for v in kept_violations(ws.kept_changes(run)) if v not in check.violations]
-    report.schema_version = SCHEMA_VERSION
-    _with_asset_id(report)
-
-    reasons = failure_reasons(check, report, canary, protocol)
-    if validation_drift:
-        reasons.insert(len(check.violations), validation_drift)
-    message = commit_message(str(event.intent), inp.summary, event, gene, mutation)
-    diff = ws.diff_snapshot(run, C.DIFF_SNAPSHOT_CHARS) if not empty else ""
-    if not empty and not reasons and inp.approve is not None:
-        request = ReviewRequest(event_id=event.id, message=message, files=blast.files, lines=blast.lines,
-                                changed_files=blast.changed_files[:100], diff=diff)
-        if not inp.approve(request):
-            reasons.append("protocol: rejected in review")
-    success = not empty and not reasons
-
-    event.blast_radius = blast.radius
-    event.validation_report_id = report.id
-    event.meta.update({
-        "empty_cycle": empty,
-        "constraint_violations": check.violations,
-        "constraint_warnings": check.warnings,
-        "blast_severity": check.severity,
-        "changed_files": blast.changed_files[:50],
-        "validation": [{"cmd": r.cmd, "ok": r.ok} for r in report.results],
-        "validation_ok": report.overall_ok,
-        "canary_ok": canary.ok if canary is not None else None,
-        "canary_skipped": canary.skipped if canary is not None else True,
-        "protocol_ok": not protocol,
-        "protocol_violations": protocol,
-        "failure_reasons": [] if empty else reasons,
-        "commit": None,
-        "branch": inp.branch or run.branch,
-        "diff_chars": len(diff),
-        "solidified_at": iso(inp.now()),
-    })
-    store.add_validation_report(report)
-
+    _save_stage(inp, "checking")
+    checked = check_change(inp, event)
+    reasons = [] if checked.empty else checked.reasons()
+    message = commit_message(str(event.intent), inp.summary, event, inp.gene, inp.mutation)
+    diff = inp.workspace.diff_snapshot(inp.run, C.DIFF_SNAPSHOT_CHARS) if not checked.empty else ""
+    if not checked.empty and not reasons and inp.approve is not None and not inp.approve(
+            _review_request(event, message, checked.blast, diff)):
+        reasons.append("protocol: rejected in review")
+    record_checks(inp, event, checked, reasons, len(diff))
+    inp.store.add_validation_report(checked.report)
     capsule: Capsule | None = None
     failed: FailedCapsule | None = None
     sha: str | None = None
-    if empty:
-        event.outcome = Outcome(status=OutcomeStatus.empty.value, score=0.0)
-        store.add_event(_with_asset_id(event))
-    elif success:
-        capsule = Capsule(id=capsule_id_for(event.id), trigger=event.signals[:8], gene=gene.id,
-                          summary=message.splitlines()[0].split(": ", 1)[-1], confidence=C.SUCCESS_SCORE,
-                          blast_radius=blast.radius, outcome=Outcome(status="success", score=C.SUCCESS_SCORE),
-                          success_streak=success_streak(store, gene.id, event.id), diff=diff,
-                          schema_version=SCHEMA_VERSION)
-        event.outcome = Outcome(status=OutcomeStatus.success.value, score=C.SUCCESS_SCORE)
-        event.capsule_id = capsule.id
-        # the prepared outcome: what recovery records if we die right after the commit
-        run.stage = "committing"
-        run.pending = {**run.pending, "solidify": {"event": event.model_dump(mode="json"),
-                                                   "capsule": capsule.model_dump(mode="json"),
-                                                   "branch": inp.branch}}
-        store.save_run(run)
-        try:
-            sha = ws.commit(run, message=message, branch=inp.branch, files=blast.changed_files)
-        except WorkspaceError as exc:
-            success, capsule = False, None
-            reasons.append(f"protocol: commit failed: {exc}")
-            event.capsule_id = None
-            event.meta["failure_reasons"] = reasons
-        else:
-            run.stage = "committed"
-            store.save_run(run)
-            capsule.commit = sha
-            store.upsert_capsule(_with_asset_id(capsule))
-            event.meta["commit"] = sha
-            store.add_event(_with_asset_id(event))
-    if not empty and not success:
-        failed = FailedCapsule(
-            id=failed_capsule_id_for(event.id), gene=gene.id, trigger=event.signals[:8],
-            summary=f"Failed: {gene.id} on signals [{', '.join(event.signals[:3]) or 'none'}]",
-            outcome=Outcome(status="failed", score=C.FAILURE_SCORE), diff_snapshot=diff,
-            failure_reason="; ".join(reasons)[: C.FAILURE_REASON_CHARS], constraint_violations=check.violations,
-            blast_radius=blast.radius, created_at=iso(inp.now()), schema_version=SCHEMA_VERSION)
-        store.add_failed_capsule(_with_asset_id(failed))
-        event.outcome = Outcome(status=OutcomeStatus.failed.value, score=C.FAILURE_SCORE)
-        # the final record goes first: a crash during the rollback keeps the real reasons
-        store.add_event(_with_asset_id(event))
-        run.stage = "rolling_back"
-        store.save_run(run)
-        ws.rollback(run)
+    if checked.empty:
+        event.outcome = Outcome(status=OutcomeStatus.empty, score=0.0)
+        inp.store.add_event(_with_asset_id(event))
+    elif not reasons:
+        capsule, sha = commit_change(inp, event, checked.blast, message, diff)
+        if sha is None:
+            reasons = event.meta.failure_reasons or []
+    if not checked.empty and sha is None:
+        failed = roll_back(inp, event, checked, reasons, diff)
+    _close(inp, event)
+    return SolidifyResult(event=event, capsule=capsule, failed_capsule=failed, report=checked.report,
+                          commit_sha=sha)
 
+
+def _save_stage(inp: SolidifyInput, stage: str) -> None:
+    inp.run.stage = stage
+    inp.store.save_run(inp.run)
+
+
+def _review_request(event: EvolutionEvent, message: str, blast: BlastReport, diff: str) -> ReviewRequest:
+    return ReviewRequest(event_id=event.id, message=message, files=blast.files, lines=blast.lines,
+                         changed_files=blast.changed_files[:100], diff=diff)
+
+
+def check_change(inp: SolidifyInput, event: EvolutionEvent) -> Checked:
+    """Constraints and protocol first; validation and the canary only for a change that passed them."""
+    ws, run, settings, gene = inp.workspace, inp.run, inp.settings, inp.gene
+    blast = ws.blast_radius(run, settings)
+    check = check_constraints(blast=blast, gene=gene, settings=settings, workspace=ws, run=run)
+    empty = blast.files == 0 and not check.violations  # touching only kept files is a failure, not nothing
+    protocol = protocol_violations(event, gene, inp.mutation)
+    branch_problem = ws.check_branch(run, inp.branch)
+    if branch_problem:
+        protocol.append(f"branch: {branch_problem}")
+    checked = Checked(blast=blast, check=check, protocol=protocol, empty=empty, report=ValidationReport(
+        id=report_id_for(event.id), gene_id=gene.id, commands=list(gene.validation), results=[],
+        overall_ok=empty, started_at=iso(inp.now()), finished_at=iso(inp.now()),
+        skipped="empty change" if empty else "constraint violations"))
+    if not empty and not check.violations:
+        validate(inp, event, checked)  # a change that already broke a constraint is not executed
+    checked.report.schema_version = SCHEMA_VERSION
+    _with_asset_id(checked.report)
+    return checked
+
+
+def validate(inp: SolidifyInput, event: EvolutionEvent, checked: Checked) -> None:
+    """Run the gene's validation and the canary; note what the commands changed in the tree they checked."""
+    ws, run, settings = inp.workspace, inp.run, inp.settings
+    _save_stage(inp, "validating")
+    untracked_before = set(ws.untracked_files())
+    prints = ws.fingerprints(checked.blast.changed_files)
+    checked.report = run_validation(commands=inp.gene.validation, cwd=ws.path, settings=settings,
+                                    gene_id=inp.gene.id, report_id=checked.report.id, now=inp.now)
+    if checked.report.overall_ok:
+        checked.canary = run_canary(workspace=ws, blast=checked.blast, settings=settings)
+    # What the commands wrote: new untracked files are their output (removed, like the tool's run);
+    # anything else they changed means the tree that passed is not the tree that would be committed.
+    artifacts = ws.remove_new_untracked(run, untracked_before)
+    if artifacts:
+        event.meta.validation_artifacts_removed = artifacts[:20]
+    after = ws.blast_radius(run, settings)
+    drift = set(after.changed_files) ^ set(checked.blast.changed_files)
+    drift |= {p for p, h in ws.fingerprints(checked.blast.changed_files).items() if prints.get(p) != h}
+    if drift:
+        shown = sorted(drift)
+        event.meta.validation_changed = shown[:50]
+        checked.drift = ("validation: the commands changed the workspace they checked: " + ", ".join(shown[:10])
+                         + (f" (+{len(shown) - 10} more)" if len(shown) > 10 else ""))
+    check = checked.check
+    check.violations += [v for v in kept_violations(ws.kept_changes(run)) if v not in check.violations]
+
+
+def record_checks(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, reasons: list[str],
+                  diff_chars: int) -> None:
+    blast, check, report, canary = checked.blast, checked.check, checked.report, checked.canary
+    event.blast_radius = blast.radius
+    event.validation_report_id = report.id
+    m = event.meta
+    m.empty_cycle = checked.empty
+    m.constraint_violations = check.violations
+    m.constraint_warnings = check.warnings
+    m.blast_severity = check.severity
+    m.changed_files = blast.changed_files[:50]
+    m.validation = [ValidationLine(cmd=r.cmd, ok=r.ok) for r in report.results]
+    m.validation_ok = report.overall_ok
+    m.canary_ok = canary.ok if canary is not None else None
+    m.canary_skipped = canary.skipped if canary is not None else True
+    m.protocol_ok = not checked.protocol
+    m.protocol_violations = checked.protocol
+    m.failure_reasons = reasons
+    m.commit = None
+    m.branch = inp.branch or inp.run.branch
+    m.diff_chars = diff_chars
+    m.solidified_at = iso(inp.now())
+
+
+def commit_change(inp: SolidifyInput, event: EvolutionEvent, blast: BlastReport, message: str,
+                  diff: str) -> tuple[Capsule | None, str | None]:
+    """One commit of the change. The success outcome is saved on the run first: if the process dies right
+    after the commit, recovery records it instead of rolling back validated work."""
+    gene, store, run = inp.gene, inp.store, inp.run
+    capsule = Capsule(id=capsule_id_for(event.id), trigger=event.signals[:8], gene=gene.id,
+                      summary=message.splitlines()[0].split(": ", 1)[-1], confidence=C.SUCCESS_SCORE,
+                      blast_radius=blast.radius, outcome=Outcome(status="success", score=C.SUCCESS_SCORE),
+                      success_streak=success_streak(store, gene.id, event.id), diff=diff,
+                      schema_version=SCHEMA_VERSION)
+    event.outcome = Outcome(status=OutcomeStatus.success, score=C.SUCCESS_SCORE)
+    event.capsule_id = capsule.id
+    run.pending.solidify = PreparedSuccess(event=event.model_copy(deep=True), capsule=capsule, branch=inp.branch)
+    _save_stage(inp, "committing")
     try:
-        ws.restore_user_changes(run)
+        sha = inp.workspace.commit(run, message=message, branch=inp.branch, files=blast.changed_files)
     except WorkspaceError as exc:
-        event.meta["warnings"] = [*event.meta.get("warnings", []), str(exc)]
-        store.add_event(_with_asset_id(event))
-    store.close_run(run.event_id)
-    run.status = "closed"
-    return SolidifyResult(event=event, capsule=capsule, failed_capsule=failed, report=report, commit_sha=sha)
+        event.capsule_id = None
+        event.meta.add_failure(f"protocol: commit failed: {exc}")
+        return None, None
+    _save_stage(inp, "committed")
+    capsule.commit = sha
+    store.upsert_capsule(_with_asset_id(capsule))
+    event.meta.commit = sha
+    store.add_event(_with_asset_id(event))
+    return capsule, sha
+
+
+def roll_back(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, reasons: list[str],
+              diff: str) -> FailedCapsule:
+    """Record the failure (a FailedCapsule with its diff, then the event), then undo the change. The final
+    record goes first: a crash during the rollback keeps the real reasons."""
+    gene = inp.gene
+    failed = FailedCapsule(
+        id=failed_capsule_id_for(event.id), gene=gene.id, trigger=event.signals[:8],
+        summary=f"Failed: {gene.id} on signals [{', '.join(event.signals[:3]) or 'none'}]",
+        outcome=Outcome(status="failed", score=C.FAILURE_SCORE), diff_snapshot=diff,
+        failure_reason="; ".join(reasons)[: C.FAILURE_REASON_CHARS],
+        constraint_violations=checked.check.violations, blast_radius=checked.blast.radius,
+        created_at=iso(inp.now()), schema_version=SCHEMA_VERSION)
+    inp.store.add_failed_capsule(_with_asset_id(failed))
+    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
+    inp.store.add_event(_with_asset_id(event))
+    _save_stage(inp, "rolling_back")
+    inp.workspace.rollback(inp.run)
+    return failed
+
+
+def _close(inp: SolidifyInput, event: EvolutionEvent) -> None:
+    try:
+        inp.workspace.restore_user_changes(inp.run)
+    except WorkspaceError as exc:
+        event.meta.add_warning(str(exc))
+        inp.store.add_event(_with_asset_id(event))
+    inp.store.close_run(inp.run.event_id)
+    inp.run.status = "closed"

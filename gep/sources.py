@@ -41,14 +41,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from gep.config import Settings
+from gep.records import SourceFile, SourceKind
 from gep.sanitize import redact
-
-SourceKind = Literal["transcript", "memory_log", "log", "memory", "user"]
 
 _SKIP_DIRS = frozenset({".git", ".gep"})
 _LINE_CLIP = 300
@@ -62,17 +61,6 @@ ENGINE_PROMPT_MARKER = "Genome Evolution Protocol, mutation executor"
 _HEAD_BYTES = 32_000
 MEMORY_MISSING = "[MEMORY.md MISSING]"
 USER_MISSING = "[USER.md MISSING]"
-
-
-class SourceFile(BaseModel):
-    """One file a cycle read (paths relative to the workspace)."""
-
-    path: str
-    kind: SourceKind
-    size: int
-    bytes_read: int
-    truncated: bool
-    mtime: float = 0.0
 
 
 class SourceBundle(BaseModel):

@@ -312,11 +312,11 @@ class Store:
                   as_read: Mapping[str, Any] | None = None) -> None:
         """Insert or replace an event by id (a cycle writes its event when it starts and when it ends)."""
         data = _data(event, as_read)
-        flow_run_id = flow_run_id or event.meta.get("flow_run_id")
+        flow_run_id = flow_run_id or event.meta.flow_run_id
         with self._writing() as s:
             row = s.exec(select(EventRow).where(EventRow.id == event.id)).first()
             if row is None:
-                row = EventRow(id=event.id, created_at=event.meta.get("at") or iso(utc_now()),
+                row = EventRow(id=event.id, created_at=event.meta.at or iso(utc_now()),
                                intent=str(event.intent), status=event.outcome.status, data="")
                 self._bump_events(s, 1)
             row.intent = str(event.intent)
@@ -514,9 +514,9 @@ class Store:
         added = 0
         batch: list[dict[str, Any]] = []
         for ev, as_read in pairs:
-            batch.append({"id": ev.id, "created_at": ev.meta.get("at") or iso(utc_now()), "intent": str(ev.intent),
+            batch.append({"id": ev.id, "created_at": ev.meta.at or iso(utc_now()), "intent": str(ev.intent),
                           "status": ev.outcome.status, "gene_id": ev.genes_used[0] if ev.genes_used else None,
-                          "flow_run_id": ev.meta.get("flow_run_id"), "data": _text(_data(ev, as_read))})
+                          "flow_run_id": ev.meta.flow_run_id, "data": _text(_data(ev, as_read))})
             if len(batch) >= _BATCH:
                 added += self._insert_new_events(batch)
                 batch = []

@@ -94,6 +94,15 @@ def resolve_strategy(*, requested: str | None, env: Mapping[str, str], cycle_cou
     return automatic_strategy(cycle_count=cycle_count, signals=signals)
 
 
+class SchedulerState(BaseModel):
+    """Kept in the store: how many scheduled ticks ran under steady state, and the last skip."""
+
+    steady_ticks: int = 0
+    skipped: int = 0
+    last_skip_reason: str | None = None
+    last_skip_at: str | None = None
+
+
 def should_skip_scheduled_tick(*, preset: StrategyPreset, signals: Sequence[str], tick: int) -> str | None:
     """Why a scheduled tick should do nothing (recorded as the skip reason), or None to run the cycle.
 

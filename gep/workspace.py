@@ -14,7 +14,7 @@ One facade over GitPython. Its promises:
 * Every commit or ref the engine would drop is kept under ``refs/gep/rescued/<event id>``.
 * Crash recovery: a commit carrying ``GEP-Event: <id>`` *is* the proof that the cycle passed every check,
   so a cycle that died after committing is recorded as a success (from the outcome prepared before the
-  commit); any other interrupted cycle is rolled back and recorded as failed with reason ``interrupted``.
+  commit); any other interrupted cycle is rolled back and recorded as ``interrupted``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 from gep import constants as C
 from gep.config import GEP_DIR, Settings
 from gep.errors import PendingCycleError, WorkspaceError
-from gep.models import BlastRadius, Capsule, CycleRun, EvolutionEvent, KeptFile, Outcome, OutcomeStatus
+from gep.models import BlastRadius, CycleRun, EvolutionEvent, KeptFile, Outcome, OutcomeStatus
 from gep.sanitize import redact
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class KeptChange(BaseModel):
 class RecoveredRun(BaseModel):
     event_id: str
     head_sha: str  # the baseline the workspace was restored to (or the cycle's commit, see outcome)
-    outcome: str  # "success" (had committed), "failed" (interrupted), or the final status already recorded
+    outcome: OutcomeStatus  # success (had committed), interrupted, or the final status already recorded
     commit: str | None = None
     rolled_back: bool = False
     user_changes_restored: bool = False
@@ -802,50 +802,63 @@ class Workspace:
 
     def recover_run(self, run: CycleRun, store: Store, settings: Settings | None = None) -> RecoveredRun:
         """Finish one interrupted cycle: record success if it had committed, else roll back as interrupted."""
-        from gep.hashing import compute_asset_id
-
-        prepared = run.pending.get("solidify") or {}
-        commit = self.find_cycle_commit(run, prepared.get("branch"))
+        prepared = run.pending.solidify
+        commit = self.find_cycle_commit(run, prepared.branch if prepared else None)
         stored = store.get_event(run.event_id)
         rolled_back = False
         if commit:
-            event = (EvolutionEvent.model_validate(prepared["event"]) if prepared.get("event")
-                     else stored or EvolutionEvent(id=run.event_id))
-            event.outcome = Outcome(status=OutcomeStatus.success.value, score=C.SUCCESS_SCORE)
-            event.meta["commit"] = commit
-            event.meta.setdefault("empty_cycle", False)
-            event.meta["recovered"] = "the cycle committed before it died; outcome recorded by recovery"
-            if prepared.get("capsule"):
-                capsule = Capsule.model_validate(prepared["capsule"])
-                capsule.commit = commit
-                capsule.asset_id = None
-                capsule.asset_id = compute_asset_id(capsule.to_asset())
-                store.upsert_capsule(capsule)
-                event.capsule_id = capsule.id
-            store.add_event(event)
-            outcome, head = "success", commit
-        elif stored is not None and stored.outcome.status in ("success", "failed", "empty", "abandoned"):
+            _record_committed(store, run, stored, commit)
+            outcome, head = OutcomeStatus.success, commit
+        elif stored is not None and stored.outcome.status in FINAL_STATUSES:
             # the final outcome was written before the crash: finish the rollback, keep the record
-            if stored.outcome.status != "success":
+            if stored.outcome.status != OutcomeStatus.success:
                 self.rollback(run)
                 rolled_back = True
-            outcome, head = stored.outcome.status, run.head_sha
+            outcome, head = OutcomeStatus(stored.outcome.status), run.head_sha
         else:
             blast = self.blast_radius(run)
             self.rollback(run)
             rolled_back = True
-            event = stored or EvolutionEvent(id=run.event_id, meta={"at": run.started_at})
-            event.outcome = Outcome(status=OutcomeStatus.failed.value, score=C.FAILURE_SCORE)
+            event = stored or EvolutionEvent(id=run.event_id)
+            event.meta.at = event.meta.at or run.started_at
+            event.outcome = Outcome(status=OutcomeStatus.interrupted, score=0.0)
             event.blast_radius = blast.radius
-            event.meta["failure_reasons"] = ["interrupted"]
-            event.meta["interrupted_at_stage"] = run.stage
-            event.meta["empty_cycle"] = blast.files == 0
+            event.meta.failure_reasons = ["interrupted"]
+            event.meta.interrupted_at_stage = run.stage
+            event.meta.empty_cycle = blast.files == 0
+            event.meta.recovery = "the cycle died before it finished; rolled back by recovery"
             store.add_event(event)
-            outcome, head = "failed", run.head_sha
+            outcome, head = OutcomeStatus.interrupted, run.head_sha
         restored = self.restore_user_changes(run)
         store.close_run(run.event_id)
         return RecoveredRun(event_id=run.event_id, head_sha=head, outcome=outcome, commit=commit,
                             rolled_back=rolled_back, user_changes_restored=restored)
+
+
+FINAL_STATUSES = {OutcomeStatus.success, OutcomeStatus.failed, OutcomeStatus.empty, OutcomeStatus.abandoned,
+                  OutcomeStatus.interrupted}
+
+
+def _record_committed(store: Store, run: CycleRun, stored: EvolutionEvent | None, commit: str) -> None:
+    """The cycle committed before it died: its commit proves every check passed, so record the success it
+    had prepared (event and capsule), with the commit's sha."""
+    from gep.hashing import compute_asset_id
+
+    prepared = run.pending.solidify
+    event = prepared.event.model_copy(deep=True) if prepared else stored or EvolutionEvent(id=run.event_id)
+    event.outcome = Outcome(status=OutcomeStatus.success, score=C.SUCCESS_SCORE)
+    event.meta.commit = commit
+    if event.meta.empty_cycle is None:
+        event.meta.empty_cycle = False
+    event.meta.recovery = "the cycle committed before it died; outcome recorded by recovery"
+    if prepared and prepared.capsule:
+        capsule = prepared.capsule.model_copy(deep=True)
+        capsule.commit = commit
+        capsule.asset_id = None
+        capsule.asset_id = compute_asset_id(capsule.to_asset())
+        store.upsert_capsule(capsule)
+        event.capsule_id = capsule.id
+    store.add_event(event)
 
 
 def _parse_ts(ts: str) -> float:

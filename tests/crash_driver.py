@@ -98,7 +98,7 @@ def mutation() -> Mutation:
 def event(event_id: str = EVENT_ID) -> EvolutionEvent:
     return EvolutionEvent(id=event_id, intent="repair", signals=["log_error", "errsig:boom"],
                           genes_used=["gene_test"], mutation_id="mut_1700000000000",
-                          personality_state=PersonalityState(), meta={"personality": {"known": True}})
+                          personality_state=PersonalityState(), meta={"personality": {"key": "rigor=0.7", "known": True}})
 
 
 def tamper(path: Path) -> None:

@@ -148,7 +148,7 @@ def test_importing_twice_adds_nothing(store: Store) -> None:
 
 def test_export_import_export_is_stable_with_engine_written_objects(tmp_path: Path, store: Store) -> None:
     import_assets(store, REFERENCE)
-    store.add_validation_report(ValidationReport(id="vr_engine", commands=["python -m pytest -q"]))
+    store.add_validation_report(ValidationReport(id="vr_engine", commands=["python -m pytest -q"], overall_ok=True))
     store.add_event(EvolutionEvent(id="evt_engine", parent="evt_1718000100000", validation_report_id="vr_engine",
                                    outcome=Outcome(status="success", score=0.85), meta={"at": "2024-06-11"}))
     store.upsert_capsule(Capsule(id="capsule_engine", gene="gene_tool_integrity", summary="ok"))
@@ -192,6 +192,20 @@ def test_a_malformed_event_line_stops_the_import_before_any_write(tmp_path: Path
     (assets / "events.jsonl").write_text('{"type": "EvolutionEvent", "id": \n', encoding="utf-8")
     with pytest.raises(AssetError, match=r"events.jsonl:1: not valid JSON"):
         import_assets(store, assets)
+
+
+@pytest.mark.parametrize("missing", ["commands", "overall_ok"])
+def test_a_validation_report_that_does_not_say_what_passed_is_refused(tmp_path: Path, store: Store,
+                                                                      missing: str) -> None:
+    """Never read as passing: a report without its commands or its verdict stops the import."""
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    report = {"type": "ValidationReport", "id": "vr_x", "commands": ["python -m pytest"], "overall_ok": True}
+    del report[missing]
+    (assets / "events.jsonl").write_text(json.dumps(report) + "\n", encoding="utf-8")
+    with pytest.raises(AssetError, match=f"events.jsonl:1 \\(vr_x\\): field '{missing}': Field required"):
+        import_assets(store, assets)
+    assert store.list_validation_reports() == []
 
 
 def test_bad_asset_folders(tmp_path: Path, store: Store) -> None:

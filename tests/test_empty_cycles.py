@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gep.cycle import CycleOptions, run_cycle
+from gep import CycleRequest, run_cycle
 from gep.models import EvolutionEvent
 from gep.signals import analyze_recent_history
 from gep.store import Store
@@ -39,7 +39,7 @@ def venv_python_first(monkeypatch: pytest.MonkeyPatch) -> None:
 def cycle(ws: Path, agent: str) -> EvolutionEvent:
     cmd = shlex.join([sys.executable, "-c", agent])
     return run_cycle(
-        CycleOptions(workspace=ws, mutator="command", agent_cmd=cmd, seed=1), env=dict(os.environ)
+        CycleRequest(workspace=ws, mutator="command", agent_cmd=cmd, seed=1), env=dict(os.environ)
     )
 
 
@@ -53,14 +53,14 @@ def stored(ws: Path, event_id: str) -> EvolutionEvent:
 def test_a_noop_agent_cycle_is_recorded_empty(example_ws: Path) -> None:
     event = stored(example_ws, cycle(example_ws, NOOP_AGENT).id)
     assert event.outcome.status == "empty"
-    assert event.meta["empty_cycle"] is True
+    assert event.meta.empty_cycle is True
     assert (event.blast_radius.files, event.blast_radius.lines) == (0, 0)
 
 
 def test_a_failed_agent_that_changed_nothing_is_empty(example_ws: Path) -> None:
     event = stored(example_ws, cycle(example_ws, CRASHING_AGENT).id)
     assert event.outcome.status == "failed"
-    assert event.meta["empty_cycle"] is True
+    assert event.meta.empty_cycle is True
 
 
 def test_a_change_made_then_undone_is_not_empty(example_ws: Path) -> None:
@@ -70,18 +70,18 @@ def test_a_change_made_then_undone_is_not_empty(example_ws: Path) -> None:
     crashed = stored(example_ws, cycle(example_ws, EDIT_THEN_CRASH_AGENT).id)
     assert crashed.outcome.status == "failed"
     assert (example_ws / "stats.py").read_text() == before  # rolled back
-    assert crashed.meta["empty_cycle"] is False
+    assert crashed.meta.empty_cycle is False
     assert crashed.blast_radius.files == 1 and crashed.blast_radius.lines >= 1
     assert not crashed.is_empty_cycle
 
     rejected = stored(example_ws, cycle(example_ws, BREAKING_AGENT).id)
-    assert rejected.outcome.status == "failed" and rejected.meta["validation_ok"] is False
-    assert rejected.meta["empty_cycle"] is False and rejected.blast_radius.files == 1
+    assert rejected.outcome.status == "failed" and rejected.meta.validation_ok is False
+    assert rejected.meta.empty_cycle is False and rejected.blast_radius.files == 1
 
 
 def test_history_rules_count_the_engines_empty_cycles(example_ws: Path) -> None:
     events = [cycle(example_ws, NOOP_AGENT) for _ in range(5)]
-    assert all(e.meta["empty_cycle"] is True for e in events)
+    assert all(e.meta.empty_cycle is True for e in events)
     # The 4th cycle saw 3 empty ones, the 5th saw 4 (saturation, then the empty-cycle loop).
     assert "evolution_saturation" in events[3].signals
     assert "force_steady_state" not in events[3].signals
@@ -94,18 +94,18 @@ def test_history_rules_count_the_engines_empty_cycles(example_ws: Path) -> None:
 
 @pytest.mark.parametrize("edit", [False, True], ids=["untouched", "edited"])
 def test_an_abandoned_prompt_cycle_is_empty_only_if_nothing_was_changed(example_ws: Path, edit: bool) -> None:
-    pending = run_cycle(CycleOptions(workspace=example_ws, mutator="prompt", seed=1), env=dict(os.environ))
+    pending = run_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env=dict(os.environ))
     assert stored(example_ws, pending.id).outcome.status == "awaiting_changes"
     stats = example_ws / "stats.py"
     before = stats.read_text()
     if edit:
         stats.write_text(before + "\n# started, then given up\n")
     run_cycle(
-        CycleOptions(workspace=example_ws, mutator="prompt", seed=2, abandon_pending=True),
+        CycleRequest(workspace=example_ws, mutator="prompt", seed=2, abandon_pending=True),
         env=dict(os.environ),
     )
     abandoned = stored(example_ws, pending.id)
     assert abandoned.outcome.status == "abandoned"
     assert stats.read_text() == before  # the edit was thrown away
-    assert abandoned.meta["empty_cycle"] is (not edit)
+    assert abandoned.meta.empty_cycle is (not edit)
     assert abandoned.blast_radius.files == (1 if edit else 0)

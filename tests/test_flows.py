@@ -81,10 +81,10 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
     assert event.outcome.status == "awaiting_changes"
     assert event.genes_used == ["gene_repair_from_errors"]
     assert "log_error" in event.signals
-    run = flow_run(event.meta["flow_run_id"])
+    run = flow_run(event.meta.flow_run_id)
     assert run.name.startswith("cycle-0001 repair gene_repair_from_errors")
     assert {"intent:repair", "gene:gene_repair_from_errors", "outcome:awaiting_changes"} <= set(run.tags)
-    prompt_file = Path(event.meta["mutator_result"]["prompt_file"])
+    prompt_file = Path(event.meta.mutator_result.prompt_file)
     assert prompt_file.is_file() and "stats" in prompt_file.read_text()
     key = workspace_key(example_ws)
     assert artifacts(f"gep-{key}-cycle"), "markdown artifact missing"
@@ -100,7 +100,7 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
     stats = example_ws / "stats.py"
     stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
     done = solidify_pending(workspace=str(example_ws), summary="Divide the mean by n, not n-1")
-    assert done.id == event.id and done.outcome.status == "success", done.meta.get("failure_reasons")
+    assert done.id == event.id and done.outcome.status == "success", done.meta.failure_reasons
     log = git(example_ws, "log", "-1", "--format=%B")
     assert log.startswith("gep(repair): Divide the mean by n, not n-1\n")
     assert f"GEP-Event: {event.id}" in log
@@ -116,12 +116,12 @@ def test_command_agent_fix_commits(prefect_server, example_ws: Path, tmp_path: P
 
     event = evolution_cycle(workspace=str(example_ws), mutator="command",
                             agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
-    assert event.outcome.status == "success", event.meta.get("failure_reasons")
+    assert event.outcome.status == "success", event.meta.failure_reasons
     head = git(example_ws, "log", "-1", "--format=%H%n%B")
-    assert event.meta["commit"] in head
+    assert event.meta.commit in head
     assert f"GEP-Event: {event.id}" in head and "GEP-Gene: gene_repair_from_errors" in head
-    assert "fixed the mean" in event.meta["mutator_result"]["output"]
-    assert flow_run(event.meta["flow_run_id"]).state_name == "Completed"
+    assert "fixed the mean" in event.meta.mutator_result.output
+    assert flow_run(event.meta.flow_run_id).state_name == "Completed"
 
 
 def test_command_agent_that_breaks_tests_is_rolled_back(prefect_server, example_ws: Path, tmp_path: Path):
@@ -133,7 +133,7 @@ def test_command_agent_that_breaks_tests_is_rolled_back(prefect_server, example_
     event = evolution_cycle(workspace=str(example_ws), mutator="command",
                             agent_cmd=agent(tmp_path, "brk", BREAK_AGENT))
     assert event.outcome.status == "failed"
-    assert any(r.startswith("validation") for r in event.meta["failure_reasons"])
+    assert any(r.startswith("validation") for r in event.meta.failure_reasons)
     assert git(example_ws, "rev-parse", "HEAD") == before
     assert (example_ws / "stats.py").read_bytes() == original
     assert not (example_ws / "notes_from_agent.txt").exists()
@@ -147,23 +147,23 @@ def test_command_agent_that_breaks_tests_is_rolled_back(prefect_server, example_
 
 
 def test_stage_failure_fails_run_and_records_event(prefect_server, example_ws: Path, monkeypatch):
-    import gep.cycle
+    import gep.stages
     from flows.cycle import evolution_cycle
 
     def broken(*_a, **_k):
         raise RuntimeError("mutator exploded")
 
-    monkeypatch.setattr(gep.cycle, "get_mutator", broken)
+    monkeypatch.setattr(gep.stages, "get_mutator", broken)
     state = evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
     assert state.is_failed()
     [ev] = events(example_ws)
     assert ev.outcome.status == "failed"
-    assert "RuntimeError: mutator exploded" in ev.meta["failure_reasons"][0]
+    assert "RuntimeError: mutator exploded" in ev.meta.failure_reasons[0]
     assert git(example_ws, "status", "--porcelain").strip() == ""
 
 
-@pytest.mark.parametrize("module, name", [("gep.cycle", "collect_sources"), ("gep.cycle", "extract_signals"),
-                                           ("gep.cycle", "select_gene_and_capsule")])
+@pytest.mark.parametrize("module, name", [("gep.stages", "collect_sources"), ("gep.stages", "extract_signals"),
+                                           ("gep.stages", "select_gene_and_capsule")])
 def test_failure_in_an_early_stage_is_recorded_too(prefect_server, example_ws: Path, monkeypatch, module: str,
                                                    name: str):
     import importlib
@@ -177,8 +177,8 @@ def test_failure_in_an_early_stage_is_recorded_too(prefect_server, example_ws: P
     state = evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
     assert state.is_failed()
     [ev] = events(example_ws)
-    assert ev.outcome.status == "failed" and ev.meta["flow_run_id"] == str(state.state_details.flow_run_id)
-    assert f"RuntimeError: {name} exploded" in ev.meta["failure_reasons"][0]
+    assert ev.outcome.status == "failed" and ev.meta.flow_run_id == str(state.state_details.flow_run_id)
+    assert f"RuntimeError: {name} exploded" in ev.meta.failure_reasons[0]
     assert git(example_ws, "status", "--porcelain").strip() == ""
 
 
@@ -211,7 +211,7 @@ def test_fleet_runs_each_workspace_once_never_interleaved(prefect_server, tmp_pa
     evs_a = events(a)
     assert len(evs_a) == 2  # listed twice: two cycles, one after the other
     assert all(e.outcome.status == "empty" for e in evs_a + events(b))
-    starts = sorted(e.meta["at"] for e in evs_a)
+    starts = sorted(e.meta.at for e in evs_a)
     assert starts[0] != starts[1]
 
 
@@ -234,8 +234,8 @@ def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_pa
     while time.time() < deadline and run_id is None:
         time.sleep(1)
         running = [e for e in events(example_ws) if e.outcome.status == "running"]
-        if running and running[0].meta.get("flow_run_id"):
-            candidate = running[0].meta["flow_run_id"]
+        if running and running[0].meta.flow_run_id:
+            candidate = running[0].meta.flow_run_id
             if flow_run(candidate).state_name == "Paused":
                 run_id = candidate
     assert run_id, "the flow never paused for review"
@@ -244,12 +244,12 @@ def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_pa
     t.join(120)
     event = result["event"]
     if approve:
-        assert event.outcome.status == "success", event.meta.get("failure_reasons")
+        assert event.outcome.status == "success", event.meta.failure_reasons
         assert f"GEP-Event: {event.id}" in git(example_ws, "log", "-1", "--format=%B")
         assert "sum(values) / len(values)" in (example_ws / "stats.py").read_text()
     else:
         assert event.outcome.status == "failed"
-        assert any("review" in r for r in event.meta["failure_reasons"])
+        assert any("review" in r for r in event.meta.failure_reasons)
         assert "(len(values) - 1)" in (example_ws / "stats.py").read_text()
         assert git(example_ws, "log", "-1", "--format=%s").strip() == "initial"
 
@@ -270,14 +270,14 @@ def test_claude_driven_cycle_edits_validates_finishes_commits(prefect_server, ex
         event = evolution_cycle(workspace=str(example_ws))  # no --mutator: anthropic, since a key is set
     finally:
         fake.stop()
-    assert event.meta["mutator"] == "anthropic"
-    assert event.outcome.status == "success", event.meta.get("failure_reasons")
+    assert event.meta.mutator == "anthropic"
+    assert event.outcome.status == "success", event.meta.failure_reasons
     subject = git(example_ws, "log", "-1", "--format=%s").strip()
     assert subject == "gep(repair): Fix stats.mean dividing by len-1"
     assert "sum(values) / len(values)" in (example_ws / "stats.py").read_text()
-    metrics = event.meta["mutator_result"]["metrics"]
-    assert metrics["turns"] == 6 and metrics["input_tokens"] > 0 and metrics["cache_read_input_tokens"] > 0
-    assert event.meta["prompt_sizes"]["total"] > 0
+    metrics = event.meta.mutator_result.metrics
+    assert metrics.turns == 6 and metrics.input_tokens > 0 and metrics.cache_read_input_tokens > 0
+    assert event.meta.prompt_sizes.total > 0
     assert "sk-ant-test" not in event.model_dump_json()
     assert git(example_ws, "status", "--porcelain").strip() == ""
 
@@ -351,3 +351,21 @@ def test_a_cycle_waits_for_the_workspace_slot_and_gives_up_cancelled(prefect_ser
     assert events(example_ws) == []
     # the slot is free again: the next run goes through
     assert flows.cycle.evolution_cycle(workspace=str(example_ws), mutator="prompt").outcome.status == "awaiting_changes"
+
+
+def test_the_flow_runs_the_engines_stage_list(prefect_server, example_ws: Path, monkeypatch):
+    """flows/cycle.py does not restate the order: each stage of gep.pipeline.STAGES is one task run, and a
+    stage removed from that list is gone from the flow too."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from flows.cycle import evolution_cycle
+    from gep import pipeline as P
+
+    monkeypatch.setattr(P, "STAGES", [s for s in P.STAGES if s.name != "extract signals"])
+    event = evolution_cycle(workspace=str(example_ws), mutator="prompt")
+    assert event.signals == [] and event.outcome.status == "empty"
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[event.meta.flow_run_id])))
+    names = {r.name.rsplit("-", 1)[0] for r in runs}
+    assert names == {"collect sources", "analyse history", "gate", "select", "build mutation", "record"}

@@ -329,7 +329,7 @@ def test_secrets_in_the_workspace_logs_reach_no_prompt_request_or_store(
 
     from conftest import git
 
-    from gep.cycle import CycleOptions, run_cycle
+    from gep import CycleRequest, run_cycle
 
     secrets = ["sk-ant-api03-" + "Zx9" * 14, "ghp_" + "Q1w2E3r4T5y6U7i8O9p0" * 2, "hunter2-Very-Secret",
                "MIIEowIBAAKCAQEAsecretPemBodyLine0123456789"]
@@ -346,12 +346,12 @@ def test_secrets_in_the_workspace_logs_reach_no_prompt_request_or_store(
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
     env = {**os.environ, "GEP_MODEL": MODEL}
-    event = run_cycle(CycleOptions(workspace=example_ws, mutator="anthropic"), env=env)
+    event = run_cycle(CycleRequest(workspace=example_ws, mutator="anthropic"), env=env)
 
-    assert event.outcome.status == "success", event.meta.get("failure_reasons")
+    assert event.outcome.status == "success", event.meta.failure_reasons
     sent = json.dumps([q.body for q in fake.requests])
     assert "[REDACTED]" in sent and "git push rejected" in sent  # the log did go out, redacted
-    prompt_file = Path(event.meta["mutator_result"]["prompt_file"]).read_text()
+    prompt_file = Path(event.meta.mutator_result.prompt_file).read_text()
     with sqlite3.connect(example_ws / ".gep" / "gep.db") as db:
         stored = "\n".join(db.iterdump())
     engine_commit = git(example_ws, "show", "HEAD")

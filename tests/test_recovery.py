@@ -58,12 +58,14 @@ def _recover(ws: Path) -> list[object]:
         return list(recover(workspace=ws, store=store, settings=settings))
 
 
-@pytest.mark.parametrize("allow_dirty", [False, True], ids=["clean", "allow-dirty"])
-@pytest.mark.parametrize("stage", ["during_stash", "after_begin", "after_mutation", "after_tamper",
-                                   "during_validation", "before_commit"])
+KILL_POINTS = [(stage, dirty) for stage in ("during_stash", "after_begin", "after_mutation", "after_tamper",
+                                             "during_validation", "before_commit")
+               for dirty in (False, True) if dirty or stage != "during_stash"]  # nothing is stashed on a clean tree
+
+
+@pytest.mark.parametrize("stage, allow_dirty", KILL_POINTS,
+                         ids=[f"{s}-{'allow-dirty' if d else 'clean'}" for s, d in KILL_POINTS])
 def test_kill_before_commit_then_recover_restores_baseline(tmp_path: Path, stage: str, allow_dirty: bool) -> None:
-    if stage == "during_stash" and not allow_dirty:
-        pytest.skip("nothing is stashed on a clean tree")
     ws = make_scenario(tmp_path / "ws")
     if allow_dirty:
         user_dirty_edits(ws)
@@ -81,8 +83,8 @@ def test_kill_before_commit_then_recover_restores_baseline(tmp_path: Path, stage
     with Store.for_workspace(ws) as store:
         events = store.list_events(limit=10)
         assert [e.id for e in events] == [EVENT_ID]
-        assert events[0].outcome.status == "failed"
-        assert events[0].meta["failure_reasons"] == ["interrupted"]
+        assert events[0].outcome.status == "interrupted"  # not a failure of the gene: the process died
+        assert events[0].meta.failure_reasons == ["interrupted"]
         assert store.list_capsules() == []
         assert store.get_run(EVENT_ID).status == "closed"  # type: ignore[union-attr]
         assert store.open_runs() == []
@@ -111,7 +113,7 @@ def test_kill_during_rollback_keeps_the_real_failure_and_finishes_the_rollback(t
         events = store.list_events(limit=10)
         assert [e.id for e in events] == [EVENT_ID]
         # the reasons recorded before the crash are kept, not replaced by "interrupted"
-        assert events[0].meta["failure_reasons"][0].startswith("validation: python check.py exited 1")
+        assert events[0].meta.failure_reasons[0].startswith("validation: python check.py exited 1")
         assert len(store.list_failed_capsules()) == 1 and store.list_capsules() == []
         assert store.open_runs() == []
 
@@ -152,8 +154,8 @@ def test_kill_after_commit_records_the_committed_success(tmp_path: Path, allow_d
         events = store.list_events(limit=10)
         assert [e.id for e in events] == [EVENT_ID]
         assert events[0].outcome.status == "success"
-        assert events[0].meta["commit"] == head
-        assert events[0].meta["empty_cycle"] is False
+        assert events[0].meta.commit == head
+        assert events[0].meta.empty_cycle is False
         capsules = store.list_capsules()
         assert len(capsules) == 1 and capsules[0].commit == head and capsules[0].asset_id
         assert events[0].capsule_id == capsules[0].id
@@ -161,6 +163,30 @@ def test_kill_after_commit_records_the_committed_success(tmp_path: Path, allow_d
     assert _recover(ws) == []
     with Store.for_workspace(ws) as store:
         assert store.count_events() == 1 and len(store.list_capsules()) == 1
+
+
+def test_gep_recover_says_a_committed_cycle_was_recorded_as_a_success(tmp_path: Path) -> None:
+    ws = make_scenario(tmp_path / "ws")
+    assert _run_driver(ws, "after_commit", False).returncode == -signal.SIGKILL
+    head = git(ws, "rev-parse", "HEAD").strip()
+    out = subprocess.run([str(Path(sys.executable).with_name("gep")), "recover", "--workspace", str(ws)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"recovered {EVENT_ID}: the cycle had committed {head[:12]}; recorded as a success"
+    with Store.for_workspace(ws) as store:
+        assert store.get_event(EVENT_ID).outcome.status == "success"  # type: ignore[union-attr]
+
+
+def test_gep_recover_says_an_interrupted_cycle_was_rolled_back(tmp_path: Path) -> None:
+    ws = make_scenario(tmp_path / "ws")
+    baseline = snapshot(ws)
+    assert _run_driver(ws, "after_mutation", False).returncode == -signal.SIGKILL
+    out = subprocess.run([str(Path(sys.executable).with_name("gep")), "recover", "--workspace", str(ws)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    head = str(baseline["head"])
+    assert out.stdout.strip() == f"recovered {EVENT_ID}: workspace restored to {head[:12]}; recorded as interrupted"
+    assert snapshot(ws) == baseline
 
 
 def test_uninterrupted_driver_succeeds(tmp_path: Path) -> None:

@@ -92,7 +92,7 @@ def test_serve_registers_runs_and_stops_on_ctrl_c(live_prefect: LiveServer, tmp_
             assert state == "Completed", log.read_text()[-4000:]
         with Store.for_workspace(ws) as store:
             [event] = store.list_events(limit=5)
-        assert event.meta["flow_run_id"] == str(run.id) and event.outcome.status == "awaiting_changes"
+        assert event.meta.flow_run_id == str(run.id) and event.outcome.status == "awaiting_changes"
 
         # Ctrl-C: the terminal sends SIGINT to the foreground process group
         started = time.monotonic()

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from crash_driver import event, gene, git, make_scenario, mutate, mutation, snapshot, user_dirty_edits
 
+from gep.checks import classify_blast
 from gep.config import Settings
 from gep.models import EvolutionEvent, Gene, Mutation, PersonalityState, RiskLevel
-from gep.solidify import ReviewRequest, SolidifyInput, SolidifyResult, classify_blast, solidify
+from gep.solidify import ReviewRequest, SolidifyInput, SolidifyResult, solidify
 from gep.store import Store
 from gep.workspace import Workspace
 
@@ -60,7 +61,7 @@ def break_app(p: Path) -> None:
 def test_success_commits_with_trailers_and_records_everything(ws_path: Path, store: Store) -> None:
     before = snapshot(ws_path)
     res = cycle(ws_path, store, mutate)
-    assert res.event.outcome.status == "success", res.event.meta["failure_reasons"]
+    assert res.event.outcome.status == "success", res.event.meta.failure_reasons
     head = git(ws_path, "rev-parse", "HEAD").strip()
     assert res.commit_sha == head and git(ws_path, "rev-parse", "HEAD^").strip() == before["head"]
     msg = git(ws_path, "log", "-1", "--format=%B")
@@ -77,11 +78,11 @@ def test_success_commits_with_trailers_and_records_everything(ws_path: Path, sto
     stored = store.get_event(res.event.id)
     assert stored is not None and stored.outcome.status == "success" and stored.outcome.score == 0.85
     meta = stored.meta
-    assert meta["commit"] == head and meta["empty_cycle"] is False and meta["failure_reasons"] == []
-    assert meta["validation"] == [{"cmd": "python check.py", "ok": True}]
-    assert meta["validation_ok"] and meta["canary_ok"] and meta["protocol_ok"]
-    assert meta["blast_severity"] == "within_limit" and meta["constraint_violations"] == []
-    assert stored.blast_radius.files == 4 and meta["diff_chars"] > 0
+    assert meta.commit == head and meta.empty_cycle is False and meta.failure_reasons == []
+    assert [v.model_dump() for v in meta.validation] == [{"cmd": "python check.py", "ok": True}]
+    assert meta.validation_ok and meta.canary_ok and meta.protocol_ok
+    assert meta.blast_severity == "within_limit" and meta.constraint_violations == []
+    assert stored.blast_radius.files == 4 and meta.diff_chars > 0
     capsules = store.list_capsules()
     assert len(capsules) == 1 and capsules[0].commit == head and capsules[0].gene == "gene_test"
     assert capsules[0].diff and len(capsules[0].diff) <= 8_000 + 20 and capsules[0].asset_id
@@ -106,7 +107,7 @@ def test_commit_on_evolution_branch(ws_path: Path, store: Store) -> None:
     assert res.event.outcome.status == "success"
     assert git(ws_path, "rev-parse", "main").strip() == base
     assert git(ws_path, "rev-parse", "gep/evolution").strip() == res.commit_sha
-    assert res.event.meta["branch"] == "gep/evolution"
+    assert res.event.meta.branch == "gep/evolution"
 
 
 def test_secrets_in_the_change_do_not_reach_the_capsule(ws_path: Path, store: Store) -> None:
@@ -124,15 +125,15 @@ def test_failed_validation_rolls_back_and_keeps_user_files(ws_path: Path, store:
     res = cycle(ws_path, store, break_app)
     assert res.event.outcome.status == "failed" and res.commit_sha is None
     assert snapshot(ws_path) == before  # tracked restored, created removed, notes/.venv/debug.log/data kept
-    reasons = res.event.meta["failure_reasons"]
+    reasons = res.event.meta.failure_reasons
     assert reasons and reasons[0].startswith("validation: python check.py exited 1")
-    assert res.event.meta["validation_ok"] is False and res.event.meta["empty_cycle"] is False
+    assert res.event.meta.validation_ok is False and res.event.meta.empty_cycle is False
     failed = store.list_failed_capsules()
     assert len(failed) == 1 and failed[0].gene == "gene_test" and "return a - b" in failed[0].diff_snapshot
     assert failed[0].failure_reason.startswith("validation:") and failed[0].asset_id
     assert store.list_capsules() == []
     stored = store.get_event(res.event.id)
-    assert stored is not None and stored.outcome.status == "failed" and stored.meta["failure_reasons"] == reasons
+    assert stored is not None and stored.outcome.status == "failed" and stored.meta.failure_reasons == reasons
     assert store.get_validation_report(stored.validation_report_id or "").overall_ok is False  # type: ignore[union-attr]
 
 
@@ -147,7 +148,7 @@ def test_forbidden_path_fails_without_running_validation(ws_path: Path, store: S
 
     res = cycle(ws_path, store, touch_forbidden)
     assert res.event.outcome.status == "failed"
-    assert "constraint: forbidden path touched: secrets/key.txt" in res.event.meta["failure_reasons"]
+    assert "constraint: forbidden path touched: secrets/key.txt" in res.event.meta.failure_reasons
     assert not marker.exists()  # a change that broke a constraint is never executed
     assert res.report.results == [] and res.report.overall_ok is False
     assert snapshot(ws_path) == before
@@ -160,11 +161,11 @@ def test_hard_cap_breach_fails(ws_path: Path, store: Store) -> None:
 
     res = cycle(ws_path, store, many, settings=Settings(hard_cap_files=3))
     assert res.event.outcome.status == "failed"
-    assert res.event.meta["blast_severity"] == "hard_cap_breach"
-    assert any(r.startswith("constraint: hard cap breach: 4 files") for r in res.event.meta["failure_reasons"])
+    assert res.event.meta.blast_severity == "hard_cap_breach"
+    assert any(r.startswith("constraint: hard cap breach: 4 files") for r in res.event.meta.failure_reasons)
     lines = cycle(ws_path, store, lambda p: (p / "big.py").write_text("x = 1\n" * 50),
                   settings=Settings(hard_cap_lines=20), ev=event("evt_9_z"))
-    assert lines.event.outcome.status == "failed" and lines.event.meta["blast_severity"] == "hard_cap_breach"
+    assert lines.event.outcome.status == "failed" and lines.event.meta.blast_severity == "hard_cap_breach"
 
 
 def test_blast_severity_scale() -> None:
@@ -180,10 +181,10 @@ def test_blast_severity_scale() -> None:
 def test_max_files_exceeded_fails_and_approaching_warns(ws_path: Path, store: Store) -> None:
     res = cycle(ws_path, store, mutate, g=gene(max_files=3))
     assert res.event.outcome.status == "failed"
-    assert "constraint: max_files exceeded: 4 > 3" in res.event.meta["failure_reasons"]
+    assert "constraint: max_files exceeded: 4 > 3" in res.event.meta.failure_reasons
     ok = cycle(ws_path, store, mutate, g=gene(max_files=4), ev=event("evt_2_b"))
     assert ok.event.outcome.status == "success"
-    assert ok.event.meta["blast_severity"] == "approaching_limit" and ok.event.meta["constraint_warnings"]
+    assert ok.event.meta.blast_severity == "approaching_limit" and ok.event.meta.constraint_warnings
 
 
 @pytest.mark.parametrize("how", ["emptied", "deleted"])
@@ -198,7 +199,7 @@ def test_protected_file_emptied_or_deleted_fails(ws_path: Path, store: Store, ho
 
     res = cycle(ws_path, store, damage)
     assert res.event.outcome.status == "failed"
-    assert f"constraint: protected file {how}: MEMORY.md" in res.event.meta["failure_reasons"]
+    assert f"constraint: protected file {how}: MEMORY.md" in res.event.meta.failure_reasons
     assert snapshot(ws_path) == before
     # editing a protected file is fine
     ok = cycle(ws_path, store, lambda p: (p / "MEMORY.md").write_text("# memory\nmore\n"), ev=event("evt_2_b"))
@@ -209,15 +210,15 @@ def test_canary_catches_a_broken_python_file(ws_path: Path, store: Store) -> Non
     before = snapshot(ws_path)
     res = cycle(ws_path, store, lambda p: (p / "broken.py").write_text("def oops(:\n"))
     assert res.event.outcome.status == "failed"
-    assert res.event.meta["validation_ok"] is True and res.event.meta["canary_ok"] is False
-    assert any(r.startswith("canary: compileall") for r in res.event.meta["failure_reasons"])
+    assert res.event.meta.validation_ok is True and res.event.meta.canary_ok is False
+    assert any(r.startswith("canary: compileall") for r in res.event.meta.failure_reasons)
     assert snapshot(ws_path) == before
 
 
 def test_blocked_validation_command_fails(ws_path: Path, store: Store) -> None:
     res = cycle(ws_path, store, mutate, g=gene(["python check.py && touch pwned"]))
     assert res.event.outcome.status == "failed"
-    assert any("blocked" in r for r in res.event.meta["failure_reasons"])
+    assert any("blocked" in r for r in res.event.meta.failure_reasons)
     assert not (ws_path / "pwned").exists()
 
 
@@ -228,8 +229,8 @@ def test_protocol_high_risk_and_intent_mismatch(ws_path: Path, store: Store) -> 
     mut.risk_level = RiskLevel.high
     ev.intent = "optimize"
     res = cycle(ws_path, store, mutate, ev=ev, mut=mut)
-    reasons = res.event.meta["failure_reasons"]
-    assert res.event.outcome.status == "failed" and res.event.meta["protocol_ok"] is False
+    reasons = res.event.meta.failure_reasons
+    assert res.event.outcome.status == "failed" and res.event.meta.protocol_ok is False
     assert "protocol: high_risk_mutation_not_allowed_by_personality" in reasons
     assert "protocol: intent_mismatch_with_mutation:optimize!=repair" in reasons
 
@@ -240,7 +241,7 @@ def test_review_rejection_rolls_back(ws_path: Path, store: Store) -> None:
     res = cycle(ws_path, store, mutate, approve=lambda r: seen.append(r) or False)
     assert seen and seen[0].files == 4 and "GEP-Event" in seen[0].message and seen[0].diff
     assert res.event.outcome.status == "failed"
-    assert "protocol: rejected in review" in res.event.meta["failure_reasons"]
+    assert "protocol: rejected in review" in res.event.meta.failure_reasons
     assert snapshot(ws_path) == before
 
 
@@ -250,7 +251,7 @@ def test_review_rejection_rolls_back(ws_path: Path, store: Store) -> None:
 def test_empty_change_is_recorded_as_empty_not_success(ws_path: Path, store: Store) -> None:
     before = snapshot(ws_path)
     res = cycle(ws_path, store, lambda p: None)
-    assert res.event.outcome.status == "empty" and res.event.meta["empty_cycle"] is True
+    assert res.event.outcome.status == "empty" and res.event.meta.empty_cycle is True
     assert res.commit_sha is None and res.capsule is None and res.failed_capsule is None
     assert snapshot(ws_path) == before
     stored = store.get_event(res.event.id)
@@ -288,7 +289,7 @@ def test_allow_dirty_cycle_may_not_touch_the_users_files(ws_path: Path, store: S
     res = cycle(ws_path, store, lambda p: (p / "README.md").write_text("rewritten by the agent\n"),
                 allow_dirty=True)
     assert res.event.outcome.status == "failed"
-    assert any("uncommitted changes (--allow-dirty): README.md" in r for r in res.event.meta["failure_reasons"])
+    assert any("uncommitted changes (--allow-dirty): README.md" in r for r in res.event.meta.failure_reasons)
     assert snapshot(ws_path) == before
 
 
@@ -322,7 +323,7 @@ def test_a_users_untracked_file_changed_by_the_cycle_fails_and_is_restored(ws_pa
     assert res.event.outcome.status == "failed" and res.commit_sha is None
     verb = "deleted" if how == "deleted" else "changed"
     assert (f"constraint: {verb} a file that was untracked before the cycle (yours): notes.txt"
-            in res.event.meta["failure_reasons"])
+            in res.event.meta.failure_reasons)
     assert res.failed_capsule is not None and any("notes.txt" in v for v in res.failed_capsule.constraint_violations)
     assert snapshot(ws_path) == before  # notes.txt back byte for byte (and mode)
     if how == "modified":  # the cycle's version is kept, not destroyed
@@ -334,7 +335,7 @@ def test_a_change_to_a_users_untracked_file_alone_is_a_failure_not_an_empty_cycl
                                                                                  store: Store) -> None:
     before = snapshot(ws_path)
     res = cycle(ws_path, store, lambda p: (p / "notes.txt").write_text("x\n"))
-    assert res.event.outcome.status == "failed" and res.event.meta["empty_cycle"] is False
+    assert res.event.outcome.status == "failed" and res.event.meta.empty_cycle is False
     assert snapshot(ws_path) == before
 
 
@@ -348,7 +349,7 @@ def test_staging_a_users_untracked_file_fails_and_never_commits_it(ws_path: Path
     res = cycle(ws_path, store, stage)
     assert res.event.outcome.status == "failed"
     assert ("constraint: staged a file that was untracked before the cycle (yours): notes.txt"
-            in res.event.meta["failure_reasons"])
+            in res.event.meta.failure_reasons)
     assert snapshot(ws_path) == before
 
 
@@ -369,7 +370,7 @@ def test_tampering_with_git_hooks_and_config_fails_and_is_undone(ws_path: Path, 
 
     res = cycle(ws_path, store, tamper)
     assert res.event.outcome.status == "failed" and res.commit_sha is None
-    reasons = res.event.meta["failure_reasons"]
+    reasons = res.event.meta.failure_reasons
     for shown in (".git/config (modified)", ".git/hooks/post-checkout (modified)", ".git/hooks/pre-commit (added)"):
         assert f"constraint: forbidden path touched: {shown}" in reasons
     assert res.report.results == []  # a change that broke a constraint is never executed
@@ -388,7 +389,7 @@ def test_a_user_file_too_large_to_copy_is_detected_but_left_alone(ws_path: Path,
     res = cycle(ws_path, store, lambda p: (p / "big.dat").write_text("y" * 100))
     assert res.event.outcome.status == "failed"
     assert ("constraint: changed a file that was untracked before the cycle (yours): big.dat "
-            "(too large to keep a copy: not restored)") in res.event.meta["failure_reasons"]
+            "(too large to keep a copy: not restored)") in res.event.meta.failure_reasons
     assert (ws_path / "big.dat").read_text() == "y" * 100  # no copy to restore from: left as it is
 
 
@@ -402,8 +403,8 @@ def test_validation_output_files_are_removed_and_a_success_leaves_a_clean_tree(w
                                     "open('reports/out.txt', 'w').write('x')\n")
 
     res = cycle(ws_path, store, change)
-    assert res.event.outcome.status == "success", res.event.meta["failure_reasons"]
-    assert res.event.meta["validation_artifacts_removed"] == ["reports/out.txt"]
+    assert res.event.outcome.status == "success", res.event.meta.failure_reasons
+    assert res.event.meta.validation_artifacts_removed == ["reports/out.txt"]
     assert not (ws_path / "reports").exists()
     assert git(ws_path, "status", "--porcelain") == "?? notes.txt\n"  # only the user's own file
     assert set(git(ws_path, "show", "--name-only", "--format=", "HEAD").split()) == {"check.py", "feature.py"}
@@ -420,5 +421,5 @@ def test_validation_that_changes_tracked_or_changed_files_fails(ws_path: Path, s
     res = cycle(ws_path, store, change)
     assert res.event.outcome.status == "failed"
     assert (f"validation: the commands changed the workspace they checked: {target}"
-            in res.event.meta["failure_reasons"])
+            in res.event.meta.failure_reasons)
     assert snapshot(ws_path) == before

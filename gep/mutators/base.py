@@ -9,7 +9,7 @@ one-line ``error``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,9 +17,10 @@ from gep import constants as C
 from gep.config import GEP_DIR, Settings
 from gep.models import Gene
 from gep.prompt import GepPrompt, render_markdown
+from gep.records import MutatorMetrics as MutatorMetrics
+from gep.records import MutatorResult as MutatorResult
+from gep.records import MutatorStatus as MutatorStatus
 from gep.sanitize import redact
-
-MutatorStatus = Literal["changed", "no_change", "awaiting_changes", "error"]
 
 
 class MutationRequest(BaseModel):
@@ -32,34 +33,6 @@ class MutationRequest(BaseModel):
     settings: Settings
     forbidden_paths: list[str] = Field(default_factory=list)  # gene forbidden + .git + .gep + protected
     validation_commands: list[str] = Field(default_factory=list)
-
-
-class MutatorMetrics(BaseModel):
-    model: str | None = None
-    turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    estimated_cost_usd: float | None = None  # None: no price known for the model
-    tool_calls: int = 0
-    tool_refusals: int = 0
-    duration_ms: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return (self.input_tokens + self.output_tokens + self.cache_creation_input_tokens
-                + self.cache_read_input_tokens)
-
-
-class MutatorResult(BaseModel):
-    status: MutatorStatus
-    summary: str = ""  # one line; solidify uses it as the commit subject
-    rationale: str = ""
-    error: str | None = None  # one line when status == "error"
-    metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)
-    output: str = ""  # bounded, redacted
-    prompt_file: str | None = None
 
 
 @runtime_checkable

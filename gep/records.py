@@ -1,0 +1,159 @@
+"""Typed records a cycle keeps in its event's ``meta``: what the selector, the personality, the history
+rules, the sources, the prompt and the mutator decided or measured.
+
+A leaf module (pydantic only), so that ``gep.models.EventMeta`` can type every field without importing the
+modules that produce them; those modules import their result types from here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# ---------------------------------------------------------------- selection
+
+
+class GeneBan(BaseModel):
+    gene_id: str
+    source: str  # "signal" | "failed_capsules" | "memory"
+    reason: str
+    cycles_left: int | None = None  # cycles the ban still covers, this one included; None: while evidence lasts
+
+
+class CandidateScore(BaseModel):
+    gene_id: str
+    match_score: float
+    expected: float = 0.5
+    evidence: float = 0.0
+    banned: bool = False
+
+
+class SelectorDecision(BaseModel):
+    # other tools write their own selector record (e.g. the reference's ``reason``): kept, not dropped
+    model_config = ConfigDict(extra="allow")
+
+    selected: str | None = None
+    capsule: str | None = None
+    alternatives: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+    drift: bool = False
+    drift_intensity: float = 0.0
+    drift_mode: str = "none"  # none | selection | drift
+    bans_applied: list[GeneBan] = Field(default_factory=list)
+    dominance_capped: list[str] = Field(default_factory=list)
+    scores: list[CandidateScore] = Field(default_factory=list)
+    signal_key: str = ""
+    memory_preferred: str | None = None
+
+
+# ---------------------------------------------------------------- personality
+
+
+class PersonalityMutation(BaseModel):
+    type: str = "PersonalityMutation"
+    param: str
+    delta: float
+    reason: str
+
+
+class PersonalityRecord(BaseModel):
+    """How the cycle's personality was chosen (the state itself is the event's ``personality_state``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    key: str
+    known: bool
+    mutations: list[PersonalityMutation] = Field(default_factory=list)
+    best_known_key: str | None = None
+    best_known_score: float | None = None
+    triggered: str | None = None  # why triggered mutations ran, if they did
+
+
+# ---------------------------------------------------------------- history rules
+
+
+class HistoryRecord(BaseModel):
+    """What the last events say about loops (the reference's ``analyzeRecentHistory``)."""
+
+    suppressed_signals: list[str] = Field(default_factory=list)
+    recent_intents: list[str] = Field(default_factory=list)
+    consecutive_repair_count: int = 0
+    empty_cycle_count: int = 0
+    consecutive_empty_cycles: int = 0
+    consecutive_failure_count: int = 0
+    recent_failure_count: int = 0
+    recent_failure_ratio: float = 0.0
+    signal_freq: dict[str, int] = Field(default_factory=dict)
+    gene_freq: dict[str, int] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- sources and prompt
+
+SourceKind = Literal["transcript", "memory_log", "log", "memory", "user"]
+
+
+class SourceFile(BaseModel):
+    """One file a cycle read (paths relative to the workspace)."""
+
+    path: str
+    kind: SourceKind
+    size: int
+    bytes_read: int
+    truncated: bool
+    mtime: float = 0.0
+
+
+class SourcesRecord(BaseModel):
+    files: list[SourceFile] = Field(default_factory=list)
+
+
+class PromptSizes(BaseModel):
+    system_chars: int
+    context_chars: int
+    total: int
+
+
+# ---------------------------------------------------------------- mutator
+
+MutatorStatus = Literal["changed", "no_change", "awaiting_changes", "error"]
+
+
+class MutatorMetrics(BaseModel):
+    model: str | None = None
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    estimated_cost_usd: float | None = None  # None: no price known for the model
+    tool_calls: int = 0
+    tool_refusals: int = 0
+    duration_ms: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return (self.input_tokens + self.output_tokens + self.cache_creation_input_tokens
+                + self.cache_read_input_tokens)
+
+
+class MutatorResult(BaseModel):
+    status: MutatorStatus
+    summary: str = ""  # one line; solidify uses it as the commit subject
+    rationale: str = ""
+    error: str | None = None  # one line when status == "error"
+    metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)
+    output: str = ""  # bounded, redacted
+    prompt_file: str | None = None
+
+
+# ---------------------------------------------------------------- solidify
+
+
+class ValidationLine(BaseModel):
+    """One validation command and whether it passed (the full output is in the ValidationReport)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    cmd: str
+    ok: bool

@@ -1,0 +1,252 @@
+"""The stages of one cycle, each a function ``(CycleContext, CycleState) -> CycleState``.
+
+gep/pipeline.py lists them in order and runs them; a stage that settles the outcome (nothing to do,
+awaiting someone's changes, solidified) sets ``state.done``. Stages read the clock, the environment and
+randomness only from the context, so a cycle can be replayed from its recorded inputs.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gep import constants as C
+from gep.assets import workspace_genes
+from gep.context import CycleContext
+from gep.models import EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
+from gep.mutation import build_mutation
+from gep.mutators import get_mutator
+from gep.mutators.base import MutationRequest
+from gep.outcomes import (
+    TERMINAL,
+    event_base,
+    fail_cycle,
+    mark_awaiting,
+    record_empty,
+    record_mutator_result,
+    update_personality,
+)
+from gep.personality import PersonalitySelection, PersonalityStats, select_personality
+from gep.prompt import PromptInput, build_prompt
+from gep.records import HistoryRecord, MutatorResult, PersonalityRecord, SourcesRecord
+from gep.selector import Selection, select_gene_and_capsule
+from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
+from gep.solidify import SolidifyInput, solidify
+from gep.sources import SourceBundle, collect_sources
+from gep.strategy import SchedulerState, StrategyPreset, resolve_strategy, should_skip_scheduled_tick
+
+HISTORY_EVENTS = max(C.HISTORY_WINDOW, C.DOMINANCE_WINDOW, C.BAN_CYCLES) + 10
+NO_GENE = "no gene matched the signals (or every match is banned)"
+
+
+class CycleState(BaseModel):
+    """What the stages have found and decided so far; each stage fills in its part."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    sources: SourceBundle = Field(default_factory=SourceBundle)
+    events: list[EvolutionEvent] = Field(default_factory=list)  # recent finished cycles, oldest first
+    signals: list[str] = Field(default_factory=list)
+    history: HistoryAnalysis = Field(default_factory=HistoryAnalysis)
+    strategy: StrategyPreset | None = None
+    selection: Selection | None = None
+    persona: PersonalitySelection | None = None
+    gene: Gene | None = None
+    mutation: Mutation | None = None
+    event: EvolutionEvent | None = None
+    result: MutatorResult | None = None
+    summary: str = ""  # finishing a pending cycle: the person's one line
+    skipped: str | None = None  # a scheduled tick that did nothing: why
+    done: bool = False  # the outcome is settled: the remaining stages are not run
+
+
+# ------------------------------------------------------------------ reading and deciding
+
+
+def collect(ctx: CycleContext, state: CycleState) -> CycleState:
+    state.sources = collect_sources(ctx.workspace.path, ctx.settings, now=ctx.started_at)
+    return state
+
+
+def finished_events(ctx: CycleContext, limit: int) -> list[EvolutionEvent]:
+    return [e for e in ctx.store.recent_events(limit) if e.outcome.status in TERMINAL]
+
+
+def extract(ctx: CycleContext, state: CycleState) -> CycleState:
+    state.events = finished_events(ctx, HISTORY_EVENTS)[-C.HISTORY_WINDOW:]
+    s = state.sources
+    state.signals = extract_signals(recent_session_transcript=s.recent_session_transcript, today_log=s.today_log,
+                                    memory_snippet=s.memory_snippet, user_snippet=s.user_snippet,
+                                    recent_events=state.events)
+    return state
+
+
+def analyse(ctx: CycleContext, state: CycleState) -> CycleState:
+    """Loop rules over the recent history, and the strategy this cycle runs under (resolved once)."""
+    state.history = analyze_recent_history(state.events)
+    state.strategy = resolve_strategy(requested=ctx.request.strategy or ctx.settings.strategy, env=ctx.env,
+                                      cycle_count=ctx.cycle_number - 1, signals=state.signals)
+    return state
+
+
+def gate(ctx: CycleContext, state: CycleState) -> CycleState:
+    """Scheduled ticks under steady state mostly do nothing (with the reason kept); manual runs always run."""
+    if not ctx.request.scheduled or state.strategy is None:
+        return state
+    sched = ctx.store.get_state("scheduler", SchedulerState) or SchedulerState()
+    steady = state.strategy.schedule_every > 1 or bool({"force_steady_state", "evolution_saturation"}
+                                                       & set(state.signals))
+    if not steady:
+        if sched.steady_ticks:
+            ctx.store.set_state("scheduler", sched.model_copy(update={"steady_ticks": 0}))
+        return state
+    sched.steady_ticks += 1
+    reason = should_skip_scheduled_tick(preset=state.strategy, signals=state.signals, tick=sched.steady_ticks)
+    if reason:
+        sched.skipped += 1
+        sched.last_skip_reason = reason
+        sched.last_skip_at = iso(ctx.clock())
+        state.skipped, state.done = reason, True
+    ctx.store.set_state("scheduler", sched)
+    return state
+
+
+def select(ctx: CycleContext, state: CycleState) -> CycleState:
+    """Pick gene, capsule and personality (pure given the store's contents)."""
+    # selection learns from a long history (memory graph); the loop rules only read the last few events
+    finished = finished_events(ctx, C.MEMORY_GRAPH_EVENTS)
+    genes = workspace_genes(ctx.workspace.path, ctx.store)
+    state.selection = select_gene_and_capsule(
+        genes=genes, capsules=ctx.store.list_capsules(), failed_capsules=ctx.store.list_failed_capsules(),
+        signals=state.signals, recent_events=finished, settings=ctx.settings, rng=ctx.rng("select"),
+        now=ctx.started_at, drift=ctx.request.drift)
+    state.gene = state.selection.gene
+    current = ctx.store.get_state("personality.current", PersonalityState) or PersonalityState()
+    stats = ctx.store.get_state("personality.stats", PersonalityStats) or PersonalityStats()
+    state.persona = select_personality(current=current, stats=stats, recent_events=finished,
+                                       rng=ctx.rng("personality"), now=ctx.started_at, signals=state.signals,
+                                       drift=ctx.request.drift)
+    return state
+
+
+def mutate(ctx: CycleContext, state: CycleState) -> CycleState:
+    """The Mutation for the selected gene under the cycle's strategy and personality, and the event that
+    will record it; no gene means an empty cycle."""
+    if state.gene is not None and state.strategy is not None:
+        state.mutation = build_mutation(signals=state.signals, gene=state.gene, personality=_persona(state),
+                                        strategy=state.strategy, rng=ctx.rng("mutation"), now=ctx.started_at,
+                                        drift=ctx.request.drift)
+    state.event = draft_event(ctx, state)
+    if state.gene is None or state.mutation is None:
+        state.event = record_empty(ctx, state.event, NO_GENE)
+        state.done = True
+    return state
+
+
+def _persona(state: CycleState) -> PersonalityState | None:
+    return state.persona.state if state.persona else None
+
+
+def draft_event(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
+    event = event_base(ctx)
+    event.intent = state.mutation.category if state.mutation else event.intent
+    event.signals = state.signals
+    event.genes_used = [state.gene.id] if state.gene else []
+    event.mutation_id = state.mutation.id if state.mutation else None
+    event.personality_state = _persona(state)
+    event.outcome = Outcome(status=OutcomeStatus.running, score=0.0)
+    m = event.meta
+    m.strategy = state.strategy.name if state.strategy else None
+    m.selector = state.selection.decision if state.selection else None
+    m.mutation = state.mutation
+    # without its state: that is the event's personality_state
+    m.personality = (PersonalityRecord.model_validate(state.persona.model_dump(exclude={"state"}))
+                     if state.persona else None)
+    m.history = HistoryRecord.model_validate(state.history.model_dump())
+    m.capsule_reused = state.selection.capsule.id if state.selection and state.selection.capsule else None
+    m.sources = SourcesRecord(files=state.sources.files)
+    return event
+
+
+# ------------------------------------------------------------------ changing and checking
+
+
+def begin(ctx: CycleContext, state: CycleState) -> CycleState:
+    """Record the running event and the baseline before anything in the workspace changes."""
+    assert state.event is not None
+    ctx.store.add_event(state.event)
+    ctx.run = ctx.workspace.begin(event_id=state.event.id, store=ctx.store, allow_dirty=ctx.request.allow_dirty)
+    return state
+
+
+def apply(ctx: CycleContext, state: CycleState) -> CycleState:
+    """Have the change made: by Claude, an external agent, or (prompt mode) a person later."""
+    assert state.event is not None and state.gene is not None and state.mutation is not None
+    event, gene = state.event, state.gene
+    history = [e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
+    prompt = build_prompt(
+        PromptInput(mutation=state.mutation, gene=gene, capsule=state.selection.capsule if state.selection else None,
+                    signals=state.signals, recent_events=history, lessons=lessons(history), sources=state.sources,
+                    workspace_name=ctx.workspace.path.name, cycle_id=event.id, personality=_persona(state),
+                    strategy_name=event.meta.strategy or "", protected_paths=list(ctx.settings.protected_paths)),
+        context_chars=ctx.settings.prompt_context_chars)
+    event.meta.prompt_sizes = prompt.sizes
+    forbidden = sorted({*gene.constraints.forbidden_paths, ".git", ".gep", *ctx.settings.protected_paths})
+    mutator = get_mutator(ctx.request.mutator or ctx.settings.mutator, ctx.settings, ctx.env)
+    event.meta.mutator = mutator.name
+    state.result = mutator.apply(MutationRequest(
+        workspace=ctx.workspace.path, cycle_id=event.id, prompt=prompt, gene=gene, settings=ctx.settings,
+        forbidden_paths=forbidden, validation_commands=list(gene.validation)))
+    if state.result.status == "awaiting_changes":
+        state.event, state.done = mark_awaiting(ctx, event, gene, state.mutation, state.result), True
+    elif state.result.status == "error":
+        record_mutator_result(event, state.result)
+        state.event, state.done = fail_cycle(ctx, event, f"mutator: {state.result.error}"), True
+    else:
+        record_mutator_result(event, state.result)
+        state.summary = state.result.summary
+    return state
+
+
+def lessons(history: list[EvolutionEvent]) -> list[str]:
+    """Short lessons from recent failures, so the next attempt does not repeat them."""
+    out: list[str] = []
+    for e in reversed(history):
+        reasons = e.meta.failure_reasons or []
+        if e.outcome.status == OutcomeStatus.failed and reasons:
+            gene = e.genes_used[0] if e.genes_used else "?"
+            out.append(f"{gene} failed ({e.id}): " + "; ".join(str(r) for r in reasons)[:300])
+    return out[:5]
+
+
+def solidify_stage(ctx: CycleContext, state: CycleState) -> CycleState:
+    """Check the change, then commit or roll back, and store the outcome."""
+    assert ctx.run is not None and state.event is not None
+    assert state.gene is not None and state.mutation is not None
+    summary = state.summary or default_summary(state.gene, state.mutation)
+    result = solidify(SolidifyInput(
+        workspace=ctx.workspace, store=ctx.store, settings=ctx.settings, run=ctx.run, event=state.event,
+        gene=state.gene, mutation=state.mutation, summary=summary, branch=ctx.branch, now=ctx.clock,
+        approve=ctx.approve))
+    state.event, state.done = result.event, True
+    return state
+
+
+def default_summary(gene: Gene, mutation: Mutation) -> str:
+    """The commit subject when nobody wrote one: what the mutation set out to do."""
+    return mutation.expected_effect or gene.summary or gene.id
+
+
+# ------------------------------------------------------------------ after every cycle
+
+
+def record(ctx: CycleContext, state: CycleState) -> CycleState:
+    """What every finished cycle teaches the next one."""
+    if state.event is not None:
+        update_personality(ctx, state.event)
+    return state
+
+
+def fail(ctx: CycleContext, state: CycleState, reason: str) -> CycleState:
+    """A stage raised: restore the workspace and record the cycle as failed."""
+    state.event, state.done = fail_cycle(ctx, state.event, reason), True
+    return state
