@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml setup.py gep/_scan.c | $(BIN)/python
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 

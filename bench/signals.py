@@ -1,4 +1,6 @@
-"""Throughput of ``gep.signals.extract_signals`` on 10 KB, 1 MB and 10 MB corpora (MB/s).
+"""Throughput of ``gep.signals.extract_signals`` on 10 KB, 200 KB, 1 MB and 10 MB corpora (MB/s).
+
+200 KB is about the most one cycle reads: the four source tails (64 + 64 + 50 + 20 KB by default).
 
 The corpora are agent-log-like text in English, Simplified and Traditional Chinese and Japanese
 (log lines, tool calls, JSON errors, requests, an emoji), generated from a fixed seed. When
@@ -17,10 +19,7 @@ they rank the two differently:
 - ``warm``: the fastest call of a loop that runs for ``--warm-seconds`` (at least 3 calls), after
   V8's JIT has tiered the reference up; the steady state of a long-lived process.
 
-``gep.signals`` runs its native scans (``gep/_scan.c``) when they are built; ``--pure`` times its
-pure-Python path instead (same results). The output names the path that ran.
-
-Run: ``.venv/bin/python bench/signals.py [--repeat 3] [--warm-seconds 1] [--sizes 10000,1000000,10000000] [--pure]``
+Run: ``.venv/bin/python bench/signals.py [--repeat 3] [--warm-seconds 1] [--sizes 10000,200000,1000000,10000000]``
 """
 
 from __future__ import annotations
@@ -85,7 +84,6 @@ def split4(corpus: str) -> dict[str, str]:
 def child(inputs_path: str, repeat: int, warm_seconds: float) -> None:
     """``--child`` mode: time loading and the three regimes in this fresh process, print JSON."""
     t0 = time.perf_counter()
-    from gep import signals
     from gep.signals import extract_signals
 
     load = time.perf_counter() - t0
@@ -104,7 +102,6 @@ def child(inputs_path: str, repeat: int, warm_seconds: float) -> None:
         "best": min(times[:repeat]),
         "warm": min(times),
         "signals": out,
-        "native": signals._native is not None,
     }
     sys.stdout.write(json.dumps(result))
 
@@ -147,10 +144,7 @@ def main() -> None:
     parser.add_argument(
         "--warm-seconds", type=float, default=1.0, help="length of the warm loop (default 1 s)"
     )
-    parser.add_argument("--sizes", default="10000,1000000,10000000", help="corpus sizes in bytes")
-    parser.add_argument(
-        "--pure", action="store_true", help="time gep.signals' pure-Python path (GEP_SIGNALS_PURE=1)"
-    )
+    parser.add_argument("--sizes", default="10000,200000,1000000,10000000", help="corpus sizes in bytes")
     parser.add_argument("--child", metavar="INPUTS_JSON", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.repeat < 1 or args.warm_seconds < 0:
@@ -159,8 +153,6 @@ def main() -> None:
         child(args.child, args.repeat, args.warm_seconds)
         return
 
-    if args.pure:
-        os.environ["GEP_SIGNALS_PURE"] = "1"  # the children inherit it
     reference = os.environ.get("GEP_REFERENCE_SIGNALS_JS", "")
     with_node = bool(reference and Path(reference).is_file() and shutil.which("node"))
     try:
@@ -171,7 +163,6 @@ def main() -> None:
     rows: dict[str, list[str]] = {regime: [] for regime in REGIMES}
     agree: list[str] = []
     loads: list[tuple[float, float | None]] = []
-    natives: list[bool] = []
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         (tmp / "driver.js").write_text(NODE_DRIVER, encoding="utf-8")
@@ -191,7 +182,6 @@ def main() -> None:
                 same = [s for s in theirs["signals"] if s not in HOST_SIGNALS] == ours["signals"]
                 agree.append(f"{_label(size)}: {'same output' if same else 'OUTPUTS DIFFER'}")
             loads.append((ours["load"], theirs["load"] if theirs else None))
-            natives.append(ours["native"])
             for regime in REGIMES:
                 rows[regime].append(_row(size, mb, regime, ours, theirs))
 
@@ -207,8 +197,6 @@ def main() -> None:
         )
         print(f"\n{titles[regime]}\n{head}")
         print("\n".join(rows[regime]))
-    paths = {"native scans (gep/_scan.c)" if native else "pure Python" for native in natives}
-    print(f"\ngep.signals ran with: {', '.join(sorted(paths))}")
     ours_load = min(load for load, _ in loads) * 1e3
     line = f"\nloading (not in the figures above): import gep.signals {ours_load:.0f} ms (pydantic included)"
     if with_node:

@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 from signals_cases import GOLDEN, golden_cases, mismatches
 
-from gep import signals
-
 
 @pytest.fixture(scope="module")
 def golden() -> dict[str, Any]:
@@ -26,13 +24,7 @@ def test_golden_inputs_are_the_generators(golden: dict[str, Any]) -> None:
     assert golden["cases"] == golden_cases()
 
 
-@pytest.mark.parametrize("path", ["native", "pure"])
-def test_matches_the_reference_outputs(golden: dict[str, Any], path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # both paths of gep.signals: with the native scans (gep/_scan.c) when built, and without
-    if path == "native" and signals._native is None:
-        pytest.skip("gep._scan is not built")
-    if path == "pure":
-        monkeypatch.setattr(signals, "_native", None)
+def test_matches_the_reference_outputs(golden: dict[str, Any]) -> None:
     bad = mismatches(golden["cases"], golden["expected"])
     assert not bad, f"{len(bad)} of {len(golden['cases'])} differ; first: {bad[0]}"
 
