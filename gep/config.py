@@ -77,9 +77,9 @@ class Settings(BaseModel):
     # gene pool (issue 16)
     # validation for genes the engine writes (automatic and distilled genes): the seed genes' Python defaults
     default_validation: list[str] = Field(default_factory=lambda: list(DEFAULT_VALIDATION))
-    distill_min_capsules: int = 10  # fewer successful capsules than this: nothing to distil yet
-    distill_min_score: float = 0.7  # a capsule counts as successful at this outcome score or more
-    distill_interval_hours: float = 24.0  # at most one distillation attempt per this many hours
+    distill_min_capsules: int = Field(default=10, ge=1)  # fewer successful capsules: nothing to distil yet
+    distill_min_score: float = Field(default=0.7, ge=0, le=1)  # a capsule succeeded at this outcome score or more
+    distill_interval_hours: float = Field(default=24.0, ge=0)  # at most one distillation attempt per this many hours
 
     # prefect
     ui_url: str | None = None

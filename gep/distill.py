@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol
 import anthropic
 from pydantic import BaseModel, Field, ValidationError
 
+from gep import constants as C
 from gep.autogene import (
     infer_category,
     is_actionable,
@@ -164,11 +165,10 @@ def _verification(capsule: Capsule) -> str | None:
 
 
 def successful_capsules(capsules: Sequence[Capsule], settings: Settings) -> list[Capsule]:
-    """Capsules that count as successes, unique by id (the last copy wins), in their order."""
+    """Capsules that count as successes, unique by id (the last copy wins, at the first one's place)."""
     unique: dict[str, Capsule] = {}
     for c in capsules:
         if c.id:
-            unique.pop(c.id, None)
             unique[c.id] = c
     return [c for c in unique.values()
             if c.outcome.status == "success" and c.outcome.score >= settings.distill_min_score
@@ -556,6 +556,7 @@ class GeneRef(BaseModel):
     id: str
     category: str
     signals_match: list[str]
+    validation: list[str]
 
 
 class ProposalRequest(BaseModel):
@@ -576,7 +577,8 @@ def proposal_request(success: Sequence[Capsule], analysis: DistillAnalysis, gene
                              summary=redact(c.summary)[:200], score=c.outcome.score,
                              verified=_verification(c) in _VERIFIED)
                for c in verified_first(success)[:PROMPT_SAMPLES]]
-    existing = [GeneRef(id=g.id, category=g.category, signals_match=g.signals_match) for g in genes]
+    existing = [GeneRef(id=g.id, category=g.category, signals_match=g.signals_match, validation=g.validation)
+                for g in genes]
     return ProposalRequest(analysis=analysis, samples=samples, existing=existing)
 
 
@@ -640,8 +642,8 @@ def parse_proposal(data: object) -> Gene:
 class ClaudeGeneProposer:
     name = "claude"
 
-    def __init__(self, settings: Settings, env: Mapping[str, str], *, max_retries: int = 2,
-                 timeout_s: float = 120.0) -> None:
+    def __init__(self, settings: Settings, env: Mapping[str, str], *, max_retries: int = C.ANTHROPIC_MAX_RETRIES,
+                 timeout_s: float = C.ANTHROPIC_TIMEOUT_S) -> None:
         self.model = settings.model
         self.client = anthropic.Anthropic(api_key=env["ANTHROPIC_API_KEY"],
                                           base_url=env.get("ANTHROPIC_BASE_URL") or None,
@@ -651,7 +653,7 @@ class ClaudeGeneProposer:
         tool = {"name": TOOL_NAME, "description": "Propose the distilled Gene.", "input_schema": gene_tool_schema()}
         try:
             reply = self.client.messages.create(
-                model=self.model, max_tokens=4096, system=SYSTEM_PROMPT, tools=[tool],  # type: ignore[list-item]
+                model=self.model, max_tokens=C.MAX_OUTPUT_TOKENS_PER_TURN, system=SYSTEM_PROMPT, tools=[tool],  # type: ignore[list-item]
                 tool_choice={"type": "tool", "name": TOOL_NAME},
                 messages=[{"role": "user", "content": _user_prompt(request)}])
         except anthropic.APIError as exc:
@@ -680,11 +682,14 @@ class _Inputs:
     success: list[Capsule]
     analysis: DistillAnalysis
     genes: Sequence[Gene]
-    ctx_args: dict[str, Any]  # workspace, settings, env for ProposalContext
     data_hash: str
+    workspace: Path
+    settings: Settings
+    env: Mapping[str, str]
 
     def context(self, triggers: Sequence[str]) -> ProposalContext:
-        return ProposalContext(existing=self.genes, source_triggers=triggers, **self.ctx_args)
+        return ProposalContext(existing=self.genes, source_triggers=triggers, workspace=self.workspace,
+                               settings=self.settings, env=self.env)
 
     def provenance(self, synthesis: str, capsules: Sequence[Capsule]) -> GeneProvenance:
         return GeneProvenance(origin="distilled", synthesis=synthesis,
@@ -748,7 +753,7 @@ def distill(*, capsules: Sequence[Capsule], events: Sequence[EvolutionEvent], ge
     ``ANTHROPIC_API_KEY`` that makes Claude the proposer. The run is logged unless ``dry_run``."""
     success = successful_capsules(capsules, settings)
     inp = _Inputs(success=success, analysis=DistillAnalysis(), genes=genes, data_hash=data_hash(success),
-                  ctx_args={"workspace": workspace, "settings": settings, "env": env})
+                  workspace=workspace, settings=settings, env=env)
     skip = distill_skip_reason(success, log.last_distill_attempt(), now=now, settings=settings)
     if skip is not None:
         run = DistillRun(at=now, status="skipped", reasons=[skip], data_hash=inp.data_hash,

@@ -333,3 +333,27 @@ def test_category_outside_the_intents_is_inferred(ws: Path) -> None:
 def test_run_log_model_round_trips() -> None:
     run_ = DistillRun(at=NOW, status="rejected", reasons=["x"], data_hash="abc")
     assert DistillRun.model_validate_json(run_.model_dump_json()) == run_
+
+
+def test_thresholds_are_settings_with_one_line_errors() -> None:
+    from gep.config import load_settings
+    from gep.errors import ConfigError
+
+    assert load_settings(None, env={"GEP_DISTILL_INTERVAL_HOURS": "6"}).distill_interval_hours == 6
+    with pytest.raises(ConfigError, match="setting 'distill_min_score'"):
+        load_settings(None, env={"GEP_DISTILL_MIN_SCORE": "1.5"})
+
+
+def test_provenance_survives_the_store_and_an_export(ws: Path, tmp_path: Path) -> None:
+    from gep.assets import export_assets, import_assets
+    from gep.store import Store
+
+    gene = run(ws, mixed_capsules()).gene
+    with Store.open(f"sqlite:///{tmp_path / 'a.db'}") as store:
+        store.upsert_gene(gene)
+        export_assets(store, tmp_path / "out")
+    with Store.open(f"sqlite:///{tmp_path / 'b.db'}") as other:
+        report = import_assets(other, tmp_path / "out")
+        assert report.rejected == []
+        back = other.get_gene(gene.id)
+    assert back is not None and back.provenance == gene.provenance and back.to_asset() == gene.to_asset()

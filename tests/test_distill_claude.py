@@ -28,12 +28,8 @@ MODEL = "claude-sonnet-4-6"
 
 @pytest.fixture
 def fake() -> Iterator[FakeAnthropic]:
-    server = FakeAnthropic()
-    server.start()
-    try:
+    with FakeAnthropic() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
