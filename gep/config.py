@@ -22,6 +22,7 @@ CONFIG_FILE = "gep.toml"
 
 DEFAULT_ALLOWLIST = ["python", "python3", "pytest", "ruff", "mypy", "make", "node", "npm", "npx"]
 DEFAULT_PROTECTED = [CONFIG_FILE, "MEMORY.md", "USER.md"]
+DEFAULT_VALIDATION = ["python -m compileall -q .", "python -m pytest -q"]
 
 
 class Settings(BaseModel):
@@ -72,6 +73,13 @@ class Settings(BaseModel):
     prompt_context_chars: int = C.PROMPT_CONTEXT_CHARS
     agent_cmd: str | None = None
     agent_timeout_s: float = C.AGENT_TIMEOUT_S
+
+    # gene pool (issue 16)
+    # validation for genes the engine writes (automatic and distilled genes): the seed genes' Python defaults
+    default_validation: list[str] = Field(default_factory=lambda: list(DEFAULT_VALIDATION))
+    distill_min_capsules: int = Field(default=10, ge=1)  # fewer successful capsules: nothing to distil yet
+    distill_min_score: float = Field(default=0.7, ge=0, le=1)  # a capsule succeeded at this outcome score or more
+    distill_interval_hours: float = Field(default=24.0, ge=0)  # at most one distillation attempt per this many hours
 
     # prefect
     ui_url: str | None = None

@@ -83,6 +83,52 @@ class GeneConstraints(GepModel):
     forbidden_paths: list[str] = Field(default_factory=list)
 
 
+class TriggerFrequency(GepModel):
+    """A gene with many successful capsules and the triggers they had most often (lower-cased)."""
+
+    gene_id: str
+    count: int
+    avg_score: float
+    top_triggers: list[str] = Field(default_factory=list)
+
+
+class StrategyDrift(GepModel):
+    """A gene whose first and last successful capsule summaries share few words."""
+
+    gene_id: str
+    similarity: float
+    early_summary: str
+    recent_summary: str
+
+
+class CoverageGap(GepModel):
+    """A signal seen in several events that no successful capsule's trigger covers."""
+
+    signal: str
+    frequency: int
+
+
+class DistillAnalysis(GepModel):
+    total_success: int = 0
+    total_capsules: int = 0
+    success_rate: float = 0.0
+    high_frequency: list[TriggerFrequency] = Field(default_factory=list)
+    strategy_drift: list[StrategyDrift] = Field(default_factory=list)
+    coverage_gaps: list[CoverageGap] = Field(default_factory=list)
+
+
+class GeneProvenance(GepModel):
+    """Where a gene the engine wrote came from (kept in the gene's asset, so exports carry it)."""
+
+    origin: Literal["distilled", "auto"]
+    synthesis: str | None = None  # distilled: "claude" | "deterministic"
+    source_gene_ids: list[str] = Field(default_factory=list)
+    source_capsule_ids: list[str] = Field(default_factory=list)
+    data_hash: str | None = None
+    analysis: DistillAnalysis | None = None
+    signal_key: str | None = None  # auto: the signal key the gene was built for
+
+
 class Gene(GepModel):
     type: Literal["Gene"] = "Gene"
     id: str
@@ -93,6 +139,7 @@ class Gene(GepModel):
     constraints: GeneConstraints = Field(default_factory=GeneConstraints)
     validation: list[str] = Field(default_factory=list)
     summary: str | None = None
+    provenance: GeneProvenance | None = None  # genes the engine distilled or built; None for authored genes
     schema_version: str | None = None
     asset_id: str | None = None
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -302,9 +302,11 @@ def select_gene_and_capsule(
     rng: random.Random,
     now: datetime,
     drift: bool = False,
+    excluded: Mapping[str, str] | None = None,
 ) -> Selection:
     """Choose a gene (and a capsule to reuse) for the current signals. ``recent_events`` oldest first
-    (as ``Store.recent_events`` returns them); the more are given, the more the memory graph knows."""
+    (as ``Store.recent_events`` returns them); the more are given, the more the memory graph knows.
+    ``excluded``: gene id -> why it may not be selected here (retired, not runnable: gep.runnable)."""
     signals = [str(s) for s in signals]
     reasons: list[str] = []
     advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now)
@@ -319,6 +321,9 @@ def select_gene_and_capsule(
     for g in genes:
         m = match_score(g, signals)
         if m <= 0 or g.id in by_id:
+            continue
+        if excluded and g.id in excluded:
+            reasons.append(f"not selectable {g.id}: {excluded[g.id]}")
             continue
         by_id[g.id] = g
         st = advice.stats(g.id)
