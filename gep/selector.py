@@ -14,10 +14,14 @@ How a gene is chosen:
      current situation, twice for one gene within the last ``ban_cycles`` cycles and with no success of the
      gene in such a situation since); low-success bans from the memory graph.
   3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known), then by match
-     score, then by gene order.
+     score, then by gene order. With feedback scores (gep/feedback.py, seed 003) the rank is
+     ``(1 - w) x expected + w x usefulness`` with ``w = settings.usefulness_weight`` (0.3), usefulness being
+     the gene's feedback score in the closest stored situation, else its global score, else 0.5.
   4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
-     the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior, the
-     highest wins (uniform when nothing is known, as the reference's random drift). Otherwise the top one.
+     the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior (blended
+     with its usefulness as in 3), the highest wins (uniform when nothing is known, as the reference's random
+     drift). Otherwise the top one. Drift and the dominance cap stay in force with feedback: the seed warns that
+     a heavy usefulness weight makes a filter bubble where other genes never get a chance.
   5. Dominance: when two or more candidates remain, a gene that already holds ``dominance_share`` of the last
      ``dominance_window`` selections yields to the best-ranked candidate that does not.
 """
@@ -35,6 +39,7 @@ from pydantic import BaseModel, Field
 
 from gep import constants as C
 from gep.config import Settings
+from gep.feedback import FeedbackIndex
 from gep.memory_graph import (
     MemoryAdvice,
     event_time,
@@ -80,6 +85,9 @@ class CandidateScore(BaseModel):
     expected: float = 0.5
     evidence: float = 0.0
     banned: bool = False
+    usefulness: float = 0.5  # feedback score (0.5: none)
+    usefulness_scope: str = "none"  # situation | global | none
+    rank: float = 0.5  # what candidates are ordered by: expected, blended with usefulness when feedback is given
 
 
 class SelectorDecision(BaseModel):
@@ -95,6 +103,7 @@ class SelectorDecision(BaseModel):
     scores: list[CandidateScore] = Field(default_factory=list)
     signal_key: str = ""
     memory_preferred: str | None = None
+    usefulness_weight: float = 0.0  # 0 when no feedback was given
 
 
 class Selection(BaseModel):
@@ -320,6 +329,33 @@ def _recent_selections(events: Sequence[EvolutionEvent], n: int) -> list[str]:
     return picks[-n:] if n > 0 else []
 
 
+def _blend(expected: float, usefulness: float, weight: float) -> float:
+    return (1.0 - weight) * expected + weight * usefulness
+
+
+def _score_candidates(genes: Sequence[Gene], signals: Sequence[str], advice: MemoryAdvice, banned: set[str],
+                      feedback: FeedbackIndex | None, weight: float,
+                      now: datetime) -> tuple[list[CandidateScore], dict[str, Gene]]:
+    """One score per matching gene (first of each id): memory-graph expected success, blended with the
+    gene's usefulness when feedback is given."""
+    scored: list[CandidateScore] = []
+    by_id: dict[str, Gene] = {}
+    for g in genes:
+        m = match_score(g, signals)
+        if m <= 0 or g.id in by_id:
+            continue
+        by_id[g.id] = g
+        st = advice.stats(g.id)
+        c = CandidateScore(gene_id=g.id, match_score=round(m, 4), expected=st.expected,
+                           evidence=round(st.evidence, 4), banned=g.id in banned, rank=st.expected)
+        if feedback is not None:
+            use = feedback.usefulness(g.id, signals, now)
+            c.usefulness, c.usefulness_scope = use.score, use.scope
+            c.rank = round(_blend(st.expected, use.score, weight), 6)
+        scored.append(c)
+    return scored, by_id
+
+
 def select_gene_and_capsule(
     *,
     genes: Sequence[Gene],
@@ -331,9 +367,11 @@ def select_gene_and_capsule(
     rng: random.Random,
     now: datetime,
     drift: bool = False,
+    feedback: FeedbackIndex | None = None,
 ) -> Selection:
     """Choose a gene (and a capsule to reuse) for the current signals. ``recent_events`` oldest first
-    (as ``Store.recent_events`` returns them); the more are given, the more the memory graph knows."""
+    (as ``Store.recent_events`` returns them); the more are given, the more the memory graph knows.
+    ``feedback``: the stored feedback signals' scores; None ranks by the memory graph alone."""
     signals = [str(s) for s in signals]
     reasons: list[str] = []
     advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now)
@@ -342,30 +380,25 @@ def select_gene_and_capsule(
                   _memory_bans(advice))
     banned = {b.gene_id: b for b in bans}
     intensity = drift_intensity(len(genes), drift)
-
-    scored: list[CandidateScore] = []
-    by_id: dict[str, Gene] = {}
-    for g in genes:
-        m = match_score(g, signals)
-        if m <= 0 or g.id in by_id:
-            continue
-        by_id[g.id] = g
-        st = advice.stats(g.id)
-        scored.append(CandidateScore(gene_id=g.id, match_score=round(m, 4), expected=st.expected,
-                                     evidence=round(st.evidence, 4), banned=g.id in banned))
+    weight = min(1.0, max(0.0, settings.usefulness_weight)) if feedback is not None else 0.0
+    scored, by_id = _score_candidates(genes, signals, advice, set(banned), feedback, weight, now)
     order = {gid: i for i, gid in enumerate(by_id)}
     # sorted() is stable, and ``order`` makes the gene-order tie-break explicit
     candidates = sorted((c for c in scored if not c.banned),
-                        key=lambda c: (-c.expected, -c.match_score, order[c.gene_id]))
+                        key=lambda c: (-c.rank, -c.match_score, order[c.gene_id]))
     applied = [banned[c.gene_id] for c in scored if c.banned]
     for b in applied:
         reasons.append(f"banned {b.gene_id}: {b.reason}")
 
     decision = SelectorDecision(drift=drift, drift_intensity=round(intensity, 4), bans_applied=applied,
                                 scores=scored, signal_key=advice.signal_key,
-                                memory_preferred=advice.preferred_gene_id)
+                                memory_preferred=advice.preferred_gene_id, usefulness_weight=weight)
     if advice.explanation:
         reasons.append("memory_graph: " + " | ".join(advice.explanation))
+    known = [c for c in candidates if c.usefulness_scope != "none"]
+    if weight > 0 and known:
+        reasons.append(f"usefulness (weight {weight:g}): " + ", ".join(
+            f"{c.gene_id} {c.usefulness:.2f} ({c.usefulness_scope})" for c in known[:C.MAX_ALTERNATIVES]))
 
     if not candidates:
         if scored:
@@ -384,7 +417,7 @@ def select_gene_and_capsule(
         draws = []
         for c in candidates[:k]:
             st = advice.stats(c.gene_id)
-            draws.append(rng.betavariate(st.alpha, st.beta))
+            draws.append(_blend(rng.betavariate(st.alpha, st.beta), c.usefulness, weight))
         pick = candidates[max(range(k), key=lambda i: draws[i])]
         mode = "drift"
         reasons.append(f"drift: stochastic pick among top {k} (intensity {intensity:.2f})")
@@ -409,7 +442,8 @@ def select_gene_and_capsule(
 
     gene = by_id[pick.gene_id]
     reasons.insert(0, f"signals match {gene.id}.signals_match (score {pick.match_score:g}, "
-                      f"expected success {pick.expected:.2f})")
+                      f"expected success {pick.expected:.2f}"
+                      + (f", usefulness {pick.usefulness:.2f})" if weight > 0 else ")"))
     capsule = select_capsule(capsules, signals, gene_id=gene.id, banned=set(banned))
     if capsule is not None:
         reasons.append(f"capsule {capsule.id} trigger matches signals")
