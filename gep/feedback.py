@@ -187,16 +187,20 @@ class _Situation(BaseModel):
 class FeedbackIndex:
     """Per-gene global and per-situation scores, built once from the stored signals."""
 
-    def __init__(self, signals: Iterable[FeedbackSignal]):
+    def __init__(self, signals: Iterable[FeedbackSignal] = ()):
         self.global_scores: dict[str, Score] = {}
         self.situations: dict[str, dict[str, _Situation]] = {}
         for s in sorted(signals, key=lambda s: (s.created_at, s.id)):
-            self.global_scores.setdefault(s.gene_id, Score()).apply(s)
-            by_key = self.situations.setdefault(s.gene_id, {})
-            key = s.situation_key
-            if key not in by_key:
-                by_key[key] = _Situation(key=key, signals=list(s.situation))
-            by_key[key].score.apply(s)
+            self.add(s)
+
+    def add(self, s: FeedbackSignal) -> None:
+        """One more signal, no older than those already in (a long-running caller's incremental update)."""
+        self.global_scores.setdefault(s.gene_id, Score()).apply(s)
+        by_key = self.situations.setdefault(s.gene_id, {})
+        key = s.situation_key
+        if key not in by_key:
+            by_key[key] = _Situation(key=key, signals=list(s.situation))
+        by_key[key].score.apply(s)
 
     def __len__(self) -> int:
         return sum(sc.counts.total for sc in self.global_scores.values())

@@ -198,7 +198,7 @@ def _adjustment(cat: LessonCategory, topic: Sequence[Lesson]) -> float:
     if cat is LessonCategory.failure:
         # failures since this topic last worked: the second failure in a row weighs 4, the third 6, ...
         streak = 0
-        for x in sorted(topic, key=lambda x: x.created_at, reverse=True):
+        for x in sorted(heads(topic), key=lambda x: x.created_at, reverse=True):
             if x.stance is Stance.works:
                 break
             streak += x.stance is Stance.fails
@@ -230,8 +230,9 @@ def build_lesson(inp: LessonInput, existing: Sequence[Lesson], now: datetime) ->
     own = [x for x in existing if x.gene_id == inp.gene_id]
     topic = [x for x in own if same_topic(x, inp.gene_id, situation)]
     current = heads(own)
-    supersedes = next((x.id for x in sorted(current, key=lambda x: x.created_at, reverse=True)
-                       if x.event_id == inp.event_id), None)
+    # a verdict on an event's fix updates that event's lesson; anything else stands beside it
+    supersedes = None if inp.fix_held is None or inp.person_verdict or inp.synthesis_of else next(
+        (x.id for x in sorted(current, key=lambda x: x.created_at, reverse=True) if x.event_id == inp.event_id), None)
     conflicts: list[str] = []
     if stance is not Stance.neutral:
         topic_ids = {x.id for x in topic}
@@ -436,7 +437,7 @@ class InMemoryLessons:
         self._rows[lesson.id] = lesson.model_copy(deep=True)
 
     def list_lessons(self, gene_id: str | None = None) -> list[Lesson]:
-        rows = [r.model_copy(deep=True) for r in self._rows.values() if gene_id is None or r.gene_id == gene_id]
+        rows = [r.model_copy() for r in self._rows.values() if gene_id is None or r.gene_id == gene_id]
         return sorted(rows, key=lambda r: (r.created_at, r.id))
 
     def mark_conflicts_resolved(self, lesson_ids: Sequence[str], by: str) -> None:

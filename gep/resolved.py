@@ -41,6 +41,9 @@ ERROR_KINDS = ("errsig:", "recurring_errsig")  # replaced by the new lines' own 
 EMPTY_FALLBACK = "stable_success_plateau"  # what extract_signals says when nothing is left
 
 FixStatus = Literal["pending", "verified", "did_not_hold"]
+# where the verdict on a fix is kept in its event's meta ("verified" | "did_not_hold"): selection counts a fix
+# that did not hold as a failure, since success means the problem went away
+FIX_VERDICT_KEY = "fix_verdict"
 
 _LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d{2}:?\d{2})?\]?\s*")
 _COUNT = re.compile(r"^recurring_errsig\(\d+x\):")

@@ -4,6 +4,9 @@ Pure: genes, capsules, failed capsules, signals and recent events in (the cycle 
 plus an injected ``rng`` and ``now``; a :class:`Selection` out whose ``decision`` is stored in the event's
 ``meta.selector``. The same inputs and the same seeded RNG give the same selection, so a cycle can be replayed.
 
+Success means the problem went away: a committed fix whose trigger came back at the next cycle
+(``meta.fix_verdict == "did_not_hold"``, see gep/resolved.py) counts as a failure in everything below.
+
 How a gene is chosen:
   1. Match: each ``signals_match`` pattern that matches a signal scores 1 (``/body/flags`` regex, default flag
      i; ``a|b|c`` case-insensitive alternatives; otherwise a case-insensitive substring). ``gene_distilled_*``
@@ -48,7 +51,8 @@ from gep.memory_graph import (
     parse_at,
     situation_signals,
 )
-from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene
+from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, OutcomeStatus
+from gep.resolved import FIX_VERDICT_KEY
 
 __all__ = [
     "CandidateScore",
@@ -324,6 +328,17 @@ def select_capsule(capsules: Sequence[Capsule], signals: Sequence[str], *, gene_
 # ------------------------------------------------------------------ selection
 
 
+def judged(events: Sequence[EvolutionEvent]) -> list[EvolutionEvent]:
+    """Events as selection counts them: a committed fix whose trigger came back (``meta.fix_verdict`` is
+    "did_not_hold", set by the next cycle) is a failure, not a success."""
+    out: list[EvolutionEvent] = []
+    for e in events:
+        if e.outcome.status == OutcomeStatus.success.value and e.meta.get(FIX_VERDICT_KEY) == "did_not_hold":
+            e = e.model_copy(update={"outcome": Outcome(status=OutcomeStatus.failed.value, score=C.FAILURE_SCORE)})
+        out.append(e)
+    return out
+
+
 def _recent_selections(events: Sequence[EvolutionEvent], n: int) -> list[str]:
     picks = [e.genes_used[0] for e in _cycles(events) if e.genes_used]
     return picks[-n:] if n > 0 else []
@@ -373,6 +388,7 @@ def select_gene_and_capsule(
     (as ``Store.recent_events`` returns them); the more are given, the more the memory graph knows.
     ``feedback``: the stored feedback signals' scores; None ranks by the memory graph alone."""
     signals = [str(s) for s in signals]
+    recent_events = judged(recent_events)
     reasons: list[str] = []
     advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now)
     bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),

@@ -235,3 +235,18 @@ def test_delete_is_audited_and_needs_a_reason():
     assert record.lesson == gone  # the deleted content, whole
     with pytest.raises(LessonError, match="append-only"):
         repo.append_lesson(gone)  # a deleted id is not reused
+
+
+def test_a_persons_note_stands_beside_the_cycle_lesson():
+    repo = InMemoryLessons()
+    cycle = add(repo, inp("e1", files_changed=1), T0)
+    note = add(repo, inp("e1", person_verdict="not_helpful", note="it hid the error instead of fixing it"),
+               T0 + timedelta(hours=2))
+    assert note.category is LessonCategory.person and note.stance is Stance.fails and note.supersedes is None
+    assert note.strength_adjustment == 4.0 and "it hid the error instead of fixing it" in note.content
+    assert note.conflicts_with == []  # the same event: not a contradiction between two experiences
+    later = add(repo, inp("e2", files_changed=1), T0 + timedelta(hours=3))
+    assert later.conflicts_with == [note.id]  # but "fixed" after a person said it was not helpful is one
+    shown = lessons_for_prompt(repo.list_lessons(), gene_id="gene_repair", signals=SIG, now=T0 + timedelta(hours=4))
+    assert len(shown) == 3 and any("a person marked gene_repair's change (e1)" in x for x in shown)
+    assert cycle.id in {x.id for x in heads(repo.list_lessons())}

@@ -422,3 +422,17 @@ def test_usefulness_blends_into_the_rank_and_is_reported():
                                    recent_events=[], settings=Settings(usefulness_weight=0), rng=random.Random(3),
                                    now=NOW, feedback=FeedbackIndex(fb))
     assert [c.rank for c in zero.decision.scores] == [c.rank for c in sel.decision.scores]
+
+
+def test_a_fix_that_did_not_hold_counts_as_a_failure():
+    genes = [gene("gene_a", "log_error", "errsig", "recurring_error"), gene("gene_b", "log_error")]
+    held = [event(i, "gene_a") for i in range(6)]
+    back = [e.model_copy(update={"meta": {**e.meta, "fix_verdict": "did_not_hold"}}) for e in held]
+    ok = {c.gene_id: c for c in select(genes, events=held).decision.scores}
+    bad = select(genes, events=back, drift=True)
+    assert ok["gene_a"].expected > 0.8
+    # six "successes" whose errors came back: a failing gene, banned by the memory graph like any other
+    assert [(b.gene_id, b.source) for b in bad.decision.bans_applied] == [("gene_a", "memory")]
+    assert back[0].outcome.status == "success"  # the caller's events are not changed
+    verified = [e.model_copy(update={"meta": {**e.meta, "fix_verdict": "verified"}}) for e in held]
+    assert select(genes, events=verified).decision.scores == select(genes, events=held).decision.scores
