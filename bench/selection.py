@@ -12,7 +12,10 @@ and of an oracle that always picks the best matching gene; the engine's ratio to
 and the largest share any gene takes of a 20-selection window (cap 0.6). A "success" that changed nothing
 (empty cycle) is not a success: the pool has a gene that mostly produces those (reference issue #562).
 
-Run: ``.venv/bin/python bench/selection.py [--cycles 500] [--seed 7]``
+Then a non-stationary world (issue 15, see "a world that changes" below): the engine with feedback and lessons
+on and off, the reference-style selector and the oracle, and the cycles each takes to adapt after the change.
+
+Run: ``.venv/bin/python bench/selection.py [--cycles 500] [--seed 7] [--world stationary|shifting|both]``
 """
 
 from __future__ import annotations
