@@ -12,7 +12,10 @@ and of an oracle that always picks the best matching gene; the engine's ratio to
 and the largest share any gene takes of a 20-selection window (cap 0.6). A "success" that changed nothing
 (empty cycle) is not a success: the pool has a gene that mostly produces those (reference issue #562).
 
-Run: ``.venv/bin/python bench/selection.py [--cycles 500] [--seed 7]``
+Then a non-stationary world (issue 15, see "a world that changes" below): the engine with feedback and lessons
+on and off, the reference-style selector and the oracle, and the cycles each takes to adapt after the change.
+
+Run: ``.venv/bin/python bench/selection.py [--cycles 500] [--seed 7] [--world stationary|shifting|both]``
 """
 
 from __future__ import annotations
@@ -32,6 +35,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gep import constants as C  # noqa: E402
 from gep.config import Settings  # noqa: E402
+from gep.feedback import (  # noqa: E402
+    FeedbackIndex,
+    FeedbackSignal,
+    InMemoryFeedback,
+    Observation,
+    explicit_signal,
+    implicit_signal,
+    outcome_observation,
+)
+from gep.memory import (  # noqa: E402
+    InMemoryLessons,
+    LessonInput,
+    build_lesson,
+    lessons_for_prompt,
+    record_lesson,
+    synthesis_request,
+)
 from gep.models import (  # noqa: E402
     BlastRadius,
     Capsule,
@@ -43,7 +63,7 @@ from gep.models import (  # noqa: E402
     iso,
 )
 from gep.mutation import build_mutation  # noqa: E402
-from gep.selector import match_pattern, select_gene_and_capsule  # noqa: E402
+from gep.selector import Selection, match_pattern, select_gene_and_capsule  # noqa: E402
 from gep.store import Store  # noqa: E402
 from gep.strategy import PRESETS  # noqa: E402
 
@@ -116,10 +136,11 @@ def world_outcome(sit: Situation, gene_id: str | None, u: float, v: float) -> tu
     return "failed", False
 
 
-def reference_style_pick(signals: list[str], rng: random.Random) -> str | None:
+def reference_style_pick(signals: list[str], rng: random.Random, genes: list[Gene] | None = None) -> str | None:
     """Signal match + drift only (the reference without memory, bans or dominance control)."""
     scored = []
-    for g in GENES:
+    pool = GENES if genes is None else genes
+    for g in pool:
         # the reference matches control signals like any other (ban_gene:x matches "error")
         score = sum(1 for pat in g.signals_match if any(_ref_match(pat, s) for s in signals))
         if score and g.id.startswith("gene_distilled_"):
@@ -129,7 +150,7 @@ def reference_style_pick(signals: list[str], rng: random.Random) -> str | None:
     if not scored:
         return None
     scored.sort(key=lambda x: -x[0])
-    intensity = 1 / math.sqrt(len(GENES))
+    intensity = 1 / math.sqrt(len(pool))
     idx = 0
     if len(scored) > 1 and rng.random() < intensity:
         idx = int(rng.random() * min(len(scored), max(2, math.ceil(len(scored) * intensity))))
@@ -215,15 +236,286 @@ def run(cycles: int, seed: int) -> dict[str, float]:
     }
 
 
+# ------------------------------------------------------------------ a world that changes (issue 15)
+#
+# Success now means the problem went away: a change passes its checks with probability p_pass and then holds
+# with probability p_hold (0.95 before the change). Halfway through:
+#   type_error  the fix stops working: gene_type_fixer still passes its checks but its fix holds 10% of the time
+#               (the memory graph keeps counting those as successes); gene_distilled_errsig becomes best (0.85)
+#   timeout     gene_perf starts failing its checks (0.85 -> 0.20); gene_distilled_errsig (0.55) is now best
+#   tooling     a new gene appears (gene_tool_v2, 0.95; gene_tool has 0.80) and is best
+# With feedback on, the next cycle verifies each fix (used 0.9 / ignored 0.6), a cycle that changed nothing is
+# ignored (0.5), and a person judges 30% of the committed changes (helpful / not_helpful); lessons are written,
+# updated by verification, and recalled for the selected gene every cycle. The simulated world cannot read a
+# prompt, so lessons change no outcome here: only feedback reaches selection. The row "fix verdicts only" runs the
+# same learning with usefulness_weight 0: what the verdicts alone (a fix that did not hold counts as a failure)
+# do, without the feedback scores.
+
+NEW_GENE = Gene(id="gene_tool_v2", category="optimize", signals_match=["high_tool_usage", "repeated_tool_usage"])
+HOLD = 0.95
+PASS_AFTER = {"type_error": {"gene_distilled_errsig": 0.85}, "timeout": {"gene_perf": 0.20},
+              "tooling": {NEW_GENE.id: 0.95}}
+HOLD_AFTER = {"type_error": {"gene_type_fixer": 0.10}}
+PERSON_RATE = 0.30
+ADAPT_WINDOW, ADAPT_SHARE = 10, 0.5
+
+
+def p_pass(sit: Situation, gid: str, after: bool) -> float:
+    return PASS_AFTER.get(sit.name, {}).get(gid, sit.p.get(gid, 0.05)) if after else sit.p.get(gid, 0.05)
+
+
+def p_hold(sit: Situation, gid: str, after: bool) -> float:
+    return HOLD_AFTER.get(sit.name, {}).get(gid, HOLD) if after else HOLD
+
+
+def pool(after: bool) -> list[Gene]:
+    return GENES + [NEW_GENE] if after else GENES
+
+
+def best_gene(sit: Situation, after: bool) -> str:
+    ids = [g.id for g in pool(after) if g.id in sit.p or g.id in PASS_AFTER.get(sit.name, {})]
+    return max(ids, key=lambda g: p_pass(sit, g, after) * p_hold(sit, g, after))
+
+
+@dataclass(frozen=True)
+class Draw:
+    sit: Situation
+    u: float  # passes its checks when u < p_pass
+    v: float  # the no-op gene's claimed success is empty when v < NOOP_EMPTY_RATE
+    h: float  # the fix holds when h < p_hold
+    f: float  # a person judges the change when f < PERSON_RATE
+
+
+def shifted_outcome(d: Draw, gid: str | None, after: bool) -> tuple[str, bool, bool]:
+    """(status, empty, held)."""
+    if gid is None:
+        return "empty", True, False
+    if d.u < p_pass(d.sit, gid, after):
+        return "success", False, d.h < p_hold(d.sit, gid, after)
+    if gid == NOOP_GENE and d.v < NOOP_EMPTY_RATE:
+        return "success", True, False
+    return "failed", False, False
+
+
+class Learning:
+    """Feedback and lessons as the cycle will keep them (in memory here: the store tables come later)."""
+
+    def __init__(self) -> None:
+        self.feedback = InMemoryFeedback()
+        self.index = FeedbackIndex()
+        self.lessons = InMemoryLessons()
+        self.pending: list[tuple[EvolutionEvent, bool, Draw]] = []  # committed changes awaiting verification
+        self.recalled = self.syntheses = 0
+
+    def add(self, sig: FeedbackSignal | None) -> None:
+        if sig is not None and self.feedback.add_feedback(sig):
+            self.index.add(sig)
+
+    def lesson(self, inp: LessonInput, now: datetime) -> None:
+        record_lesson(self.lessons, build_lesson(inp, self.lessons.list_lessons(inp.gene_id), now))
+
+    def verify(self, store: Store, now: datetime) -> None:
+        """The cycle after a fix: its trigger is gone (verified) or back (did not hold), which is recorded on
+        its event; some people judge it."""
+        for ev, held, d in self.pending:
+            gid = ev.genes_used[0]
+            ev.meta.fix_verdict = "verified" if held else "did_not_hold"
+            store.add_event(ev)
+            obs = Observation.fix_verified if held else Observation.fix_did_not_hold
+            self.add(implicit_signal(event_id=ev.id, gene_id=gid, signals=ev.signals, observation=obs, at=now))
+            if d.f < PERSON_RATE:
+                self.add(explicit_signal(event_id=ev.id, gene_id=gid, signals=ev.signals, at=now,
+                                         kind="helpful" if held else "not_helpful"))
+            self.lesson(LessonInput(event_id=ev.id, gene_id=gid, signals=ev.signals, outcome="success",
+                                    fix_held=held), now)
+        self.pending = []
+
+    def recall(self, gid: str, signals: list[str], now: datetime) -> list[str]:
+        """What the prompt would show; the ids of the lessons it asks to reconcile, if it asks."""
+        mine = self.lessons.list_lessons(gid)
+        self.recalled += len(lessons_for_prompt(mine, gene_id=gid, signals=signals, now=now))
+        request = synthesis_request(mine, gene_id=gid, signals=signals, now=now)
+        self.syntheses += request is not None
+        return request.source_ids if request else []
+
+    def after_cycle(self, ev: EvolutionEvent, status: str, empty: bool, held: bool, d: Draw, now: datetime,
+                    synthesis_of: list[str]) -> None:
+        if not ev.genes_used:
+            return
+        gid = ev.genes_used[0]
+        obs = outcome_observation(status, empty)
+        if obs is not None:
+            self.add(implicit_signal(event_id=ev.id, gene_id=gid, signals=ev.signals, observation=obs, at=now))
+        elif status == "success":
+            self.pending.append((ev, held, d))
+        self.lesson(LessonInput(event_id=ev.id, gene_id=gid, signals=ev.signals, outcome=status,
+                                files_changed=0 if empty else 1,
+                                failure_reasons=["validation failed"] if status == "failed" else [],
+                                synthesis_of=synthesis_of), now)
+
+
+def _record(store: Store, t: int, d: Draw, signals: list[str], sel: Selection, status: str, empty: bool,
+            now: datetime) -> EvolutionEvent:
+    gid = sel.gene.id if sel.gene else None
+    ev = EvolutionEvent(
+        id=f"evt_{t:05d}", signals=signals, genes_used=[gid] if gid else [], intent="repair",
+        outcome=Outcome(status=status, score=0.85 if status == "success" else 0.2),
+        blast_radius=BlastRadius() if empty or status != "success" else BlastRadius(files=1, lines=12),
+        meta={"at": iso(now), "empty_cycle": empty})
+    store.add_event(ev)
+    if gid and status == "success" and not empty and sel.capsule is None:
+        store.upsert_capsule(Capsule(id=f"cap_{t:05d}", trigger=list(d.sit.signals), gene=gid,
+                                     summary=f"{gid} on {d.sit.name}", confidence=0.85))
+    elif gid and status == "failed":
+        store.add_failed_capsule(FailedCapsule(id=f"fail_{t:05d}", gene=gid, trigger=list(d.sit.signals),
+                                               failure_reason="validation failed",
+                                               created_at=iso(now + timedelta(minutes=5))))
+    return ev
+
+
+def run_engine_shifting(draws: list[Draw], change: int, seed: int, learn: Learning | None,
+                        settings: Settings | None = None) -> list[tuple[str | None, bool]]:
+    """(gene picked, problem went away) per cycle, for the engine with feedback and lessons (``learn``) or not."""
+    settings = settings or Settings()
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    out: list[tuple[str | None, bool]] = []
+    with tempfile.TemporaryDirectory() as tmp, Store.open(f"sqlite:///{tmp}/shift.db") as store:
+        for t, d in enumerate(draws):
+            now, after = start + timedelta(hours=t), t >= change
+            if learn is not None:
+                learn.verify(store, now)
+            recent = store.recent_events(HISTORY)
+            signals = list(d.sit.signals) + history_signals(
+                [(e.outcome.status, e.genes_used[0] if e.genes_used else "") for e in recent[-10:]])
+            sel = select_gene_and_capsule(genes=pool(after), capsules=store.list_capsules(),
+                                          failed_capsules=store.list_failed_capsules(), signals=signals,
+                                          recent_events=recent, settings=settings,
+                                          rng=random.Random(f"{seed}:{t}:select"), now=now,
+                                          feedback=learn.index if learn is not None else None)
+            gid = sel.gene.id if sel.gene else None
+            synthesis_of = learn.recall(gid, signals, now) if learn is not None and gid else []
+            status, empty, held = shifted_outcome(d, gid, after)
+            ev = _record(store, t, d, signals, sel, status, empty, now)
+            if learn is not None:
+                learn.after_cycle(ev, status, empty, held, d, now, synthesis_of)
+            out.append((gid, status == "success" and not empty and held))
+    return out
+
+
+def run_reference_shifting(draws: list[Draw], change: int, seed: int) -> list[tuple[str | None, bool]]:
+    rng, history, out = random.Random(seed + 1), [], []
+    for t, d in enumerate(draws):
+        after = t >= change
+        gid = reference_style_pick(list(d.sit.signals) + history_signals(history[-10:]), rng, pool(after))
+        status, empty, held = shifted_outcome(d, gid, after)
+        history.append((status, gid or ""))
+        out.append((gid, status == "success" and not empty and held))
+    return out
+
+
+def run_oracle_shifting(draws: list[Draw], change: int) -> list[tuple[str | None, bool]]:
+    out = []
+    for t, d in enumerate(draws):
+        gid = best_gene(d.sit, t >= change)
+        status, empty, held = shifted_outcome(d, gid, t >= change)
+        out.append((gid, status == "success" and not empty and held))
+    return out
+
+
+def adaptation(run: list[tuple[str | None, bool]], draws: list[Draw], change: int, sit: str) -> int | None:
+    """Cycles from the change until the new best gene holds >= half of every later 10 picks in that situation
+    (adapted and stayed so); None when it never does."""
+    best = best_gene(next(d.sit for d in draws if d.sit.name == sit), True)
+    occ = [(t, run[t][0]) for t in range(change, len(draws)) if draws[t].sit.name == sit]
+    windows = range(len(occ) - ADAPT_WINDOW + 1)
+    bad = [k for k in windows if sum(g == best for _, g in occ[k:k + ADAPT_WINDOW]) < ADAPT_SHARE * ADAPT_WINDOW]
+    if not bad:
+        return 0
+    if bad[-1] == len(windows) - 1:
+        return None
+    return occ[bad[-1] + 1][0] - change
+
+
+def run_shifting(cycles: int, seed: int) -> dict[str, dict[str, float | None]]:
+    world = random.Random(seed * 7919 + 1)
+    draws = [Draw(world.choices(SITUATIONS, [s.weight for s in SITUATIONS])[0], world.random(), world.random(),
+                  world.random(), world.random()) for _ in range(cycles)]
+    change = cycles // 2
+    learn = Learning()
+    runs = {"feedback+lessons on": run_engine_shifting(draws, change, seed, learn),
+            "  fix verdicts only": run_engine_shifting(draws, change, seed, Learning(),
+                                                       Settings(usefulness_weight=0.0)),
+            "feedback+lessons off": run_engine_shifting(draws, change, seed, None),
+            "reference-style": run_reference_shifting(draws, change, seed),
+            "oracle": run_oracle_shifting(draws, change)}
+    out: dict[str, dict[str, float | None]] = {}
+    for name, r in runs.items():
+        row: dict[str, float | None] = {"all": sum(ok for _, ok in r) / cycles,
+                                        "after": sum(ok for _, ok in r[change:]) / (cycles - change)}
+        for sit in PASS_AFTER:
+            a = adaptation(r, draws, change, sit)
+            row[sit] = None if a is None else float(a)
+        out[name] = row
+    out["learning"] = {"signals": float(len(learn.index)), "lessons": float(len(learn.lessons.list_lessons())),
+                       "recalled": learn.recalled / cycles, "syntheses": float(learn.syntheses)}
+    return out
+
+
+def _adapt(x: float | None, cap: int) -> str:
+    return f">{cap}" if x is None else f"{x:.0f}"
+
+
+def report_shifting(cycles: int, seed: int) -> bool:
+    t0 = time.perf_counter()
+    r = run_shifting(cycles, seed)
+    change = cycles // 2
+    cap = cycles - change
+    print(f"\nnon-stationary world: {cycles} cycles, the change at cycle {change}; success = the problem went away")
+    print(f"{'':22}{'success':>9}{'after':>8}   cycles to adapt: " + "  ".join(f"{s:>10}" for s in PASS_AFTER))
+    for name, row in r.items():
+        if name == "learning":
+            continue
+        print(f"{name:22}{row['all']:>9.3f}{row['after']:>8.3f}                    "
+              + "  ".join(f"{_adapt(row[s], cap):>10}" for s in PASS_AFTER))
+
+    def total(row: dict[str, float | None]) -> float:
+        return sum(cap if row[s] is None else float(row[s] or 0) for s in PASS_AFTER)
+
+    on, off, oracle = r["feedback+lessons on"], r["feedback+lessons off"], r["oracle"]
+    ratio = (on["all"] or 0) / (oracle["all"] or 1)
+    speed = total(off) / max(1.0, total(on))
+    print(f"on / oracle                    {ratio:.3f}   (target >= 0.90); off / oracle "
+          f"{(off['all'] or 0) / (oracle['all'] or 1):.3f}")
+    print(f"adaptation, off / on           {speed:.2f}x  (target >= 2; cycles summed over the three changes, "
+          f"never = {cap})")
+    le = r["learning"]
+    print(f"learning (on)                  {le['signals']:.0f} feedback signals, {le['lessons']:.0f} lessons, "
+          f"{le['recalled']:.1f} recalled per cycle, {le['syntheses']:.0f} syntheses asked for and written")
+    print(f"runtime                        {time.perf_counter() - t0:.1f}s")
+    ok = ratio >= 0.9 and speed >= 2.0
+    print("verdict (non-stationary)       " + ("PASS" if ok else "FAIL"))
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cycles", type=int, default=500)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--world", choices=["stationary", "shifting", "both"], default="both")
     args = ap.parse_args()
+    ok = True
+    if args.world != "shifting":
+        ok = report_stationary(args.cycles, args.seed)
+    if args.world != "stationary":
+        ok = report_shifting(args.cycles, args.seed) and ok
+    return 0 if ok else 1
+
+
+def report_stationary(cycles: int, seed: int) -> bool:
     t0 = time.perf_counter()
-    r = run(args.cycles, args.seed)
+    r = run(cycles, seed)
     ratio = r["engine"] / r["oracle"] if r["oracle"] else 0.0
-    print(f"cycles                         {args.cycles} (seed {args.seed}, {len(GENES)} genes, "
+    print(f"cycles                         {cycles} (seed {seed}, {len(GENES)} genes, "
           f"{len(SITUATIONS)} situations)")
     print(f"success rate  engine           {r['engine']:.3f}")
     print(f"success rate  reference-style  {r['reference']:.3f}")
@@ -237,7 +529,7 @@ def main() -> int:
     print(f"runtime                        {time.perf_counter() - t0:.1f}s")
     ok = ratio >= 0.9 and r["engine"] > r["reference"] and r["engine_max_share"] <= Settings().dominance_share
     print("verdict                        " + ("PASS" if ok else "FAIL"))
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":

@@ -303,6 +303,7 @@ class EventMeta(BaseModel):
     warnings: list[str] | None = None
     empty_cycle: StrictBool | None = None
     empty_reason: StrictStr | None = None
+    fix_verdict: Literal["verified", "did_not_hold"] | None = None  # set by the next cycle (gep.resolved)
     # solidify
     constraint_violations: list[str] | None = None
     constraint_warnings: list[str] | None = None

@@ -27,6 +27,9 @@ class CandidateScore(BaseModel):
     expected: float = 0.5
     evidence: float = 0.0
     banned: bool = False
+    usefulness: float = 0.5  # feedback score (0.5: none)
+    usefulness_scope: str = "none"  # situation | global | none
+    rank: float = 0.5  # what candidates are ordered by: expected, blended with usefulness when feedback is given
 
 
 class SelectorDecision(BaseModel):
@@ -45,6 +48,7 @@ class SelectorDecision(BaseModel):
     scores: list[CandidateScore] = Field(default_factory=list)
     signal_key: str = ""
     memory_preferred: str | None = None
+    usefulness_weight: float = 0.0  # 0 when no feedback was given
 
 
 # ---------------------------------------------------------------- personality

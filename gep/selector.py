@@ -4,6 +4,9 @@ Pure: genes, capsules, failed capsules, signals and recent events in (the cycle 
 plus an injected ``rng`` and ``now``; a :class:`Selection` out whose ``decision`` is stored in the event's
 ``meta.selector``. The same inputs and the same seeded RNG give the same selection, so a cycle can be replayed.
 
+Success means the problem went away: a committed fix whose trigger came back at the next cycle
+(``meta.fix_verdict == "did_not_hold"``, see gep/resolved.py) counts as a failure in everything below.
+
 How a gene is chosen:
   1. Match: each ``signals_match`` pattern that matches a signal scores 1 (``/body/flags`` regex, default flag
      i; ``a|b|c`` case-insensitive alternatives; otherwise a case-insensitive substring). ``gene_distilled_*``
@@ -14,10 +17,14 @@ How a gene is chosen:
      current situation, twice for one gene within the last ``ban_cycles`` cycles and with no success of the
      gene in such a situation since); low-success bans from the memory graph.
   3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known), then by match
-     score, then by gene order.
+     score, then by gene order. With feedback scores (gep/feedback.py, seed 003) the rank is
+     ``(1 - w) x expected + w x usefulness`` with ``w = settings.usefulness_weight`` (0.3), usefulness being
+     the gene's feedback score in the closest stored situation, else its global score, else 0.5.
   4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
-     the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior, the
-     highest wins (uniform when nothing is known, as the reference's random drift). Otherwise the top one.
+     the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior (blended
+     with its usefulness as in 3), the highest wins (uniform when nothing is known, as the reference's random
+     drift). Otherwise the top one. Drift and the dominance cap stay in force with feedback: the seed warns that
+     a heavy usefulness weight makes a filter bubble where other genes never get a chance.
   5. Dominance: when two or more candidates remain, a gene that already holds ``dominance_share`` of the last
      ``dominance_window`` selections yields to the best-ranked candidate that does not.
 """
@@ -35,6 +42,7 @@ from pydantic import BaseModel
 
 from gep import constants as C
 from gep.config import Settings
+from gep.feedback import FeedbackIndex
 from gep.memory_graph import (
     MemoryAdvice,
     event_time,
@@ -43,7 +51,7 @@ from gep.memory_graph import (
     parse_at,
     situation_signals,
 )
-from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene
+from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, OutcomeStatus
 from gep.records import CandidateScore, GeneBan, SelectorDecision
 
 __all__ = [
@@ -286,9 +294,47 @@ def select_capsule(capsules: Sequence[Capsule], signals: Sequence[str], *, gene_
 # ------------------------------------------------------------------ selection
 
 
+def judged(events: Sequence[EvolutionEvent]) -> list[EvolutionEvent]:
+    """Events as selection counts them: a committed fix whose trigger came back (``meta.fix_verdict`` is
+    "did_not_hold", set by the next cycle) is a failure, not a success."""
+    out: list[EvolutionEvent] = []
+    for e in events:
+        if e.outcome.status == OutcomeStatus.success.value and e.meta.fix_verdict == "did_not_hold":
+            e = e.model_copy(update={"outcome": Outcome(status=OutcomeStatus.failed.value, score=C.FAILURE_SCORE)})
+        out.append(e)
+    return out
+
+
 def _recent_selections(events: Sequence[EvolutionEvent], n: int) -> list[str]:
     picks = [e.genes_used[0] for e in _cycles(events) if e.genes_used]
     return picks[-n:] if n > 0 else []
+
+
+def _blend(expected: float, usefulness: float, weight: float) -> float:
+    return (1.0 - weight) * expected + weight * usefulness
+
+
+def _score_candidates(genes: Sequence[Gene], signals: Sequence[str], advice: MemoryAdvice, banned: set[str],
+                      feedback: FeedbackIndex | None, weight: float,
+                      now: datetime) -> tuple[list[CandidateScore], dict[str, Gene]]:
+    """One score per matching gene (first of each id): memory-graph expected success, blended with the
+    gene's usefulness when feedback is given."""
+    scored: list[CandidateScore] = []
+    by_id: dict[str, Gene] = {}
+    for g in genes:
+        m = match_score(g, signals)
+        if m <= 0 or g.id in by_id:
+            continue
+        by_id[g.id] = g
+        st = advice.stats(g.id)
+        c = CandidateScore(gene_id=g.id, match_score=round(m, 4), expected=st.expected,
+                           evidence=round(st.evidence, 4), banned=g.id in banned, rank=st.expected)
+        if feedback is not None:
+            use = feedback.usefulness(g.id, signals, now)
+            c.usefulness, c.usefulness_scope = use.score, use.scope
+            c.rank = round(_blend(st.expected, use.score, weight), 6)
+        scored.append(c)
+    return scored, by_id
 
 
 def select_gene_and_capsule(
@@ -303,11 +349,14 @@ def select_gene_and_capsule(
     now: datetime,
     drift: bool = False,
     excluded: Mapping[str, str] | None = None,
+    feedback: FeedbackIndex | None = None,
 ) -> Selection:
     """Choose a gene (and a capsule to reuse) for the current signals. ``recent_events`` oldest first
     (as ``Store.recent_events`` returns them); the more are given, the more the memory graph knows.
-    ``excluded``: gene id -> why it may not be selected here (retired, not runnable: gep.runnable)."""
+    ``excluded``: gene id -> why it may not be selected here (retired, not runnable: gep.runnable).
+    ``feedback``: the stored feedback signals' scores; None ranks by the memory graph alone."""
     signals = [str(s) for s in signals]
+    recent_events = judged(recent_events)
     reasons: list[str] = []
     advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now)
     bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),
@@ -315,33 +364,29 @@ def select_gene_and_capsule(
                   _memory_bans(advice))
     banned = {b.gene_id: b for b in bans}
     intensity = drift_intensity(len(genes), drift)
-
-    scored: list[CandidateScore] = []
-    by_id: dict[str, Gene] = {}
-    for g in genes:
-        m = match_score(g, signals)
-        if m <= 0 or g.id in by_id:
-            continue
-        if excluded and g.id in excluded:
-            reasons.append(f"not selectable {g.id}: {excluded[g.id]}")
-            continue
-        by_id[g.id] = g
-        st = advice.stats(g.id)
-        scored.append(CandidateScore(gene_id=g.id, match_score=round(m, 4), expected=st.expected,
-                                     evidence=round(st.evidence, 4), banned=g.id in banned))
+    weight = min(1.0, max(0.0, settings.usefulness_weight)) if feedback is not None else 0.0
+    allowed = [g for g in genes if not (excluded and g.id in excluded)]
+    for gid, why in (excluded or {}).items():
+        if any(g.id == gid and match_score(g, signals) > 0 for g in genes):
+            reasons.append(f"not selectable {gid}: {why}")
+    scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
     order = {gid: i for i, gid in enumerate(by_id)}
     # sorted() is stable, and ``order`` makes the gene-order tie-break explicit
     candidates = sorted((c for c in scored if not c.banned),
-                        key=lambda c: (-c.expected, -c.match_score, order[c.gene_id]))
+                        key=lambda c: (-c.rank, -c.match_score, order[c.gene_id]))
     applied = [banned[c.gene_id] for c in scored if c.banned]
     for b in applied:
         reasons.append(f"banned {b.gene_id}: {b.reason}")
 
     decision = SelectorDecision(drift=drift, drift_intensity=round(intensity, 4), bans_applied=applied,
                                 scores=scored, signal_key=advice.signal_key,
-                                memory_preferred=advice.preferred_gene_id)
+                                memory_preferred=advice.preferred_gene_id, usefulness_weight=weight)
     if advice.explanation:
         reasons.append("memory_graph: " + " | ".join(advice.explanation))
+    known = [c for c in candidates if c.usefulness_scope != "none"]
+    if weight > 0 and known:
+        reasons.append(f"usefulness (weight {weight:g}): " + ", ".join(
+            f"{c.gene_id} {c.usefulness:.2f} ({c.usefulness_scope})" for c in known[:C.MAX_ALTERNATIVES]))
 
     if not candidates:
         if scored:
@@ -360,7 +405,7 @@ def select_gene_and_capsule(
         draws = []
         for c in candidates[:k]:
             st = advice.stats(c.gene_id)
-            draws.append(rng.betavariate(st.alpha, st.beta))
+            draws.append(_blend(rng.betavariate(st.alpha, st.beta), c.usefulness, weight))
         pick = candidates[max(range(k), key=lambda i: draws[i])]
         mode = "drift"
         reasons.append(f"drift: stochastic pick among top {k} (intensity {intensity:.2f})")
@@ -385,7 +430,8 @@ def select_gene_and_capsule(
 
     gene = by_id[pick.gene_id]
     reasons.insert(0, f"signals match {gene.id}.signals_match (score {pick.match_score:g}, "
-                      f"expected success {pick.expected:.2f})")
+                      f"expected success {pick.expected:.2f}"
+                      + (f", usefulness {pick.usefulness:.2f})" if weight > 0 else ")"))
     capsule = select_capsule(capsules, signals, gene_id=gene.id, banned=set(banned))
     if capsule is not None:
         reasons.append(f"capsule {capsule.id} trigger matches signals")

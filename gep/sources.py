@@ -34,6 +34,7 @@ pattern's files stay inside the directory the pattern names.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -47,7 +48,7 @@ from pydantic import BaseModel, Field
 
 from gep.config import Settings
 from gep.records import SourceFile, SourceKind
-from gep.sanitize import redact
+from gep.sanitize import REDACTED, redact
 
 _SKIP_DIRS = frozenset({".git", ".gep"})
 _LINE_CLIP = 300
@@ -82,10 +83,12 @@ class _Tail:
     size: int
     bytes_read: int
     truncated: bool
+    start: int = 0  # offset in the file of the first byte of ``text``
 
 
-def read_tail(path: Path, cap: int) -> _Tail:
-    """At most ``cap`` bytes from the end of ``path``, decoded with replacement."""
+def _tail_bytes(path: Path, cap: int) -> tuple[bytes, int, int, bool]:
+    """(data, file size, offset of data in the file, truncated): at most ``cap`` bytes from the end, starting
+    at a character boundary and, when truncated, at the next full line when there is one."""
     cap = max(0, int(cap))
     with path.open("rb") as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -93,17 +96,26 @@ def read_tail(path: Path, cap: int) -> _Tail:
         fh.seek(start)
         data = fh.read(cap)
     truncated = start > 0
+    offset = start
     if truncated:
         # Resume at a character boundary, then at the next full line when there is one.
         skip = 0
         while skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
             skip += 1
         data = data[skip:]
+        offset += skip
         newline = data.find(b"\n")
         if 0 <= newline < len(data) - 1:
             data = data[newline + 1 :]
+            offset += newline + 1
+    return data, size, offset, truncated
+
+
+def read_tail(path: Path, cap: int) -> _Tail:
+    """At most ``cap`` bytes from the end of ``path``, decoded with replacement."""
+    data, size, offset, truncated = _tail_bytes(path, cap)
     text = data.decode("utf-8", errors="replace").replace("\x00", "")
-    return _Tail(text=text, size=size, bytes_read=min(cap, size), truncated=truncated)
+    return _Tail(text=text, size=size, bytes_read=min(max(0, int(cap)), size), truncated=truncated, start=offset)
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -361,13 +373,27 @@ def _engine_session(path: Path) -> bool:
         return False
 
 
-def _read_single(root: Path, name: str, cap: int, kind: SourceKind, files: list[SourceFile]) -> str | None:
+def _single_path(root: Path, name: str) -> Path | None:
     if not name or Path(name).is_absolute() or ".." in Path(name).parts:
         return None
     path = root / name
     if not path.is_file() or not _inside(path, root):
         return None
-    return _read_tracked(path, root, cap, kind, files)
+    return path
+
+
+def _read_single(root: Path, name: str, cap: int, kind: SourceKind, files: list[SourceFile]) -> str | None:
+    path = _single_path(root, name)
+    return None if path is None else _read_tracked(path, root, cap, kind, files)
+
+
+def _sessions(root: Path, settings: Settings, now: datetime) -> list[tuple[Path, os.stat_result, str]]:
+    """The transcripts a cycle reads: newest first, recent enough, not the engine's own sessions."""
+    sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True)
+    if settings.transcript_max_age_hours > 0:
+        oldest = now.timestamp() - settings.transcript_max_age_hours * 3600
+        sessions = [item for item in sessions if item[1].st_mtime >= oldest]
+    return [item for item in sessions if not _engine_session(item[0])]
 
 
 def collect_sources(workspace: Path, settings: Settings, now: datetime | None = None) -> SourceBundle:
@@ -378,11 +404,7 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
 
     # Transcripts, newest first (their patterns may point outside the workspace).
     sections = []
-    sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True)
-    if settings.transcript_max_age_hours > 0:
-        oldest = now.timestamp() - settings.transcript_max_age_hours * 3600
-        sessions = [item for item in sessions if item[1].st_mtime >= oldest]
-    sessions = [item for item in sessions if not _engine_session(item[0])]
+    sessions = _sessions(root, settings, now)
     for path, _st, shown in sessions:
         text = _read_tracked(path, root, settings.transcript_tail_bytes, "transcript", files, shown)
         rendered = render_transcript(text) if text is not None else ""
@@ -414,3 +436,124 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
         user_snippet=redact(user) if user is not None else USER_MISSING,
         files=files,
     )
+
+
+# ---------------------------------------------------------------- timelines (for resolved errors)
+#
+# Which lines of the logs, today's memory log and the transcripts were written when: what gep/resolved.py
+# needs to tell an error seen before a fix was committed from a new occurrence. Read with the same caps and
+# the same file choice as ``collect_sources``; nothing above changes.
+
+_LEAD_TIME = re.compile(
+    r"^\s*\[?(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?)\s?(Z|UTC|[+-]\d{2}:?\d{2})?(?![\d:])")
+_JSON_TIME = re.compile(r'"timestamp"\s*:\s*"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)'
+                        r'(Z|[+-]\d{2}:?\d{2})?"')
+
+
+def parse_line_time(line: str, *, json_record: bool = False) -> datetime | None:
+    """The timestamp a log line starts with (``2026-11-21T09:14:03Z``, ``[2026-11-21 09:14:03,120]``, with an
+    offset or without: then UTC), or a JSONL record's ``"timestamp"`` field; None when there is none."""
+    m = (_JSON_TIME if json_record else _LEAD_TIME).search(line[:400] if json_record else line[:64])
+    if m is None:
+        return None
+    day, clock, zone = m.group(1), m.group(2).replace(",", "."), m.group(3) or ""
+    if "." in clock:
+        head, frac = clock.split(".", 1)
+        clock = f"{head}.{(frac + '000000')[:6]}"
+    zone = "+00:00" if zone in ("", "Z", "UTC") else (zone if ":" in zone else f"{zone[:3]}:{zone[3:]}")
+    try:
+        at = datetime.fromisoformat(f"{day}T{clock}{zone}")
+    except ValueError:
+        return None
+    return at.astimezone(UTC)
+
+
+class TailLine(BaseModel):
+    start: int  # byte offset of the line in its file
+    at: datetime | None = None  # its own timestamp, or (in a log) that of the last timestamped line before it
+    text: str  # redacted
+
+
+class FileTail(BaseModel):
+    """The bounded tail of one file, line by line."""
+
+    path: str
+    kind: SourceKind
+    size: int
+    lines: list[TailLine] = Field(default_factory=list)
+
+
+class FileMark(BaseModel):
+    """A file's size at a moment (a fix's commit): bytes before it were written before that moment."""
+
+    path: str
+    kind: SourceKind
+    size: int
+
+
+def _redacted_lines(raw: list[str]) -> list[str]:
+    """Each line redacted as ``redact`` treats the whole text: a secret spanning lines (a key block) leaves
+    none of its lines behind."""
+    whole = redact("\n".join(raw)).split("\n")
+    if len(whole) == len(raw):
+        return whole
+    per_line = [redact(x) for x in raw]
+    keep: set[int] = set()
+    for a, _b, n in difflib.SequenceMatcher(None, per_line, whole, autojunk=False).get_matching_blocks():
+        keep.update(range(a, a + n))
+    return [x if i in keep else REDACTED for i, x in enumerate(per_line)]
+
+
+def _file_tail(path: Path, shown: str, kind: SourceKind, cap: int) -> FileTail | None:
+    try:
+        data, size, offset, _truncated = _tail_bytes(path, cap)
+    except OSError:
+        return None
+    starts, raw = [], []
+    pos = 0
+    for chunk in data.split(b"\n"):
+        if chunk.strip():
+            starts.append(offset + pos)
+            raw.append(chunk.decode("utf-8", errors="replace").replace("\x00", "").rstrip("\r"))
+        pos += len(chunk) + 1
+    json_record, inherit = kind == "transcript", kind in ("log", "memory_log")
+    lines: list[TailLine] = []
+    last: datetime | None = None
+    for start, text, red in zip(starts, raw, _redacted_lines(raw), strict=True):
+        at = parse_line_time(text, json_record=json_record)
+        if at is not None:
+            last = at
+        lines.append(TailLine(start=start, at=at if at is not None or not inherit else last, text=red))
+    return FileTail(path=shown, kind=kind, size=size, lines=lines)
+
+
+def _timeline_files(root: Path, settings: Settings, now: datetime) -> list[tuple[Path, str, SourceKind, int]]:
+    """(path, shown path, kind, cap) of the transcripts, today's memory log and the logs a cycle reads."""
+    out: list[tuple[Path, str, SourceKind, int]] = [
+        (path, shown, "transcript", settings.transcript_tail_bytes) for path, _st, shown in _sessions(root, settings, now)]
+    memory_log = _single_path(root, f"{settings.memory_dir}/{now.astimezone(UTC).strftime('%Y-%m-%d')}.md")
+    if memory_log is not None:
+        out.append((memory_log, _rel(memory_log, root), "memory_log", settings.memory_tail_bytes))
+    for path, _st, _shown in _glob_newest(root, settings.log_globs, settings.max_source_files):
+        out.append((path, _rel(path, root), "log", settings.log_tail_bytes))
+    return out
+
+
+def collect_tails(workspace: Path, settings: Settings, now: datetime) -> list[FileTail]:
+    """The files ``collect_sources`` reads for the transcript and log texts, line by line, with where each
+    line starts in its file and when it was written (when the line says)."""
+    root = Path(workspace).resolve()
+    tails = [_file_tail(path, shown, kind, cap) for path, shown, kind, cap in _timeline_files(root, settings, now)]
+    return [t for t in tails if t is not None]
+
+
+def file_marks(workspace: Path, settings: Settings, now: datetime) -> list[FileMark]:
+    """The current size of each file ``collect_tails`` reads (taken when a fix is committed)."""
+    root = Path(workspace).resolve()
+    marks: list[FileMark] = []
+    for path, shown, kind, _cap in _timeline_files(root, settings, now):
+        try:
+            marks.append(FileMark(path=shown, kind=kind, size=path.stat().st_size))
+        except OSError:
+            continue
+    return marks

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gep.config import Settings
+from gep.feedback import FeedbackIndex, FeedbackSignal, explicit_signal
 from gep.models import BlastRadius, Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, iso
 from gep.selector import (
     active_bans,
@@ -345,3 +346,93 @@ def test_capsule_tie_prefers_the_selected_gene():
             Capsule(id="cap_2", gene="gene_a", trigger=["log_error"])]
     assert select_capsule(caps, SIGNALS, gene_id="gene_a").id == "cap_2"
     assert select_capsule(caps, SIGNALS).id == "cap_1"
+
+
+# ------------------------------------------------------------------ usefulness (feedback, seed 003)
+
+
+def _feedback_run(genes, cycles: int, verdict=None, settings: Settings | None = None) -> list[str]:
+    """A seeded run where every change succeeds and, with ``verdict``, a person judges each of gene_a's."""
+    settings = settings or Settings()
+    # a known-good history: every gene succeeded a few times in this situation before the run
+    events = [event(-k - 1, genes[-1 - k % len(genes)].id, at=NOW - timedelta(hours=cycles + 30 - k))
+              for k in range(3 * len(genes))]  # gene order's first succeeded last
+    signals: list[FeedbackSignal] = []
+    picks: list[str] = []
+    for t in range(cycles):
+        at = NOW - timedelta(hours=cycles - t)
+        sel = select_gene_and_capsule(genes=genes, capsules=[], failed_capsules=[], signals=SIGNALS,
+                                      recent_events=events[-60:], settings=settings,
+                                      rng=random.Random(f"fb:{t}"), now=at,
+                                      feedback=FeedbackIndex(signals) if verdict else None)
+        picks.append(sel.gene.id)
+        events.append(event(t, sel.gene.id, at=at))
+        if verdict and sel.gene.id == "gene_a":
+            signals.append(explicit_signal(event_id=events[-1].id, gene_id="gene_a", signals=SIGNALS, kind=verdict,
+                                           at=at + timedelta(minutes=30)))
+    return picks
+
+
+def test_not_helpful_on_gene_a_lowers_its_pick_rate():
+    # three genes that all succeed; gene_a matches best
+    genes = [gene("gene_a", "log_error", "errsig", "recurring_error"), gene("gene_b", "log_error"),
+             gene("gene_c", "errsig")]
+    without = Counter(_feedback_run(genes, 120))["gene_a"] / 120
+    with_feedback = Counter(_feedback_run(genes, 120, "not_helpful"))["gene_a"] / 120
+    assert without >= 0.3
+    assert with_feedback <= without / 3
+
+
+def test_helpful_feedback_does_not_break_the_dominance_cap():
+    genes = [gene("gene_a", "log_error"), gene("gene_b", "log_error", "errsig", "recurring_error"),
+             gene("gene_c", "errsig")]
+    settings = Settings()
+    picks = _feedback_run(genes, 200, "helpful", settings)
+    w = settings.dominance_window
+    worst = max(Counter(picks[i:i + w])["gene_a"] for i in range(len(picks) - w + 1))
+    assert worst / w <= settings.dominance_share
+    assert Counter(picks)["gene_a"] > Counter(_feedback_run(genes, 200))["gene_a"]  # it did help gene_a
+
+
+def test_usefulness_blends_into_the_rank_and_is_reported():
+    genes = [gene("gene_a", "log_error", "errsig"), gene("gene_b", "log_error")]
+    at = NOW - timedelta(days=1)
+    fb = [explicit_signal(event_id=f"evt_{k}", gene_id="gene_b", signals=SIGNALS, kind="helpful", at=at)
+          for k in range(3)]
+    sel = select(genes, seed=3)
+    assert sel.decision.usefulness_weight == 0.0
+    assert all(c.usefulness_scope == "none" and c.rank == c.expected for c in sel.decision.scores)
+    with_fb = select_gene_and_capsule(genes=genes, capsules=[], failed_capsules=[], signals=SIGNALS,
+                                      recent_events=[], settings=Settings(), rng=random.Random(3), now=NOW,
+                                      feedback=FeedbackIndex(fb))
+    scores = {c.gene_id: c for c in with_fb.decision.scores}
+    assert scores["gene_b"].usefulness == pytest.approx(0.5 + 0.45 * 0.95 ** (1 / 7), abs=1e-6)
+    assert scores["gene_b"].usefulness_scope == "situation"
+    assert scores["gene_b"].rank == pytest.approx(0.7 * 0.5 + 0.3 * scores["gene_b"].usefulness, abs=1e-6)
+    assert scores["gene_a"].rank == pytest.approx(0.5) and scores["gene_a"].usefulness_scope == "none"
+    assert with_fb.decision.usefulness_weight == 0.3
+    greedy = [s for s in (select_gene_and_capsule(genes=genes, capsules=[], failed_capsules=[], signals=SIGNALS,
+                                                  recent_events=[], settings=Settings(), rng=random.Random(k),
+                                                  now=NOW, feedback=FeedbackIndex(fb)) for k in range(100))
+              if s.decision.drift_mode == "selection"]
+    assert greedy and {s.gene.id for s in greedy} == {"gene_b"}  # without feedback: gene_a, the better match
+    assert any(r.startswith("usefulness (weight 0.3): gene_b 0.") for r in with_fb.decision.reasons)
+    # weight 0: feedback given but ignored
+    zero = select_gene_and_capsule(genes=genes, capsules=[], failed_capsules=[], signals=SIGNALS,
+                                   recent_events=[], settings=Settings(usefulness_weight=0), rng=random.Random(3),
+                                   now=NOW, feedback=FeedbackIndex(fb))
+    assert [c.rank for c in zero.decision.scores] == [c.rank for c in sel.decision.scores]
+
+
+def test_a_fix_that_did_not_hold_counts_as_a_failure():
+    genes = [gene("gene_a", "log_error", "errsig", "recurring_error"), gene("gene_b", "log_error")]
+    held = [event(i, "gene_a") for i in range(6)]
+    back = [e.model_copy(update={"meta": e.meta.model_copy(update={"fix_verdict": "did_not_hold"})}) for e in held]
+    ok = {c.gene_id: c for c in select(genes, events=held).decision.scores}
+    bad = select(genes, events=back, drift=True)
+    assert ok["gene_a"].expected > 0.8
+    # six "successes" whose errors came back: a failing gene, banned by the memory graph like any other
+    assert [(b.gene_id, b.source) for b in bad.decision.bans_applied] == [("gene_a", "memory")]
+    assert back[0].outcome.status == "success"  # the caller's events are not changed
+    verified = [e.model_copy(update={"meta": e.meta.model_copy(update={"fix_verdict": "verified"})}) for e in held]
+    assert select(genes, events=verified).decision.scores == select(genes, events=held).decision.scores
