@@ -155,6 +155,7 @@ def test_engine_never_runs_what_the_agent_plants_in_the_clone_config(ws: Path, t
     script = tmp_path / "evil.sh"
     script.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
     script.chmod(0o755)
+    git_before = snapshot(ws)["git"]
     repo = open_repo(ws)
     rec = open_clone(repo, "evt_1")
     agent_edit(rec.path)
@@ -167,6 +168,7 @@ def test_engine_never_runs_what_the_agent_plants_in_the_clone_config(ws: Path, t
     assert deliver(repo, rec, commit_clone(repo, rec)).status == "landed"
     assert not marker.exists()
     assert change.committable
+    assert snapshot(ws)["git"] == git_before  # the agent's config and hooks stayed in its clone
 
 
 def test_drift_names_what_validation_changed(ws: Path) -> None:

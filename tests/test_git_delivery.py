@@ -137,6 +137,28 @@ def test_a_git_command_of_the_user_holding_the_index_keeps_the_cycle(ws: Path) -
     assert snapshot(ws) == before
 
 
+def test_a_user_commit_at_the_last_instant_is_never_overwritten(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gep.git.landing as landing
+
+    repo = open_repo(ws)
+    rec = open_clone(repo, "evt_1")
+    agent_edit(rec.path)
+    commit = commit_clone(repo, rec)
+    checked = landing.dirty_paths
+
+    def check_then_user_commits(*args: object) -> list[str]:
+        found = checked(*args)  # type: ignore[arg-type]
+        git(ws, "commit", "-q", "-m", "the user commits right after the engine looked")
+        return found
+
+    monkeypatch.setattr(landing, "dirty_paths", check_then_user_commits)
+    theirs_before = snapshot(ws)["files"]
+    d = deliver(repo, rec, commit)
+    assert d.status == "kept" and "moved meanwhile" in d.reasons[0]  # compare-and-swap refused
+    assert git(ws, "log", "-1", "--format=%s", "main").strip() == "the user commits right after the engine looked"
+    assert snapshot(ws)["files"] == theirs_before
+
+
 def test_failure_leaves_everything_of_the_user_and_saves_the_change(ws: Path) -> None:
     before = snapshot(ws)
     repo = open_repo(ws)

@@ -115,6 +115,7 @@ def test_person_commit_meanwhile_the_cycle_commits_on_top(ws: Path) -> None:
 
 
 def test_abandon_saves_a_patch_then_restores_only_the_cycle_paths(ws: Path, tmp_path: Path) -> None:
+    (ws / ".git" / "info" / "attributes").write_text("* text=auto\n")  # git stores LF, the person has CRLF
     (ws / "README.md").write_bytes(b"hello\r\nmy CRLF work in progress\r\n")
     before = snapshot(ws)
     repo = open_repo(ws)

@@ -52,6 +52,10 @@ def ws(tmp_path: Path) -> Path:
 def test_isolated_cycle_with_odd_workspace_and_file_names(ws: Path) -> None:
     repo = open_repo(ws)
     rec = open_clone(repo, "evt_1", [".venv"])
+    # the agent's own git works in its clone (it borrows the user's objects through a relative alternates
+    # entry: an absolute one, as `git clone --shared` writes, breaks on this path)
+    assert git(rec.path, "log", "--format=%s") == "second\ninitial\n"
+    assert git(rec.path, "status", "--porcelain") == ""
     agent_edit(rec.path)
     (rec.path / "new\nline.py").write_text("A = 1\n")
     (rec.path / "ça va.py").write_text("B = 2\n")
