@@ -4,16 +4,14 @@ byte-level picture of the user's side to compare before and after."""
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
 from pathlib import Path
 
-from crash_driver import snapshot
+from crash_driver import git, snapshot
 
 from gep.git import CloneRecord, Repo, clone_change, commit_change
 
-__all__ = ["snapshot"]
+__all__ = ["git", "snapshot"]
 
 FILES = {
     "README.md": "hello\n",
@@ -26,12 +24,6 @@ FILES = {
 BIG = 9 * 1024 * 1024
 ODD = "odd\nname.txt"
 UNICODE = "ünï cödé.txt"
-
-
-def git(cwd: Path, *args: str, check: bool = True) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
-           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=check, capture_output=True, text=True).stdout
 
 
 def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:

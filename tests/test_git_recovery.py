@@ -109,6 +109,11 @@ def test_kill_at_each_step_then_recover(tmp_path: Path, landed: dict[str, object
         assert any(f"removed {ws / '.git' / 'index.lock'}" in a for a in actions), actions
     if point in ("after_cas", "in_read_tree"):
         assert any("finished landing" in a for a in actions), actions
+    if point == "after_landing":  # landed before the kill: no patch of a change that is already in
+        assert any("its change is already on main" in a for a in actions), actions
+        assert not (ws / ".gep" / "rescued").exists()
+    if point in ("after_mutation", "after_commit"):
+        assert any("its change is saved in" in a for a in actions), actions
     _check(ws, before, landed, actions)
 
 

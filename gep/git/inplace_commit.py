@@ -15,12 +15,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from gep.errors import WorkspaceError
-from gep.git.entries import Entry, index_entries, index_info, tree_entries
+from gep.git.entries import Entry, index_info, tree_entries
 from gep.git.indexwrite import IndexWrite, announced
 from gep.git.inplace import InPlaceChange, InPlaceRecord
-from gep.git.landing import move_ref, with_retries
+from gep.git.landing import move_ref, moved_entries, with_retries
 from gep.git.plumbing import shown
-from gep.git.refs import is_descendant
 from gep.git.repo import Repo, identity_env
 from gep.git.scan import temp_dir
 
@@ -70,12 +69,11 @@ def commit_in_place(repo: Repo, rec: InPlaceRecord, ch: InPlaceChange, message: 
 def resume_in_place(repo: Repo, plan: IndexWrite) -> tuple[bool, str]:
     """After a kill during :func:`commit_in_place`: (committed, what was done). The index entries still at
     their old value are moved to the commit's (entries the person changed since are left alone)."""
-    g = repo.git()
-    tip = g.sha("HEAD" if plan.ref == "HEAD" else plan.ref)
-    if tip is None or tip == plan.old or not is_descendant(g, plan.new, tip):
+    moved = moved_entries(repo, plan)
+    if moved is None:
         return False, "the interrupted commit had not moved the branch"
-    old, new = tree_entries(g, plan.old, plan.paths), tree_entries(g, plan.new, plan.paths)
-    idx = index_entries(g, plan.paths)
+    _tip, old, new, idx = moved
+    g = repo.git()
     todo: dict[str, Entry | None] = {p: new.get(p) for p in plan.paths if idx.get(p) == old.get(p)}
     if todo:
         g.run("update-index", "-z", "--index-info", input=index_info(todo, repo.hexlen))

@@ -100,16 +100,27 @@ def _state(sha: str | None, old: Entry | None, new: Entry | None) -> str:
     return "other"
 
 
+def moved_entries(repo: Repo, plan: IndexWrite) -> tuple[str, dict[str, Entry], dict[str, Entry],
+                                                          dict[str, Entry]] | None:
+    """For an interrupted write: (the ref's tip, the paths' old, new and index entries) when the ref had
+    already moved to the engine's commit (or past it); None when it had not moved."""
+    g = repo.git()
+    tip = g.sha("HEAD" if plan.ref == "HEAD" else plan.ref)
+    if tip is None or tip == plan.old or not is_descendant(g, plan.new, tip):
+        return None
+    return (tip, tree_entries(g, plan.old, plan.paths), tree_entries(g, plan.new, plan.paths),
+            index_entries(g, plan.paths))
+
+
 def resume_landing(repo: Repo, plan: IndexWrite) -> tuple[bool, str]:
     """After a kill during :func:`land`: (landed, what was done). Finishes the landing when every path is
     either as before or as the commit has it; otherwise swaps the ref back and puts back only the files
     the engine itself had written (the user's later edits are left alone)."""
-    g = repo.git()
-    tip = g.sha("HEAD" if plan.ref == "HEAD" else plan.ref)
-    if tip is None or tip == plan.old or not is_descendant(g, plan.new, tip):
+    moved = moved_entries(repo, plan)
+    if moved is None:
         return False, "the interrupted landing had not moved the branch"
-    old, new = tree_entries(g, plan.old, plan.paths), tree_entries(g, plan.new, plan.paths)
-    idx = index_entries(g, plan.paths)
+    tip, old, new, idx = moved
+    g = repo.git()
     root = Path(repo.path)
     work = {p: worktree_blob(g, root, p) for p in plan.paths}
     index_state = {p: _state(idx[p][1] if p in idx else None, old.get(p), new.get(p)) for p in plan.paths}

@@ -22,12 +22,12 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from gep.git.clone import load_record, remove_clone, worktrees_dir
+from gep.git.clone import CloneRecord, load_record, remove_clone, worktrees_dir
 from gep.git.delivery import evolution_refs
 from gep.git.indexwrite import IndexWrite, clear_engine_lock, marker_path, pid_alive, read_marker
 from gep.git.inplace import INPLACE
 from gep.git.inplace_commit import resume_in_place
-from gep.git.isolated import discard_clone
+from gep.git.isolated import clone_change, discard_clone
 from gep.git.landing import resume_landing
 from gep.git.lock import holds_lock
 from gep.git.repo import Repo
@@ -94,13 +94,29 @@ def _clone_events(repo: Repo) -> set[str]:
     return out
 
 
+def _delivered(repo: Repo, rec: CloneRecord, tree: str) -> str | None:
+    """Where a dead cycle's change already is (its landing finished, or it was kept), if anywhere."""
+    g = repo.git()
+    for ref in evolution_refs(rec.event_id):
+        if g.sha(ref):
+            return ref.removeprefix("refs/heads/")
+    tip = rec.branch or "HEAD"
+    trees = g.run("log", "-n50", "--format=%T", f"{rec.base}..{tip}", ok=True).text.split()
+    return tip.removeprefix("refs/heads/") if tree in trees else None
+
+
 def _remove_dead_clone(repo: Repo, event_id: str, report: RecoveryReport) -> None:
     rec = load_record(repo, event_id)
     note = ""
-    if rec is not None and rec.status == "open":
+    if rec is not None and rec.status == "open" and rec.path.is_dir():
         try:
-            rescue = discard_clone(repo, rec)
-            note = f"; its change is saved in {rescue.patch} ({rescue.command})" if rescue.patch else ""
+            change = clone_change(repo, rec)
+            where = _delivered(repo, rec, change.tree)
+            if where:
+                note = f"; its change is already on {where}"
+            else:
+                rescue = discard_clone(repo, rec, change)
+                note = f"; its change is saved in {rescue.patch} ({rescue.command})" if rescue.patch else ""
         except Exception as exc:  # noqa: BLE001 - a broken clone is removed all the same
             note = f"; its change could not be saved ({exc})"
     remove_clone(repo, event_id)
