@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gep import constants as C
 from gep import memory as M
@@ -25,6 +25,7 @@ CONFIG_FILE = "gep.toml"
 DEFAULT_ALLOWLIST = ["python", "python3", "pytest", "ruff", "mypy", "make", "node", "npm", "npx"]
 DEFAULT_PROTECTED = [CONFIG_FILE, "MEMORY.md", "USER.md"]
 DEFAULT_VALIDATION = ["python -m compileall -q .", "python -m pytest -q"]
+DEFAULT_ENV_DIRS = [".venv", "venv", "node_modules", ".tox"]
 
 
 class Settings(BaseModel):
@@ -78,6 +79,13 @@ class Settings(BaseModel):
     lock_timeout_s: float = C.LOCK_TIMEOUT_S
     branch: str | None = None
 
+    # git isolation (gep/git/): folders the checks need that git ignores, linked read-only into a cycle's
+    # clone; the largest uncommitted file of a person's that prompt mode copies (bigger: not restorable);
+    # how many times a cycle's commit is rebased onto a moving branch before it is kept on gep/<event>
+    env_dirs: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_DIRS))
+    snapshot_copy_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    max_rebases: int = Field(default=3, ge=0, le=20)
+
     # prompt and mutators
     mutator: str | None = None
     model: str = "claude-sonnet-4-6"
@@ -96,6 +104,15 @@ class Settings(BaseModel):
 
     # prefect
     ui_url: str | None = None
+
+    @field_validator("env_dirs")
+    @classmethod
+    def _relative_dirs(cls, value: list[str]) -> list[str]:
+        for name in value:
+            parts = PurePosixPath(name.strip()).parts
+            if not parts or name.strip().startswith("/") or ".." in parts or ".git" in parts or "\n" in name:
+                raise ValueError(f"{name!r} is not a folder inside the workspace")
+        return value
 
 
 _LIST_FIELDS = {name for name, f in Settings.model_fields.items() if "list" in str(f.annotation)}
