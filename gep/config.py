@@ -73,6 +73,11 @@ class Settings(BaseModel):
     agent_cmd: str | None = None
     agent_timeout_s: float = C.AGENT_TIMEOUT_S
 
+    # behavioural signals (gep/behavior.py; the Claude pass, gep/llm_signals.py, needs ANTHROPIC_API_KEY)
+    llm_signals: bool = False  # ask Claude about the exchanges the rules found nothing in
+    llm_signals_every: int = 10  # ... and about every new exchange on every Nth cycle (0: never)
+    llm_signals_token_budget: int = 20_000  # tokens the Claude pass may use in one cycle
+
     # prefect
     ui_url: str | None = None
 
