@@ -108,7 +108,7 @@ def _norm(text: str, keep: int) -> str:
 def exchange_key(ex: TranscriptExchange) -> str:
     """A stable id of one exchange: the same whether a hook saw it live or a cycle re-read the transcript
     (no timestamp in it; the texts' last characters only, so a tail that cut the agent turn agrees)."""
-    raw = "\0".join((ex.source, ex.session_id, _norm(ex.agent, 500), _norm(ex.user, 2000)))
+    raw = "\0".join((ex.source, ex.session_id, _norm(ex.agent, 200), _norm(ex.user, 2000)))
     return hashlib.sha256(raw.encode("utf-8", "replace")).hexdigest()[:20]
 
 
@@ -141,8 +141,7 @@ def detect(ex: TranscriptExchange, history: Sequence[TranscriptExchange] = (), *
     if style is not None:
         found.append(BehaviorSignal(ts=ts, type="style", summary=style.summary, context=context,
                                     intensity=style.intensity))
-    found.sort(key=lambda s: SIGNAL_TYPES.index(s.type))
-    return found[:MAX_PER_EXCHANGE]
+    return found[:MAX_PER_EXCHANGE]  # built in SIGNAL_TYPES order: corrections first, style last
 
 
 def detect_session(session: SessionExchanges, *, now: datetime, only_last: bool = False) -> list[Detected]:

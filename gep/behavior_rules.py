@@ -229,7 +229,7 @@ _PREFERENCES = _any(
     r"なくて(?:いい|良い)です")
 _PLEASE_JUST = _any(r"\bplease just\b|\bjust (?:give|send|show|tell) me\b|^(?:please )?(?:always|never) ")
 
-_NEGATIVE = _any(r"\b(?:don't|do not|no|never|stop|without|less|fewer|not|only)\b",
+_NEGATIVE = _any(r"\b(?:don't|do not|no|never|stop|without|less|fewer|not|only|skip|drop|omit|cut)\b",
                  r"不要|别|別|不用|不需要|不必|只|いらない|要らない|不要|なくて|しないで|だけ")
 _LANGUAGES = [(re.compile(p, _I), name) for p, name in (
     (r"traditional chinese|繁體中文|繁体中文|繁體", "Traditional Chinese"), (r"\bchinese\b|中文|中国語", "Chinese"),

@@ -449,7 +449,7 @@ def serve(
 
 def main() -> None:
     """The console script: like app(), but usage errors (unknown verb, bad flag value) are one line too."""
-    if sys.argv[1:2] == ["capture"]:  # a hook on every prompt: no option parsing that could exit 2 (blocks it)
+    if sys.argv[1:2] == ["capture"]:  # a hook on every prompt: typer's dispatch alone imports pydantic (~0.1 s)
         from gep.capture import main as capture_main
 
         sys.exit(capture_main(sys.argv[2:]))

@@ -111,13 +111,13 @@ class LlmPassResult(BaseModel):
 
 def wants_llm(ex: TranscriptExchange, found: Sequence[BehaviorSignal]) -> bool:
     """Whether the hybrid pass would ask Claude about an exchange: the rules found nothing, and the message
-    is more than an acknowledgement, a slash command or a word or two."""
+    is more than an acknowledgement, a slash command or a word or two ("push", "run them")."""
     if found:
         return False
     text = clean(ex.user)
     if not text or is_ambiguous(text) or text.startswith("/"):
         return False
-    return len(text) >= (3 if is_cjk(text) else 6)
+    return len(text) >= 4 if is_cjk(text) else len(text.split()) >= 3
 
 
 def llm_pass_due(cycle_number: int, every: int) -> bool:

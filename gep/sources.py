@@ -572,6 +572,8 @@ def collect_exchanges(workspace: Path, settings: Settings, now: datetime) -> lis
         except OSError:
             continue
         parsed = transcript_exchanges(tail.text, session_id=path.stem)
+        if tail.truncated:  # the first exchange's agent turn may have lost records before the cut
+            parsed.exchanges = parsed.exchanges[1:]
         if parsed.exchanges:
             out.append(parsed)
     return out
