@@ -113,6 +113,17 @@ def test_live_capture_without_a_transcript_and_of_the_engines_own_sessions(tmp_p
     assert run_hook(ws, hook_json(engine, "No, that's wrong!!"), now=NOW) is None
 
 
+def test_a_cut_tail_drops_its_first_exchange_whose_agent_turn_may_be_partial(tmp_path: Path) -> None:
+    path = transcript(tmp_path)
+    whole = Settings(transcript_globs=[str(path.parent / "*.jsonl")], transcript_max_age_hours=0)
+    [full] = collect_exchanges(tmp_path, whole, now=NOW)
+    cut = whole.model_copy(update={"transcript_tail_bytes": path.stat().st_size // 2})
+    [tail] = collect_exchanges(tmp_path, cut, now=NOW)
+    assert 0 < len(tail.exchanges) < len(full.exchanges)
+    first = next(i for i, e in enumerate(full.exchanges) if e.user == tail.exchanges[0].user)
+    assert full.exchanges[first].agent == tail.exchanges[0].agent  # what is kept is whole
+
+
 # ------------------------------------------------------------------ the real hook process
 
 
@@ -192,6 +203,15 @@ def test_worker_errors_go_to_the_capture_log(tmp_path: Path) -> None:
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
     log = (ws / ".gep" / "behavior" / "capture.log").read_text()
     assert "capture:" in log and len(log.splitlines()) == 1
+
+
+def test_the_readme_hook_snippet_is_valid_settings_json_for_this_command() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Behavioural signals", 1)[1].split("\n## ", 1)[0]
+    settings = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
+    [entry] = settings["hooks"]["UserPromptSubmit"]
+    [hook] = entry["hooks"]
+    assert hook["type"] == "command" and hook["command"] == 'gep capture --workspace "$CLAUDE_PROJECT_DIR"'
 
 
 # ------------------------------------------------------------------ gep signals
