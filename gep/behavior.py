@@ -16,7 +16,8 @@ Privacy: a summary is a description chosen from fixed phrases (topics, kinds of 
 only an English preference with no known topic keeps up to six filtered words of the message (no capitalised
 word, digit, path or address), and everything passes ``gep.sanitize.redact``. No message text is stored.
 
-Pure: exchanges and an injected ``now`` in, signals out. Storage is :mod:`gep.capture`.
+Pure: exchanges and an injected ``now`` in, signals out. The cue lists are :mod:`gep.behavior_rules`; storage
+is :mod:`gep.behavior_files`; live capture :mod:`gep.capture`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ only an English preference without a known topic keeps a few filtered words (see
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gep.sanitize import redact
@@ -265,7 +265,8 @@ _TOPICS: list[tuple[re.Pattern[str], str, str]] = [(re.compile(p, _I), yes, no) 
 )]
 _FILLERS = frozenset("please just kindly really also the a an me my i i'd id you your it it's its this that these "
                      "those so now next time from on going forward future could can would will".split())
-_STOPS = frozenset("in for on at with to of from by when because since".split())
+_SENTENCE_END = re.compile(r"[.!?;](?:\s|$)")  # not the dot inside an address, a file name or a version
+_STOPS = frozenset("in for on at with to of from by when because since and or but then".split())
 
 
 def _language(text: str) -> str | None:
@@ -279,8 +280,8 @@ def _language(text: str) -> str | None:
 def _gist(text: str, start: int, end: int) -> str | None:
     """Up to six plain words of the preference (after its cue, else before it): no capitalised word (a name),
     digit, path or address; stops at a preposition once three words are kept."""
-    after = re.split(r"[.!?;]", text[end:], maxsplit=1)[0]
-    before = re.split(r"[.!?;]", text[:start])[-1]
+    after = _SENTENCE_END.split(text[end:], maxsplit=1)[0]
+    before = _SENTENCE_END.split(text[:start])[-1]
     words: list[str] = []
     for chunk in (after, before):
         words = []
@@ -518,10 +519,9 @@ def _long(message: str) -> bool:
     return len(text) >= (150 if is_cjk(text) else 350)
 
 
-def _became(users: Sequence[str], test: object) -> bool:
+def _became(users: Sequence[str], test: Callable[[str], object]) -> bool:
     """Whether ``test`` holds for 4 of the last 5 messages, the newest included, and did not one message
     earlier (a pattern is reported once, when it forms)."""
-    assert callable(test)
     now = [bool(test(m)) for m in users[-_WINDOW:]]
     before = [bool(test(m)) for m in users[-_WINDOW - 1:-1]]
     return now[-1] and sum(now) >= _NEEDED and sum(before) < _NEEDED

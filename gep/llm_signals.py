@@ -67,6 +67,7 @@ themselves). Only extract a signal when your confidence is above 0.6.
 
 Extract 2-3 signals at most with extract_signal, then stop. If the exchange says nothing clear, extract nothing."""
 
+# The tool as the Messages API takes it (a JSON edge).
 TOOL: dict[str, Any] = {
     "name": "extract_signal",
     "description": "Record one signal about the person from what they just said. Only when confidence > 0.6.",

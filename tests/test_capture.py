@@ -124,6 +124,23 @@ def test_a_cut_tail_drops_its_first_exchange_whose_agent_turn_may_be_partial(tmp
     assert full.exchanges[first].agent == tail.exchanges[0].agent  # what is kept is whole
 
 
+def test_nothing_private_reaches_the_files(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    key = "sk-ant-api03-" + "p" * 32
+    prompt = (f"No, you got it wrong!! From now on always email Alice Moreau at dana.k@example.com with the key "
+              f"{key} and the file /home/dana/secrets.txt, I told you twice")
+    path = transcript(tmp_path, upto="I didn't ask you to refactor the CLI, please revert that part.")
+    report = run_hook(ws, hook_json(path, prompt), now=NOW)
+    assert report is not None and {s.type for s in report.written} >= {"correction", "preference"}
+    written = "".join(p.read_text() for p in (ws / "memory").rglob("*.jsonl")) + \
+        "".join(p.read_text() for p in (ws / ".gep").rglob("*") if p.is_file())
+    for private in ("Alice", "Moreau", "dana", key, "/home/", "secrets"):
+        assert private.lower() not in written.lower(), private
+    words = prompt.lower().split()
+    assert not any(" ".join(words[i:i + 4]) in written.lower() for i in range(len(words) - 3))  # no quote
+
+
 # ------------------------------------------------------------------ the real hook process
 
 

@@ -37,12 +37,8 @@ USER = "honestly I just want the code, every paragraph of prose costs me time wh
 
 @pytest.fixture
 def fake() -> Iterator[FakeAnthropic]:
-    server = FakeAnthropic()
-    server.start()
-    try:
+    with FakeAnthropic() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def env(fake: FakeAnthropic) -> dict[str, str]:
