@@ -368,6 +368,58 @@ def export_cmd(
     out.print(report.summary(), markup=False, highlight=False)
 
 
+# ------------------------------------------------------------------ behavioural signals
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def capture(ctx: typer.Context) -> None:
+    """Record the behavioural signals of one prompt: a Claude Code UserPromptSubmit hook (its JSON on stdin).
+
+    Usage: gep capture --workspace DIR. Prints nothing and always exits 0; see README "Behavioural signals".
+    """
+    from gep.capture import main as capture_main
+
+    raise typer.Exit(capture_main(ctx.args))
+
+
+@app.command("signals")
+@friendly
+def signals_cmd(
+    workspace: WorkspaceOpt,
+    date: Annotated[str | None, typer.Option(help="Only this day (YYYY-MM-DD, UTC).")] = None,
+    type_: Annotated[str | None, typer.Option("--type", help="Only this type: preference, emotion, "
+                                              "correction, approval or style.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the behavioural signals captured in the workspace (memory/growth/signals/*.jsonl), oldest first.
+
+    Lines that are not valid signals (written by other tools) are skipped and counted on stderr.
+    """
+    from datetime import date as Date
+
+    from gep.behavior import SIGNAL_TYPES
+    from gep.behavior_files import read_signals
+
+    if not workspace.is_dir():
+        raise GepError(f"{workspace}: not a directory")
+    if type_ is not None and type_ not in SIGNAL_TYPES:
+        raise GepError(f"--type must be one of {', '.join(SIGNAL_TYPES)}, not {type_!r}")
+    try:
+        day = Date.fromisoformat(date) if date is not None else None
+    except ValueError:
+        raise GepError(f"--date must be YYYY-MM-DD, not {date!r}") from None
+    report = read_signals(workspace, day=day, type_=type_)
+    if as_json:
+        _emit_json([s.model_dump(mode="json", exclude_none=True) for s in report.signals])
+    else:
+        table = Table("ts", "type", "intensity", "summary", "context", "source")
+        for s in report.signals:
+            table.add_row(s.ts, s.type, str(s.intensity), s.summary, s.context or "", s.source or "")
+        out.print(table)
+    if report.malformed:
+        err.print(f"gep: {report.malformed} malformed line(s) skipped", markup=False, highlight=False)
+
+
 # ------------------------------------------------------------------ serve
 
 
@@ -396,6 +448,10 @@ def serve(
 
 def main() -> None:
     """The console script: like app(), but usage errors (unknown verb, bad flag value) are one line too."""
+    if sys.argv[1:2] == ["capture"]:  # a hook on every prompt: typer's dispatch alone imports pydantic (~0.1 s)
+        from gep.capture import main as capture_main
+
+        sys.exit(capture_main(sys.argv[2:]))
     usage_errors, no_args = _click_exception_types()
     try:
         code = app(standalone_mode=False)

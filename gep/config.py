@@ -101,6 +101,10 @@ class Settings(BaseModel):
     distill_min_capsules: int = Field(default=10, ge=1)  # fewer successful capsules: nothing to distil yet
     distill_min_score: float = Field(default=0.7, ge=0, le=1)  # a capsule succeeded at this outcome score or more
     distill_interval_hours: float = Field(default=24.0, ge=0)  # at most one distillation attempt per this many hours
+    # behavioural signals (gep/behavior.py; the Claude pass, gep/llm_signals.py, needs ANTHROPIC_API_KEY)
+    llm_signals: bool = False  # ask Claude about the exchanges the rules found nothing in
+    llm_signals_every: int = 10  # ... and about every new exchange on every Nth cycle (0: never)
+    llm_signals_token_budget: int = 20_000  # tokens the Claude pass may use in one cycle
 
     # prefect
     ui_url: str | None = None

@@ -6,9 +6,12 @@ Category (intent), in order:
   1. ``force_innovation…`` signals → innovate (they exist to break a repair loop, so they outrank errors)
   2. error signals (``log_error``, ``errsig:…``, ``errsig_norm:…``; not when the issue is already resolved)
      → repair
-  3. drift requested → innovate
-  4. opportunity signals (feature request, capability gap, plateau, …) → innovate
-  5. otherwise the strategy's repair/optimize/innovate ratios decide, with one draw from ``rng``
+  3. behavioural signals that ask for repair (:data:`BEHAVIOR_INTENTS`: repeated user corrections,
+     frustration) → repair of the agent's instructions
+  4. drift requested → innovate
+  5. opportunity signals (feature request, capability gap, plateau, …) → innovate
+  6. behavioural signals that ask for tuning (stated preferences, communication style) → optimize
+  7. otherwise the strategy's repair/optimize/innovate ratios decide, with one draw from ``rng``
      (the reference only looks at ``innovate >= 0.5``; its ratios are otherwise unused).
 Risk: innovate is medium, the rest low; ``allow_high_risk`` lifts innovate to high. Two safety downgrades
 (reference rules), each leaving a ``safety:`` marker in ``trigger_signals``: innovate under a high-risk
@@ -22,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from gep import constants as C
+from gep.behavior import USER_CORRECTION_REPEATED, USER_FRUSTRATION, USER_PREFERENCE, USER_STYLE
 from gep.models import Gene, Intent, Mutation, PersonalityState, RiskLevel
 from gep.strategy import StrategyPreset
 
@@ -40,6 +44,16 @@ RESOLVED_SIGNALS = ("issue_already_resolved", "openclaw_self_healed")
 FORCE_INNOVATION_PREFIX = "force_innovation"
 SAFETY_INNOVATE_HIGH_RISK = "safety:avoid_innovate_with_high_risk_personality"
 SAFETY_DOWNGRADE_HIGH_RISK = "safety:downgrade_high_risk"
+
+# What people say to their agent pushes the intent (gep.behavior): a name matches the signal itself or
+# "<name>:<summary>"; the first entry found wins. Corrections that repeat and frustration mean the agent's
+# instructions need repair; preferences and style mean they can be tuned.
+BEHAVIOR_INTENTS: tuple[tuple[str, Intent], ...] = (
+    (USER_CORRECTION_REPEATED, Intent.repair),
+    (USER_FRUSTRATION, Intent.repair),
+    (USER_PREFERENCE, Intent.optimize),
+    (USER_STYLE, Intent.optimize),
+)
 
 EXPECTED_EFFECT = {
     Intent.repair: "reduce runtime errors, increase stability, and lower failure rate",
@@ -76,6 +90,14 @@ def has_opportunity_signal(signals: Sequence[str]) -> bool:
     return any(s == name or s.startswith(name + ":") for s in signals for name in OPPORTUNITY_SIGNALS)
 
 
+def behavior_intent(signals: Sequence[str]) -> Intent | None:
+    """The intent behavioural signals push toward (:data:`BEHAVIOR_INTENTS`), or None."""
+    for name, intent in BEHAVIOR_INTENTS:
+        if any(s == name or s.startswith(name + ":") for s in signals):
+            return intent
+    return None
+
+
 def intent_from_strategy(strategy: StrategyPreset, rng: random.Random) -> Intent:
     """One draw against the preset's repair/optimize/innovate ratios (normalised to sum to 1)."""
     total = strategy.repair + strategy.optimize + strategy.innovate
@@ -97,10 +119,15 @@ def mutation_category(*, signals: Sequence[str], strategy: StrategyPreset, rng: 
         return Intent.innovate, "force_innovation signal"
     if has_error_signal(signals):
         return Intent.repair, "error signals"
+    pushed = behavior_intent(signals)
+    if pushed is Intent.repair:
+        return Intent.repair, "user corrections or frustration"
     if drift:
         return Intent.innovate, "drift"
     if has_opportunity_signal(signals):
         return Intent.innovate, "opportunity signals"
+    if pushed is Intent.optimize:
+        return Intent.optimize, "user preferences or style"
     return intent_from_strategy(strategy, rng), f"strategy {strategy.name} ratios"
 
 

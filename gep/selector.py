@@ -12,6 +12,8 @@ How a gene is chosen:
      i; ``a|b|c`` case-insensitive alternatives; otherwise a case-insensitive substring). ``gene_distilled_*``
      scores x0.8. Control signals only ever match a pattern equal to their whole text, so
      ``ban_gene:gene_gep_repair_from_errors`` no longer matches the pattern ``error`` as it does in the reference.
+     Behavioural signals (``user_correction:<summary>``, ...) match by their name or as a whole, never by the
+     words of their summary.
   2. Bans, which hold whatever the drift: ``ban_gene:<id>`` in the current signals or in a recent event's
      signals (for ``settings.ban_cycles`` cycles after that event); failed capsules (>= 0.6 overlap with the
      current situation, twice for one gene within the last ``ban_cycles`` cycles and with no success of the
@@ -41,6 +43,7 @@ from datetime import datetime
 from pydantic import BaseModel
 
 from gep import constants as C
+from gep.behavior import DETAIL_PREFIXES
 from gep.config import Settings
 from gep.feedback import FeedbackIndex
 from gep.memory_graph import (
@@ -135,6 +138,13 @@ def match_pattern(pattern: str, signal: str, *, exclude_control: bool = True) ->
     if exclude_control and is_control_signal(s):
         # a control signal matches only a pattern naming it exactly
         return str(pattern).strip().lower() == s.strip().lower()
+    head, sep, _detail = s.partition(":")
+    if sep and head in DETAIL_PREFIXES:
+        # a behavioural signal: the pattern matches its name ("user_correction"), not the description after it
+        # (the user's behaviour in words, where "error" or "slow" would pull in unrelated genes), or it as a whole
+        if str(pattern).strip().lower() == s.strip().lower():
+            return True
+        s = head
     cp = _pattern(str(pattern))
     if cp.regex is not None:
         return cp.regex.search(s) is not None

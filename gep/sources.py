@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -557,3 +557,153 @@ def file_marks(workspace: Path, settings: Settings, now: datetime) -> list[FileM
         except OSError:
             continue
     return marks
+
+# ---------------------------------------------------------------- exchanges (user turns with the agent turn before)
+
+AgentKind = Literal["claude_code", "openclaw"]
+_AGENT_CLIP = 4000
+# Claude Code writes these into user records itself (slash commands, their output, hook and system notes):
+# they are not something the person typed to the agent.
+_NOT_TYPED = ("<command-", "<local-command-", "<bash-", "<system-reminder>", "<user-prompt-submit-hook>",
+              "[Request interrupted", "Caveat: The messages below", "<task-notification>")
+
+
+class TranscriptExchange(BaseModel):
+    """One user turn of a session transcript with the agent turn before it (for context)."""
+
+    source: AgentKind
+    session_id: str
+    agent: str = ""  # the agent's text since the previous user turn ("" at the start of a session)
+    agent_tools: list[str] = Field(default_factory=list)  # tools the agent called in that turn, in order
+    user: str
+    ts: datetime | None = None  # when the user turn was written, when the transcript says
+
+
+class SessionExchanges(BaseModel):
+    """A session's exchanges, oldest first, and the agent text written after the last user turn."""
+
+    source: AgentKind
+    session_id: str
+    exchanges: list[TranscriptExchange] = Field(default_factory=list)
+    pending_agent: str = ""
+    pending_tools: list[str] = Field(default_factory=list)
+
+
+def _parse_ts(value: Any) -> datetime | None:
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return datetime.fromtimestamp(value / 1000, UTC)  # OpenClaw: epoch milliseconds
+        if isinstance(value, str) and value:
+            ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+def _blocks(content: Any, text_kind: str, tool_kind: str) -> tuple[str, list[str], bool]:
+    """(text, tool names, only tool results) of a message's content."""
+    if isinstance(content, str):
+        return content, [], False
+    if not isinstance(content, list):
+        return "", [], False
+    texts = [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == text_kind]
+    tools = [str(b.get("name")) for b in content if isinstance(b, dict) and b.get("type") == tool_kind]
+    results = bool(content) and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    return "\n".join(t for t in texts if t), tools, results
+
+
+def _turn(data: dict[str, Any]) -> tuple[str, str, list[str], datetime | None] | None:
+    """(role, text, tools, ts) of one transcript record, or None when it is neither person nor agent."""
+    msg = data.get("message")
+    if not isinstance(msg, dict):
+        return None
+    if data.get("type") in ("user", "assistant"):  # Claude Code
+        if data.get("isSidechain") or data.get("isMeta") or data.get("isCompactSummary") \
+                or data.get("isApiErrorMessage"):
+            return None
+        text, tools, results = _blocks(msg.get("content"), "text", "tool_use")
+        role = "agent" if data["type"] == "assistant" else "user"
+        if role == "user" and (results or text.lstrip().startswith(_NOT_TYPED)):
+            return None
+        return role, text, tools, _parse_ts(data.get("timestamp"))
+    if data.get("type") == "message" and msg.get("role") in ("user", "assistant"):  # OpenClaw
+        text, tools, _ = _blocks(msg.get("content"), "text", "toolCall")
+        if msg.get("errorMessage") or text.strip() == "HEARTBEAT_OK" or "NO_REPLY" in text:
+            return None
+        role = "agent" if msg["role"] == "assistant" else "user"
+        return role, text, tools, _parse_ts(data.get("timestamp") or msg.get("timestamp"))
+    return None
+
+
+def transcript_exchanges(jsonl: str, session_id: str = "") -> SessionExchanges:
+    """The user turns of an OpenClaw or Claude Code JSONL session, each with the agent turn before it.
+
+    Unparsable lines are skipped. Tool results, slash-command records, subagent (sidechain) and meta records
+    are not user turns. A session of the engine's own agent (its first user turn holds the cycle prompt's
+    title) gives no exchanges. ``session_id`` is the fallback when the records name none."""
+    source: AgentKind = "claude_code"
+    out: list[TranscriptExchange] = []
+    agent: list[str] = []
+    tools: list[str] = []
+    for raw in jsonl.split("\n"):
+        try:
+            data = json.loads(raw) if raw.strip() else None
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        if data.get("type") in ("session", "message"):
+            source = "openclaw"
+            if data.get("type") == "session" and isinstance(data.get("id"), str):
+                session_id = data["id"]
+        elif isinstance(data.get("sessionId"), str):
+            session_id = data["sessionId"]
+        turn = _turn(data)
+        if turn is None:
+            continue
+        role, text, names, ts = turn
+        if role == "agent":
+            agent.append(text)
+            tools.extend(names)
+            continue
+        if not text.strip():
+            continue
+        if not out and ENGINE_PROMPT_MARKER in text:
+            return SessionExchanges(source=source, session_id=session_id)
+        out.append(TranscriptExchange(source=source, session_id=session_id, user=text, ts=ts,
+                                      agent="\n".join(a for a in agent if a)[-_AGENT_CLIP:], agent_tools=tools))
+        agent, tools = [], []
+    for ex in out:  # the records name the session only as they go: the last name holds for all
+        ex.session_id = session_id
+    return SessionExchanges(source=source, session_id=session_id, exchanges=out,
+                            pending_agent="\n".join(a for a in agent if a)[-_AGENT_CLIP:], pending_tools=tools)
+
+
+def is_engine_session(path: Path) -> bool:
+    """Whether a session file is the engine's own agent at work (its first bytes hold the cycle prompt)."""
+    return _engine_session(path)
+
+
+def collect_exchanges(workspace: Path, settings: Settings, now: datetime) -> list[SessionExchanges]:
+    """The exchanges of the sessions a cycle reads (``transcript_globs``, newest first, the same age window
+    and bounded tails as :func:`collect_sources`). Texts are as written: redact before storing or sending."""
+    root = Path(workspace).resolve()
+    sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True)
+    if settings.transcript_max_age_hours > 0:
+        oldest = now.timestamp() - settings.transcript_max_age_hours * 3600
+        sessions = [item for item in sessions if item[1].st_mtime >= oldest]
+    out: list[SessionExchanges] = []
+    for path, _st, _shown in sessions:
+        if _engine_session(path):
+            continue
+        try:
+            tail = read_tail(path, settings.transcript_tail_bytes)
+        except OSError:
+            continue
+        parsed = transcript_exchanges(tail.text, session_id=path.stem)
+        if tail.truncated:  # the first exchange's agent turn may have lost records before the cut
+            parsed.exchanges = parsed.exchanges[1:]
+        if parsed.exchanges:
+            out.append(parsed)
+    return out

@@ -1,0 +1,212 @@
+"""Where behavioural signals are kept: daily JSONL files in the workspace (seed 000), append-only.
+
+``<workspace>/memory/growth/signals/YYYY-MM-DD.jsonl``: one :class:`~gep.behavior.StoredSignal` per line (the
+seed's five fields, then ``source`` and ``key``), validated before it is written; the day is the signal's UTC
+date. Files other tools write are read too: a line that is not a valid signal is skipped and counted.
+
+``<workspace>/.gep/behavior/``: ``seen`` ("<key> <pass>" per exchange already read, pass ``rules`` or
+``llm``), ``lock`` (``flock``: every writer holds it, so hooks and cycles never interleave), ``capture.log``.
+An exchange is captured once however often it is read: its key is looked up in ``seen`` and in the day's
+file (deleting ``.gep/`` does not duplicate what was written). At most :data:`~gep.behavior.MAX_PER_DAY`
+signals per day and source are written; the rest are counted as capped.
+
+:func:`record` and :func:`read_signals` are what the cycle (and later the store) call.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from gep.behavior import MAX_PER_DAY, Detected, StoredSignal
+from gep.sanitize import redact
+
+SIGNALS_DIR = Path("memory") / "growth" / "signals"
+STATE_DIR = Path(".gep") / "behavior"
+LOG_MAX_BYTES = 64_000
+Pass = Literal["rules", "llm"]
+
+
+class Busy(Exception):
+    """Another writer held the lock longer than the caller could wait."""
+
+
+class RecordReport(BaseModel):
+    offered: int = 0  # exchanges handed in
+    new: int = 0  # exchanges not read before by this pass (now marked)
+    written: list[StoredSignal] = Field(default_factory=list)
+    capped: int = 0  # signals over the daily cap of their source, not written
+
+
+class ReadReport(BaseModel):
+    signals: list[StoredSignal] = Field(default_factory=list)
+    malformed: int = 0  # lines skipped: not JSON, or not a valid signal
+    files: int = 0
+
+
+def signals_dir(workspace: Path) -> Path:
+    return Path(workspace) / SIGNALS_DIR
+
+
+def state_dir(workspace: Path) -> Path:
+    """``.gep/behavior/``, created when missing. A ``.gep/`` made here ignores itself (``.gitignore``: ``*``)
+    so it never shows in the user's ``git status``."""
+    gep = Path(workspace) / ".gep"
+    if not gep.is_dir():
+        gep.mkdir()
+        (gep / ".gitignore").write_text("*\n", encoding="utf-8")
+    out = Path(workspace) / STATE_DIR
+    out.mkdir(exist_ok=True)
+    return out
+
+
+def log(workspace: Path, message: str, now: datetime) -> None:
+    """One redacted line in ``.gep/behavior/capture.log`` (kept under 64 KB). Never raises."""
+    try:
+        path = state_dir(workspace) / "capture.log"
+        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
+            path.write_bytes(path.read_bytes()[-LOG_MAX_BYTES // 2:])
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"{now.astimezone(UTC).isoformat(timespec='seconds')} {redact(' '.join(message.split()))}\n")
+    except OSError:
+        pass
+
+
+@contextmanager
+def locked(workspace: Path, timeout_s: float) -> Iterator[None]:
+    """Hold ``.gep/behavior/lock``; :class:`Busy` when it cannot be had within ``timeout_s``."""
+    fd = os.open(state_dir(workspace) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise Busy(f"signals lock held by another writer for more than {timeout_s:g}s") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def seen(workspace: Path, pass_: Pass) -> set[str]:
+    path = Path(workspace) / STATE_DIR / "seen"
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return set()
+    return {parts[0] for parts in (line.split() for line in lines) if len(parts) == 2 and parts[1] == pass_}
+
+
+def _day_file(workspace: Path, day: date) -> Path:
+    return signals_dir(workspace) / f"{day.isoformat()}.jsonl"
+
+
+def _parse(line: str) -> StoredSignal | None:
+    try:
+        data = json.loads(line)
+        return StoredSignal.model_validate(data) if isinstance(data, dict) else None
+    except (ValueError, ValidationError):
+        return None
+
+
+def _read_file(path: Path) -> tuple[list[StoredSignal], int]:
+    good: list[StoredSignal] = []
+    bad = 0
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return good, 0
+    for line in text.splitlines():
+        if line.strip():
+            sig = _parse(line)
+            if sig is None:
+                bad += 1
+            else:
+                good.append(sig)
+    return good, bad
+
+
+def _append(path: Path, lines: list[str]) -> None:
+    """Append whole lines; a file another tool left without a final newline gets one first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        prefix = ""
+        size = os.fstat(fd).st_size
+        if size:
+            with path.open("rb") as fh:
+                fh.seek(size - 1)
+                prefix = "" if fh.read(1) == b"\n" else "\n"
+        os.write(fd, (prefix + "".join(line + "\n" for line in lines)).encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rules",
+           timeout_s: float = 5.0) -> RecordReport:
+    """Write the signals of the exchanges not captured before (by ``pass_``), at most MAX_PER_DAY per day and
+    source, and mark every new exchange as read (also those with no signal). :class:`Busy` on lock timeout."""
+    report = RecordReport(offered=len(detected))
+    workspace = Path(workspace)
+    with locked(workspace, timeout_s):
+        done = seen(workspace, pass_)
+        fresh = [d for d in {d.key: d for d in detected}.values() if d.key not in done]
+        days: dict[date, tuple[Counter[str], set[str]]] = {}
+        out: dict[date, list[str]] = {}
+        for d in fresh:
+            for sig in d.signals:
+                day = sig.at.astimezone(UTC).date()
+                if day not in days:
+                    existing, _bad = _read_file(_day_file(workspace, day))
+                    days[day] = (Counter(s.source for s in existing), {s.key for s in existing if s.key})
+                counts, keys = days[day]
+                if d.key in keys:
+                    continue  # written before .gep/ lost its index: not again
+                if counts[d.source] >= MAX_PER_DAY:
+                    report.capped += 1
+                    continue
+                stored = StoredSignal.model_validate({**sig.model_dump(), "source": d.source, "key": d.key})
+                counts[d.source] += 1
+                out.setdefault(day, []).append(stored.model_dump_json(exclude_none=True))
+                report.written.append(stored)
+        for day, lines in out.items():
+            _append(_day_file(workspace, day), lines)
+        if fresh:  # after the signals: a crash in between re-reads the exchange, and the day's keys stop a copy
+            with (state_dir(workspace) / "seen").open("a", encoding="utf-8") as fh:
+                fh.write("".join(f"{d.key} {pass_}\n" for d in fresh))
+        report.new = len(fresh)
+    return report
+
+
+def read_signals(workspace: Path, *, day: date | None = None, type_: str | None = None,
+                 since: datetime | None = None) -> ReadReport:
+    """The signals kept in the workspace (one day, or every day), oldest file first, optionally of one type
+    or from ``since`` on. Lines that are not valid signals are counted in ``malformed``."""
+    folder = signals_dir(Path(workspace))
+    if day is not None:
+        paths = [_day_file(Path(workspace), day)]
+    else:
+        paths = sorted(folder.glob("????-??-??.jsonl")) if folder.is_dir() else []
+    report = ReadReport()
+    for path in paths:
+        if not path.is_file():
+            continue
+        good, bad = _read_file(path)
+        report.files += 1
+        report.malformed += bad
+        report.signals += [s for s in good if (type_ is None or s.type == type_)
+                           and (since is None or s.at >= since)]
+    return report

@@ -1,0 +1,183 @@
+"""``gep capture``: the behavioural signals of one prompt, live, from a Claude Code ``UserPromptSubmit`` hook.
+
+Claude Code runs the hook on every prompt with one JSON object on stdin: ``session_id``, ``transcript_path``,
+``cwd``, ``permission_mode``, ``hook_event_name`` ("UserPromptSubmit") and ``prompt`` (unknown fields are
+ignored). For this event whatever a hook prints on stdout is added to the prompt's context and exit status 2
+blocks the prompt, so ``gep capture`` prints nothing, always exits 0 and returns at once: it checks the JSON,
+hands it to a detached worker (``python -m gep.capture --worker``) and leaves. Until the worker runs, this
+module uses the standard library only (pydantic, the config model and the rules cost more than the whole
+hook may take).
+
+The worker reads the transcript's tail, pairs the prompt with the agent turn before it (the transcript may or
+may not hold the prompt yet; the exchange key is the same either way, so a cycle re-reading the transcript
+later does not capture it again), detects its signals with the session's earlier messages, and records them
+(:mod:`gep.behavior_files`). Errors go to ``<workspace>/.gep/behavior/capture.log``.
+
+:func:`capture_sessions` does the same for every exchange a cycle reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gep.behavior_files import RecordReport
+    from gep.sources import SessionExchanges
+
+MAX_PAYLOAD = 4_000_000
+TRANSCRIPT_TAIL = 512_000
+HISTORY = 8  # earlier exchanges a live capture looks at (style patterns need 5)
+_SLASH_COMMAND = re.compile(r"^/[\w:.-]+(?:\s|$)")
+
+
+@dataclass(frozen=True)
+class HookInput:
+    """The fields of a ``UserPromptSubmit`` hook's JSON that capture uses."""
+
+    session_id: str
+    transcript_path: str
+    cwd: str
+    prompt: str
+
+
+def parse_hook(payload: str) -> HookInput | None:
+    """The hook's JSON (an edge: checked field by field), or None when it is not a prompt to capture
+    (not JSON, another event, an empty prompt, a slash command)."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("hook_event_name", "UserPromptSubmit") != "UserPromptSubmit":
+        return None
+    fields = {k: data.get(k) or "" for k in ("session_id", "transcript_path", "cwd", "prompt")}
+    if not all(isinstance(v, str) for v in fields.values()):
+        return None
+    prompt = fields["prompt"]
+    if not prompt.strip() or _SLASH_COMMAND.match(prompt.lstrip()):
+        return None
+    return HookInput(**fields)
+
+
+def _workspace(args: Sequence[str], hook: HookInput | None) -> Path | None:
+    """``--workspace DIR`` / ``-w DIR`` / ``--workspace=DIR``, else ``$CLAUDE_PROJECT_DIR``, else the hook's cwd."""
+    value = ""
+    for i, arg in enumerate(args):
+        if arg in ("--workspace", "-w") and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--workspace="):
+            value = arg.split("=", 1)[1]
+    value = value or os.environ.get("CLAUDE_PROJECT_DIR", "") or (hook.cwd if hook else "")
+    path = Path(value).expanduser() if value else None
+    return path.resolve() if path is not None and path.is_dir() else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``gep capture [--workspace DIR]``: never prints, never fails, never waits for the capture itself."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    workspace: Path | None = None
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # nothing may reach the prompt
+            if "--worker" in args:
+                return _worker(args)
+            payload = sys.stdin.buffer.read(MAX_PAYLOAD)
+            hook = parse_hook(payload.decode("utf-8", "replace"))
+            workspace = _workspace(args, hook)
+            if hook is not None and workspace is not None:
+                _spawn(workspace, payload)
+    except BaseException as exc:  # noqa: BLE001 - a hook that fails blocks or clutters the user's prompt
+        if workspace is not None:
+            _log(workspace, f"capture: {type(exc).__name__}: {exc}")
+    return 0
+
+
+def _spawn(workspace: Path, payload: bytes) -> None:
+    """The worker, in its own session (the hook's process group may be killed), with no pipe back to Claude Code."""
+    proc = subprocess.Popen([sys.executable, "-m", "gep.capture", "--worker", "--workspace", str(workspace)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True)
+    assert proc.stdin is not None
+    proc.stdin.write(payload)
+    proc.stdin.close()
+
+
+def _log(workspace: Path, message: str) -> None:
+    from gep.behavior_files import log
+
+    log(workspace, message, datetime.now(UTC))
+
+
+def _worker(args: Sequence[str]) -> int:
+    payload = sys.stdin.buffer.read(MAX_PAYLOAD).decode("utf-8", "replace")
+    workspace = _workspace(args, None)
+    if workspace is None:
+        return 0
+    try:
+        run_hook(workspace, payload, now=datetime.now(UTC))
+    except Exception as exc:  # noqa: BLE001 - logged; the user's session goes on
+        _log(workspace, f"capture: {type(exc).__name__}: {exc}")
+    return 0
+
+
+def hook_session(hook: HookInput, now: datetime) -> SessionExchanges | None:
+    """The session as the transcript tells it, with the hook's prompt as its last exchange (None for the
+    engine's own agent sessions)."""
+    from gep.sources import (
+        SessionExchanges,
+        TranscriptExchange,
+        is_engine_session,
+        read_tail,
+        transcript_exchanges,
+    )
+
+    session = SessionExchanges(source="claude_code", session_id=hook.session_id)
+    path = Path(hook.transcript_path).expanduser() if hook.transcript_path else None
+    if path is not None and path.is_file():
+        if is_engine_session(path):
+            return None
+        session = transcript_exchanges(read_tail(path, TRANSCRIPT_TAIL).text, session_id=hook.session_id or path.stem)
+    last = session.exchanges[-1] if session.exchanges else None
+    if last is not None and not session.pending_agent and " ".join(last.user.split()) == " ".join(hook.prompt.split()):
+        return session  # the transcript already holds the prompt
+    current = TranscriptExchange(source=session.source, session_id=session.session_id or hook.session_id,
+                                 agent=session.pending_agent, agent_tools=session.pending_tools,
+                                 user=hook.prompt, ts=now)
+    return session.model_copy(update={"exchanges": [*session.exchanges[-HISTORY:], current]})
+
+
+def run_hook(workspace: Path, payload: str, *, now: datetime, timeout_s: float = 10.0) -> RecordReport | None:
+    """Capture the exchange a hook's JSON describes (what the worker does). None when there is nothing to
+    capture; :class:`gep.behavior_files.Busy` when the signals lock stays taken."""
+    from gep.behavior import detect_session
+    from gep.behavior_files import record
+
+    hook = parse_hook(payload)
+    session = hook_session(hook, now) if hook is not None else None
+    if session is None:
+        return None
+    return record(workspace, detect_session(session, now=now, only_last=True), timeout_s=timeout_s)
+
+
+def capture_sessions(workspace: Path, sessions: Sequence[SessionExchanges], *, now: datetime,
+                     timeout_s: float = 5.0) -> RecordReport:
+    """Capture every exchange of the sessions a cycle read (``gep.sources.collect_exchanges``): each is
+    captured once, whether a hook already saw it or another cycle did."""
+    from gep.behavior import detect_session
+    from gep.behavior_files import record
+
+    detected = [d for s in sessions for d in detect_session(s, now=now)]
+    return record(workspace, detected, timeout_s=timeout_s)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
