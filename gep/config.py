@@ -15,9 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gep import constants as C
-from gep import memory as M
 from gep.errors import ConfigError
-from gep.feedback import USEFULNESS_WEIGHT
 
 GEP_DIR = ".gep"
 CONFIG_FILE = "gep.toml"
@@ -59,14 +57,14 @@ class Settings(BaseModel):
     # feedback (seed 003): share of a gene's rank taken by its usefulness score; the rest is the memory
     # graph's expected success. Keep it low: a heavy weight makes a filter bubble (drift and the dominance
     # cap still apply)
-    usefulness_weight: float = Field(default=USEFULNESS_WEIGHT, ge=0.0, le=1.0)
+    usefulness_weight: float = Field(default=C.USEFULNESS_WEIGHT, ge=0.0, le=1.0)
 
     # lessons (seed 004): recalled for the prompt by recency and strength
-    lesson_recency_weight: float = Field(default=M.RECENCY_WEIGHT, ge=0.0, le=1.0)
-    lesson_limit: int = Field(default=M.RECALL_LIMIT, ge=0)
-    lesson_prompt_chars: int = Field(default=M.PROMPT_CHARS, ge=0)
+    lesson_recency_weight: float = Field(default=C.LESSON_RECENCY_WEIGHT, ge=0.0, le=1.0)
+    lesson_limit: int = Field(default=C.LESSON_RECALL_LIMIT, ge=0)
+    lesson_prompt_chars: int = Field(default=C.LESSON_PROMPT_CHARS, ge=0)
     # unresolved conflicts on one topic that make the next cycle on it ask for a synthesis
-    lesson_synthesis_threshold: int = Field(default=M.SYNTHESIS_THRESHOLD, ge=1)
+    lesson_synthesis_threshold: int = Field(default=C.LESSON_SYNTHESIS_THRESHOLD, ge=1)
 
     # solidify
     hard_cap_files: int = C.HARD_CAP_FILES

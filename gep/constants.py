@@ -108,3 +108,10 @@ USER_TAIL_BYTES = 20_000
 TRANSCRIPT_TAIL_BYTES = 64_000
 TRANSCRIPT_MAX_AGE_HOURS = 24.0  # the reference's active window for session logs
 MAX_SOURCE_FILES = 8
+
+# --- learning (issue 15; configurable defaults)
+USEFULNESS_WEIGHT = 0.3  # seed 003's "balanced exploration" weight of feedback beside expected success
+LESSON_RECENCY_WEIGHT = 0.7  # seed 004: share of recalled lessons chosen by recency (the rest by strength)
+LESSON_RECALL_LIMIT = 10
+LESSON_SYNTHESIS_THRESHOLD = 3  # unresolved conflicts on one topic before a synthesis is asked for
+LESSON_PROMPT_CHARS = 2_400

@@ -38,7 +38,7 @@ NEUTRAL = 0.5
 STEP = 0.1  # delta = weight x confidence x STEP
 WEEKLY_RETENTION = 0.95  # what is left of a score's distance from neutral after a week without signals
 NOTE_CHARS = 2_000
-USEFULNESS_WEIGHT = 0.3  # the seed's "balanced exploration" weight (settings.usefulness_weight)
+USEFULNESS_WEIGHT = C.USEFULNESS_WEIGHT  # settings.usefulness_weight
 
 
 class FeedbackError(GepError):
