@@ -130,11 +130,11 @@ def test_every_shape_at_once_leaves_no_trace_in_a_commands_output_or_the_prompt(
 
 
 def test_agent_command_lines_are_stored_redacted() -> None:
-    cmd = ("ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwx OPENAI_KEY=plainvalue1 claude -p "
+    cmd = ("ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwx SERVICE_KEY=plainword claude -p "
            "--api-key abcd1234efgh --token=zzzz9999yyyy --password 'two words' -H 'Authorization: Token q1w2e3r4t5' "
            "--model claude-sonnet 'fix the bug'")
     out = redact_command(cmd)
-    for secret in ("abcdefghijklmnopqrstuvwx", "plainvalue1", "abcd1234efgh", "zzzz9999yyyy", "two words",
+    for secret in ("abcdefghijklmnopqrstuvwx", "plainword", "abcd1234efgh", "zzzz9999yyyy", "two words",
                    "q1w2e3r4t5"):
         assert secret not in out, out
     assert "claude -p" in out and "--model claude-sonnet 'fix the bug'" in out
