@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,13 +11,6 @@ from gep.config import DEFAULT_ALLOWLIST, Settings
 from gep.runner import check_command, run_command
 
 WITH_NPM = Settings(command_allowlist=[*DEFAULT_ALLOWLIST, "npm", "npx"])
-
-
-@pytest.fixture
-def outside() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="gep-outside-", dir="/var/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -8,17 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import test_solidify
 from crash_driver import event, gene, git, make_scenario, mutation
+from test_solidify import cycle
 
 from gep.config import Settings
-from gep.models import Gene
 from gep.solidify import (
-    SolidifyInput,
     SolidifyResult,
     check_constraints,
     classify_blast,
     commit_message,
-    solidify,
 )
 from gep.store import Store
 from gep.workspace import BlastReport, FileChange, Workspace
@@ -33,22 +32,7 @@ def ws_path(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def store(ws_path: Path) -> Store:
-    s = Store.for_workspace(ws_path)
-    yield s  # type: ignore[misc]
-    s.close()
-
-
-def cycle(ws_path: Path, store: Store, change: Callable[[Path], None], *, g: Gene | None = None,
-          settings: Settings | None = None) -> SolidifyResult:
-    ws = Workspace.open(ws_path)
-    ev = event()
-    store.add_event(ev)
-    run = ws.begin(event_id=ev.id, store=store)
-    change(ws_path)
-    return solidify(SolidifyInput(workspace=ws, store=store, settings=settings or Settings(), run=run, event=ev,
-                                  gene=g or gene(), mutation=mutation(), summary="a change"))
+store = test_solidify.store  # the fixture: the scenario's store
 
 
 def _reasons(res: SolidifyResult) -> list[str]:

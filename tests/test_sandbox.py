@@ -63,14 +63,6 @@ print("RESULTS", json.dumps(R))
 
 
 @pytest.fixture
-def outside() -> Iterator[Path]:
-    """A folder outside the tree and outside /tmp (the sandbox's /tmp is private anyway)."""
-    d = Path(tempfile.mkdtemp(prefix="gep-outside-", dir="/var/tmp"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture
 def engine_with_key() -> Iterator[int]:
     """A process standing for the engine, with an API key in its environment (as /proc shows it)."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
