@@ -209,7 +209,9 @@ def test_memory_limit(tmp_path: Path) -> None:
 
 @needs_bwrap
 def test_process_limit(tmp_path: Path) -> None:
-    if not any("cgroup pids" in a for a in Limits(Settings(), timeout_s=1).__enter__().applied):
+    with Limits(Settings(), timeout_s=1) as probe:
+        applied = probe.applied
+    if not any("cgroup pids" in a for a in applied):
         pytest.skip("no writable pids cgroup on this machine (recorded as not limited)")
     (tmp_path / "p.py").write_text(
         "import subprocess\nkids = []\n"
