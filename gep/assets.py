@@ -17,6 +17,10 @@ Import policy:
   such objects anyway, unchanged (they are then listed in ``ImportReport.mismatched``). The reference itself
   can leave stale ids: it hashes capsules with ``undefined`` fields that JSON then drops, and it re-saves genes
   after adding epigenetic marks without re-hashing them.
+- Imported assets are data. A gene id must match ``GENE_ID_PATTERN`` (no newline, no path, at most 120
+  characters): anything else stops the import (AssetError naming the file and the id), as it stops loading
+  ``.gep/genes/``. A gene with the id of one of the engine's seed genes is not imported (listed in
+  ``ImportReport.rejected``, unless identical to the seed): an import never replaces the engine's genes.
 - Importing the same files again adds nothing. Genes and capsules with a known id are replaced by the file's
   version; events and validation reports already stored are left as they are (history is append-only).
 Export writes the stored JSON objects back exactly as stored, formatted as the reference formats them
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +54,20 @@ CAPSULES_JSONL = "capsules.jsonl"
 FAILED_CAPSULES_FILE = "failed_capsules.json"
 EVENTS_FILE = "events.jsonl"
 ASSET_FILES = (GENES_FILE, CAPSULES_FILE, FAILED_CAPSULES_FILE, EVENTS_FILE)
+# Gene ids end up in commit trailers, file names and prompts: data, never structure (no newline, no path).
+GENE_ID_PATTERN = r"[A-Za-z0-9_.:-]{1,120}"
+_GENE_ID = re.compile(GENE_ID_PATTERN)
+
+
+def is_valid_gene_id(gene_id: object) -> bool:
+    return isinstance(gene_id, str) and _GENE_ID.fullmatch(gene_id) is not None
+
+
+def _check_gene_id(gene: Gene, where: str) -> Gene:
+    if not is_valid_gene_id(gene.id):
+        shown = repr(gene.id[:80]) + ("..." if len(gene.id) > 80 else "")
+        raise AssetError(f"{where}: field 'id': gene id {shown} must match {GENE_ID_PATTERN}")
+    return gene
 
 
 # ------------------------------------------------------------------ errors
@@ -112,7 +131,7 @@ def load_gene_file(path: Path | str) -> Gene:
     """One gene from a JSON file; AssetError naming the file and the field when it is malformed."""
     path = Path(path)
     obj = _read_json(path)
-    gene = _validate(Gene, obj, str(path))
+    gene = _check_gene_id(_validate(Gene, obj, str(path)), str(path))
     if isinstance(obj.get("asset_id"), str) and obj["asset_id"] and not verify_asset_id(obj):
         raise AssetError(f"{path}: field 'asset_id': does not match the gene's content "
                          f"(it hashes to {compute_asset_id(obj)}; remove asset_id or fix it)")
@@ -155,7 +174,9 @@ def workspace_genes(workspace: Path | str, store: Store) -> list[Gene]:
     file name, then new store genes by id, then new workspace files by file name.
     """
     merged: dict[str, Gene] = {}
-    for gene in [*load_genes_dir(seed_genes_dir()), *store.list_genes(), *load_genes_dir(workspace_genes_dir(workspace))]:
+    # a stored gene with an id no import accepts any more (stored before ids were checked) is left out
+    stored = [g for g in store.list_genes() if is_valid_gene_id(g.id)]
+    for gene in [*load_genes_dir(seed_genes_dir()), *stored, *load_genes_dir(workspace_genes_dir(workspace))]:
         merged[gene.id] = gene
     return list(merged.values())
 
@@ -198,9 +219,14 @@ class ImportReport(BaseModel):
             if c.added or c.updated or c.unchanged:
                 parts.append(f"{kind.replace('_', ' ')}: {c.added} new, {c.updated} updated, {c.unchanged} unchanged")
         text = f"imported from {self.source}: " + ("; ".join(parts) if parts else "nothing to import")
-        if self.rejected:
-            text += f"; {len(self.rejected)} rejected (asset_id mismatch: " + ", ".join(
-                f"{r.file}:{r.id}" for r in self.rejected[:5]) + (", ..." if len(self.rejected) > 5 else "") + ")"
+        mismatch = [r for r in self.rejected if r.reason.startswith("asset_id")]
+        if mismatch:
+            text += f"; {len(mismatch)} rejected (asset_id mismatch: " + ", ".join(
+                f"{r.file}:{r.id}" for r in mismatch[:5]) + (", ..." if len(mismatch) > 5 else "") + ")"
+        seeds = [r for r in self.rejected if not r.reason.startswith("asset_id")]
+        if seeds:
+            text += f"; {len(seeds)} rejected (" + "; ".join(f"{r.file}:{r.id}: {r.reason}" for r in seeds[:5]) + (
+                "; ..." if len(seeds) > 5 else "") + ")"
         if self.mismatched:
             text += f"; {len(self.mismatched)} imported with a mismatched asset_id"
         return text
@@ -280,6 +306,8 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
         report.files.append(name)
         for i, obj in enumerate(_list_in(path, key)):
             model = _validate(cls, obj, _where(path, i, obj))
+            if isinstance(model, Gene):
+                _check_gene_id(model, f"{path} (item {i})")
             if _accept(obj, path, report, allow_mismatch):
                 into.append((model, obj))
 
@@ -290,6 +318,8 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
         report.files.append(name)
         for lineno, obj in _read_jsonl(path):
             model = _validate(cls, obj, _where(path, lineno, obj, line=True))
+            if isinstance(model, Gene):
+                _check_gene_id(model, f"{path}:{lineno}")
             if _accept(obj, path, report, allow_mismatch):
                 into.append((model, obj))
 
@@ -334,6 +364,11 @@ def _count(store: Store, kind: str, obj_id: str, obj: Mapping[str, Any], counts:
     return True
 
 
+def _content(gene: Gene) -> dict[str, Any]:
+    """A gene's content for comparison (asset_id and schema_version left out)."""
+    return gene.model_dump(mode="json", exclude={"asset_id", "schema_version"})
+
+
 def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool = False) -> ImportReport:
     """Import the reference's asset files from ``assets_dir`` into ``store`` (policy: module docstring)."""
     assets_dir = Path(assets_dir)
@@ -344,7 +379,17 @@ def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool 
     if not report.files:
         raise AssetError(f"{assets_dir}: no asset files found (expected one of {', '.join(ASSET_FILES)})")
 
+    seeds = {g.id: g for g in load_genes_dir(seed_genes_dir())}
     for gene, obj in plan.genes:
+        seed = seeds.get(gene.id)
+        if seed is not None:  # the engine's own genes are not an import's to replace
+            if _content(seed) == _content(gene):
+                report.genes.unchanged += 1
+            else:
+                report.rejected.append(RejectedAsset(
+                    file=GENES_FILE, id=gene.id, reason=f"'{gene.id}' is a seed gene of the engine: an import cannot "
+                                                        "replace it (give the gene another id to import it)"))
+            continue
         if _count(store, "genes", gene.id, obj, report.genes):
             store.upsert_gene(gene, source="import", as_read=obj)
     for capsule, obj in plan.capsules:

@@ -10,7 +10,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -20,8 +20,13 @@ from gep.errors import ConfigError
 GEP_DIR = ".gep"
 CONFIG_FILE = "gep.toml"
 
-DEFAULT_ALLOWLIST = ["python", "python3", "pytest", "ruff", "mypy", "make", "node", "npm", "npx"]
-DEFAULT_PROTECTED = [CONFIG_FILE, "MEMORY.md", "USER.md"]
+# npm and npx are off by default: `npm run`/`npm exec`/`npx` run any script or package (see gep/allowlist.py)
+DEFAULT_ALLOWLIST = ["python", "python3", "pytest", "ruff", "mypy", "make", "node"]
+# what `python -m` may run (gep/allowlist.py refuses debuggers and code runners even when listed)
+DEFAULT_PYTHON_MODULES = ["pytest", "unittest", "compileall", "py_compile", "doctest", "mypy", "ruff", "pyflakes",
+                          "flake8", "pylint", "black", "isort"]
+# the agent's memory and instruction files: never deleted or emptied, only appended to (gep/checks.py)
+DEFAULT_PROTECTED = [CONFIG_FILE, "MEMORY.md", "USER.md", "AGENTS.md", "CLAUDE.md", "SOUL.md"]
 DEFAULT_VALIDATION = ["python -m compileall -q .", "python -m pytest -q"]
 DEFAULT_ENV_DIRS = [".venv", "venv", "node_modules", ".tox"]
 
@@ -69,8 +74,18 @@ class Settings(BaseModel):
     # solidify
     hard_cap_files: int = C.HARD_CAP_FILES
     hard_cap_lines: int = C.HARD_CAP_LINES
+    hard_cap_bytes: int = Field(default=2_000_000, ge=0)  # bytes added + deleted per cycle (2 MB)
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
     command_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWLIST))
+    python_modules: list[str] = Field(default_factory=lambda: list(DEFAULT_PYTHON_MODULES))
+    # validation, the canary and the model's run_validation (gep/sandbox.py): "auto" confines them with
+    # bubblewrap when it is installed; "bwrap" requires it; "none" runs them unconfined (the user's choice)
+    sandbox: Literal["auto", "bwrap", "none"] = "auto"
+    sandbox_memory_mb: int = Field(default=4096, ge=0)  # 0: no limit
+    sandbox_max_processes: int = Field(default=512, ge=0)  # 0: no limit
+    max_output_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)  # a command printing more is killed
+    # extra environment variables validation receives (credential-like names and values are dropped anyway)
+    validation_env: list[str] = Field(default_factory=list)
     validation_timeout_s: float = C.VALIDATION_TIMEOUT_S
     output_cap_chars: int = C.OUTPUT_CAP_CHARS
     canary: str = "compileall"  # "compileall" (byte-compile changed .py files), "none", or a command

@@ -81,6 +81,8 @@ class RiskLevel(StrEnum):
 class GeneConstraints(GepModel):
     max_files: int | None = None
     forbidden_paths: list[str] = Field(default_factory=list)
+    # protected files (settings.protected_paths) this gene may rewrite; others may only be appended to
+    editable_protected: list[str] | None = None
 
 
 class TriggerFrequency(GepModel):
@@ -147,6 +149,7 @@ class Gene(GepModel):
 class BlastRadius(GepModel):
     files: int = 0
     lines: int = 0
+    bytes: int | None = None  # bytes added + deleted (None on objects written before it was counted)
 
 
 class Outcome(GepModel):
@@ -226,6 +229,8 @@ class CommandResult(GepModel):
     duration_ms: int = 0
     blocked_reason: str | None = None
     timed_out: bool = False
+    sandbox: str | None = None  # "bwrap" or "none": what confined the command (gep/sandbox.py)
+    limits: list[str] | None = None  # the resource limits that applied, e.g. "processes 512 (cgroup pids)"
 
 
 class ValidationCommand(GepModel):
@@ -249,6 +254,7 @@ class ValidationReport(GepModel):
     skipped: str | None = None  # why no command ran (an empty change, a constraint already failed)
     started_at: str | None = None
     finished_at: str | None = None
+    sandbox: str | None = None  # "bwrap" or "none" (gep/sandbox.py)
     schema_version: str | None = None
     asset_id: str | None = None
 

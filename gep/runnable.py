@@ -15,7 +15,6 @@ and in exports. Call :func:`selectable_genes` before ``select_gene_and_capsule``
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
@@ -74,13 +73,9 @@ class GeneStatusError(GepError):
 # ------------------------------------------------------------------ one command
 
 
-def runner_check(cmd: str, settings: Settings) -> str | None:
-    """The safe runner's verdict on ``cmd`` (None: allowed). The one place that calls ``check_command``:
-    it takes ``settings`` once the runner's per-program argument parser lands, the allowlist before."""
-    params = list(inspect.signature(check_command).parameters)
-    if len(params) > 1 and params[1] == "settings":
-        return check_command(cmd, settings)  # type: ignore[arg-type]
-    return check_command(cmd, settings.command_allowlist)
+def runner_check(cmd: str, settings: Settings, workspace: Path | None = None) -> str | None:
+    """The safe runner's verdict on ``cmd`` (None: allowed)."""
+    return check_command(cmd, settings, cwd=workspace)
 
 
 def _exists(workspace: Path, arg: str) -> bool:
@@ -241,7 +236,7 @@ def _program_found(program: str, workspace: Path, env: Mapping[str, str]) -> boo
 def command_problem(cmd: str, *, workspace: Path, settings: Settings, env: Mapping[str, str]) -> str | None:
     """Why ``cmd`` cannot run in ``workspace`` (None: it can). ``env`` is the environment the runner uses
     (``gep.runner.command_env()``): its PATH decides which programs exist."""
-    reason = runner_check(cmd, settings)
+    reason = runner_check(cmd, settings, workspace)
     if reason is not None:
         return f"blocked by the runner: {reason}"
     argv = shlex.split(cmd)

@@ -2,11 +2,15 @@
 
 A command is a single program with arguments. It is split with :func:`shlex.split` and executed without a
 shell, so there is nothing to inject into; on top of that, anything that only makes sense to a shell
-(operators, substitution, expansion, redirection, newlines) is refused outright rather than passed on
-as a literal argument, and so are flags that run inline code (``python -c``, ``node -e``, ...). The
-program's basename must be on the allowlist. Each command runs in its own process group with a scrubbed
-environment and a timeout; on timeout the whole group is killed. Output is captured (tail kept, capped)
-and redacted.
+(operators, substitution, expansion, redirection, newlines) is refused outright rather than passed on as
+a literal argument, and each program's arguments are parsed by gep.allowlist (inline code, debuggers,
+paths outside the workspace ...). Every refusal names its rule.
+
+Each command runs in the sandbox (gep.sandbox: bubblewrap when available, see setting ``sandbox``), in
+its own process group, with only the environment it needs, under limits: a timeout (the whole group is
+killed, and the cgroup's stragglers), memory and processes, and an output cap (a command printing more
+than ``max_output_bytes`` is killed; the kept text is a redacted tail of ``output_cap_chars``). The
+result records which sandbox ran and which limits applied.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -27,13 +30,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO
 
+from gep.allowlist import PYTHONS, check_argv
 from gep.config import Settings
 from gep.models import CommandResult, ValidationReport, iso, utc_now
-from gep.sanitize import redact, scrub_env
+from gep.sandbox import Limits, Sandbox, SandboxUnavailable, command_environment, sandbox_env
+from gep.sanitize import redact
 
-_PYTHONS = re.compile(r"^python(\d+(\.\d+)?)?$")
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_CODE_MODULES = {"timeit"}  # stdlib modules whose arguments are Python statements
 # Characters that only mean something to a shell; refused even inside quotes (no gene needs them).
 _SHELL_OPERATORS = [(";", "';'"), ("&", "'&' (&&, background)"), ("|", "'|' (pipe, ||)"),
                     (">", "'>' (redirection)"), ("<", "'<' (redirection)")]
@@ -42,104 +44,36 @@ _SHELL_OPERATORS = [(";", "';'"), ("&", "'&' (&&, background)"), ("|", "'|' (pip
 # ------------------------------------------------------------------ policy
 
 
-def _short_flags(arg: str) -> str:
-    """The letters of a short-option cluster (``-qc`` -> ``qc``); empty for anything else."""
-    if arg.startswith("-") and not arg.startswith("--") and len(arg) > 1:
-        return arg[1:].split("=", 1)[0]
-    return ""
-
-
-def _python_inline(args: Sequence[str]) -> str | None:
-    """Interpreter options come before the script or ``-m module``; after that, args belong to it."""
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "-m" or (a.startswith("-") and _short_flags(a).endswith("m")):  # ``-m mod``, ``-qm pytest``
-            module = args[i + 1] if i + 1 < len(args) else ""
-            return f"python -m {module} (runs its arguments as code) is not allowed" if module in _CODE_MODULES else None
-        if not a.startswith("-") or a == "-":
-            return None  # script from here on (``-`` reads stdin, which is /dev/null)
-        letters = _short_flags(a)
-        if "c" in letters:
-            return "python -c (inline code) is not allowed"
-        if letters[-1:] in ("W", "X") and len(letters) == 1:
-            i += 1  # option with a separate argument
-        i += 1
-    return None
-
-
-def _node_inline(args: Sequence[str]) -> str | None:
-    for a in args:
-        if "data:" in a:  # --import/--loader/-r data:text/javascript,<code>
-            return "node data: URL (inline code) is not allowed"
-        if not a.startswith("-"):
-            return None  # the script
-        name = a.split("=", 1)[0]
-        if name in ("--eval", "--print", "--input-type"):
-            return f"node {name} (inline code) is not allowed"
-        letters = _short_flags(a)
-        if "e" in letters or "p" in letters:
-            return f"node {a} (inline code) is not allowed"
-    return None
-
-
-def _npx_inline(args: Sequence[str]) -> str | None:
-    for a in args:
-        name = a.split("=", 1)[0]
-        if name in ("-c", "--call", "--shell", "--shell-auto-fallback") or "c" in _short_flags(a):
-            return f"{name} (runs a shell string) is not allowed"
-    return None
-
-
-def _make_inline(args: Sequence[str]) -> str | None:
-    for a in args:
-        name = a.split("=", 1)[0]
-        if name in ("--eval", "-E") or (a.startswith("-E") and not a.startswith("--")):
-            return "make --eval (inline makefile code) is not allowed"
-        if name in ("SHELL", ".SHELLFLAGS", "MAKESHELL", "MAKEFLAGS"):
-            return f"make variable {name} cannot be overridden"
-    return None
-
-
-def check_command(cmd: str, allowlist: Sequence[str]) -> str | None:
-    """None if ``cmd`` may run; otherwise a one-line reason it is blocked."""
-    if not cmd or not cmd.strip():
-        return "empty command"
+def _shell_syntax(cmd: str) -> str | None:
+    """What in ``cmd`` only a shell would act on (it runs without one), naming the rule; None if nothing."""
     if any(c in cmd for c in "\n\r\x00"):
-        return "newlines and NUL are not allowed (one command per entry)"
+        return "newlines and NUL are not allowed (one command per entry) [rule: one-command]"
     if "`" in cmd:
-        return "backticks (command substitution) are not allowed"
+        return "backticks (command substitution) are not allowed [rule: shell-substitution]"
     if "$(" in cmd:
-        return "$( ) (command substitution) is not allowed"
+        return "$( ) (command substitution) is not allowed [rule: shell-substitution]"
     if "$" in cmd:
-        return "'$' (shell expansion) is not allowed: commands run without a shell"
+        return "'$' (shell expansion) is not allowed: commands run without a shell [rule: shell-expansion]"
     for op, label in _SHELL_OPERATORS:
         if op in cmd:
-            return f"shell operator {label} is not allowed: commands run without a shell"
+            return f"shell operator {label} is not allowed: commands run without a shell [rule: shell-operator]"
+    return None
+
+
+def check_command(cmd: str, settings: Settings, cwd: Path | None = None) -> str | None:
+    """None if ``cmd`` may run (in ``cwd``, the workspace); otherwise a one-line reason naming the rule.
+
+    Shell syntax is refused here; each program's arguments are parsed by gep.allowlist."""
+    if not cmd or not cmd.strip():
+        return "empty command [rule: empty]"
+    reason = _shell_syntax(cmd)
+    if reason is not None:
+        return reason
     try:
         argv = shlex.split(cmd)
     except ValueError as exc:
-        return f"cannot parse command ({exc})"
-    if not argv:
-        return "empty command"
-    if _ENV_ASSIGN.match(argv[0]):
-        return "environment assignments before the program are not allowed"
-    program = argv[0]
-    base = os.path.basename(program)
-    if not base or base not in set(allowlist):
-        return f"program '{base or program}' is not on the allowlist ({', '.join(allowlist)})"
-    args = argv[1:]
-    if _PYTHONS.match(base):
-        return _python_inline(args)
-    if base in ("node", "nodejs", "deno", "bun"):
-        return _node_inline(args)
-    if base == "npx":
-        return _npx_inline(args)
-    if base == "npm" and args[:1] in (["exec"], ["x"]):
-        return _npx_inline(args[1:])
-    if base in ("make", "gmake"):
-        return _make_inline(args)
-    return None
+        return f"cannot parse command ({exc}) [rule: parse]"
+    return check_argv(argv, settings, cwd)
 
 
 # ------------------------------------------------------------------ execution
@@ -180,7 +114,7 @@ def resolve_program(name: str, env: Mapping[str, str]) -> str | None:
     found = shutil.which(name, path=env.get("PATH", os.defpath))
     if found:
         return found
-    if _PYTHONS.match(name):
+    if PYTHONS.match(name):
         return sys.executable
     return None
 
@@ -201,91 +135,139 @@ def _read_tail(f: IO[bytes], cap: int) -> str:
     return text
 
 
-def command_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = scrub_env(os.environ)
+def command_env(settings: Settings, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command: only what it needs (gep.sandbox.command_environment), plus the engine's
+    settings that keep validation from writing caches into the workspace."""
+    env = command_environment(os.environ, settings.validation_env)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep validation from leaving __pycache__ in the workspace
     # nor .pytest_cache (git sees it as ignored, so rollback and the blast radius would never notice it)
     addopts = env.get("PYTEST_ADDOPTS", "")
     if "no:cacheprovider" not in addopts:
         env["PYTEST_ADDOPTS"] = f"{addopts} -p no:cacheprovider".strip()
-    env.pop("PYTHONSTARTUP", None)
     if extra:
         env.update(extra)
     return env
 
 
 def run_argv(argv: Sequence[str], *, cwd: Path, settings: Settings, display: str | None = None,
-             extra_env: Mapping[str, str] | None = None, timeout_s: float | None = None) -> CommandResult:
-    """Run an already-checked argument vector (the engine's own commands, e.g. the canary)."""
+             extra_env: Mapping[str, str] | None = None, timeout_s: float | None = None,
+             sandbox: Sandbox | None = None) -> CommandResult:
+    """Run an already-checked argument vector (the engine's own commands, e.g. the canary) in ``sandbox``
+    (default: the one ``settings`` ask for, confining ``cwd``)."""
+    box = sandbox or Sandbox.resolve(cwd, settings)
+    shown = display or shlex.join(argv)
+    if box.refusal:
+        return _blocked(shown, f"sandbox: {box.refusal}", box)
     with tempfile.TemporaryDirectory(prefix="gep-pycache-") as cache:
         # bytecode (pytest's, `compileall`'s) goes to a throwaway dir: validation leaves the workspace as it was
-        env = command_env({"PYTHONPYCACHEPREFIX": cache, **(extra_env or {})})
-        return _run(argv, cwd=cwd, settings=settings, shown=display or shlex.join(argv), env=env,
-                    timeout_s=timeout_s)
+        env = command_env(settings, {"PYTHONPYCACHEPREFIX": cache, **(extra_env or {})})
+        return _run(argv, cwd=cwd, settings=settings, shown=shown, env=env, timeout_s=timeout_s, box=box)
+
+
+def _blocked(shown: str, reason: str, box: Sandbox) -> CommandResult:
+    return CommandResult(cmd=shown, ok=False, exit_code=None, blocked_reason=reason, stderr=f"BLOCKED: {reason}",
+                         sandbox=box.kind)
+
+
+def _preexec(limits: Limits) -> Callable[[], None]:
+    dies = die_with_parent(os.getpid())
+
+    def setup() -> None:  # in the forked child
+        limits.preexec()
+        if dies is not None:
+            dies()
+
+    return setup
 
 
 def _run(argv: Sequence[str], *, cwd: Path, settings: Settings, shown: str, env: dict[str, str],
-         timeout_s: float | None) -> CommandResult:
+         timeout_s: float | None, box: Sandbox) -> CommandResult:
     exe = resolve_program(argv[0], env)
     if exe is None:
-        return CommandResult(cmd=shown, ok=False, exit_code=None, stderr=f"program '{argv[0]}' not found on PATH")
+        return CommandResult(cmd=shown, ok=False, exit_code=None, stderr=f"program '{argv[0]}' not found on PATH",
+                             sandbox=box.kind)
     timeout = settings.validation_timeout_s if timeout_s is None else timeout_s
-    cap = settings.output_cap_chars
+    try:
+        full = box.wrap([exe, *argv[1:]], cwd=cwd, env=env)
+    except SandboxUnavailable as exc:
+        return _blocked(shown, f"sandbox: {exc}", box)
+    run_env = sandbox_env(env) if box.kind == "bwrap" else env
     started = time.monotonic()
-    timed_out = False
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, Limits(settings, timeout_s=timeout) as lim:
         try:
-            proc = subprocess.Popen(
-                [exe, *argv[1:]], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, close_fds=True, preexec_fn=die_with_parent(os.getpid()))
-        except OSError as exc:
-            return CommandResult(cmd=shown, ok=False, exit_code=None, stderr=f"cannot start: {exc.strerror}")
+            proc = subprocess.Popen(full, cwd=str(cwd), env=run_env, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=err, start_new_session=True, close_fds=True, preexec_fn=_preexec(lim))
+        except (OSError, subprocess.SubprocessError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            return CommandResult(cmd=shown, ok=False, exit_code=None, stderr=f"cannot start: {why}",
+                                 sandbox=box.kind)
         try:
-            code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            code = None
+            code, over = _wait(proc, timeout, [out, err], settings.max_output_bytes)
         finally:
-            # kill whatever is left of the group (timeout, or background children of a finished command)
+            # kill whatever is left (timeout, or background children of a finished command; the cgroup
+            # catches those that left the process group)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
             if proc.returncode is None:
                 proc.wait()
+            lim.kill_all()
         duration = int((time.monotonic() - started) * 1000)
-        stdout = _read_tail(out, cap)
-        stderr = _read_tail(err, cap)
+        stdout = _read_tail(out, settings.output_cap_chars)
+        stderr = _read_tail(err, settings.output_cap_chars)
+        limits = lim.applied
+    timed_out = code is None and not over
     if timed_out:
         stderr = (stderr + f"\n[timed out after {timeout:g}s; process group killed]").lstrip("\n")
-    return CommandResult(cmd=shown, ok=(code == 0 and not timed_out), exit_code=code, stdout=stdout,
-                         stderr=stderr, duration_ms=duration, timed_out=timed_out)
+    if over:
+        stderr = (stderr + f"\n[output over {settings.max_output_bytes} bytes; process group killed]").lstrip("\n")
+    return CommandResult(cmd=shown, ok=(code == 0 and not timed_out and not over), exit_code=code, stdout=stdout,
+                         stderr=stderr, duration_ms=duration, timed_out=timed_out, sandbox=box.kind, limits=limits)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float, files: Sequence[IO[bytes]], max_bytes: int,
+          ) -> tuple[int | None, bool]:
+    """Wait for ``proc``: (exit code, False); (None, False) on timeout; (None, True) when its output passed
+    ``max_bytes`` (checked every 50 ms, so a flood cannot fill the disk)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return proc.wait(timeout=max(0.0, min(0.05, deadline - time.monotonic()))), False
+        except subprocess.TimeoutExpired:
+            pass
+        if sum(os.fstat(f.fileno()).st_size for f in files) > max_bytes:
+            return None, True
+        if time.monotonic() >= deadline:
+            return None, False
 
 
 def run_command(cmd: str, *, cwd: Path, settings: Settings, extra_env: Mapping[str, str] | None = None,
-                timeout_s: float | None = None) -> CommandResult:
+                timeout_s: float | None = None, sandbox: Sandbox | None = None) -> CommandResult:
     """Run one user/gene-supplied command under the safety policy. Never raises for a bad command."""
     shown = redact(cmd.strip())
-    reason = check_command(cmd, settings.command_allowlist)
+    box = sandbox or Sandbox.resolve(cwd, settings)
+    reason = check_command(cmd, settings, cwd)
     if reason is not None:
-        return CommandResult(cmd=shown, ok=False, exit_code=None, blocked_reason=reason,
-                             stderr=f"BLOCKED: {reason}")
+        return _blocked(shown, reason, box)
     return run_argv(shlex.split(cmd), cwd=cwd, settings=settings, display=shown, extra_env=extra_env,
-                    timeout_s=timeout_s)
+                    timeout_s=timeout_s, sandbox=box)
 
 
 def run_validation(*, commands: Sequence[str], cwd: Path, settings: Settings, gene_id: str | None,
-                   report_id: str, now: Callable[[], datetime] | None = None) -> ValidationReport:
+                   report_id: str, now: Callable[[], datetime] | None = None,
+                   sandbox: Sandbox | None = None) -> ValidationReport:
     """Run ``commands`` in order, stopping at the first failure (later ones would test a broken tree)."""
     clock = now or utc_now
     started = iso(clock())
+    box = sandbox or Sandbox.resolve(cwd, settings)
     cmds = [c.strip() for c in commands if c and c.strip()]
     results: list[CommandResult] = []
     for cmd in cmds:
-        res = run_command(cmd, cwd=cwd, settings=settings)
+        res = run_command(cmd, cwd=cwd, settings=settings, sandbox=box)
         results.append(res)
         if not res.ok:
             break
     return ValidationReport(id=report_id, gene_id=gene_id, commands=[redact(c) for c in cmds], results=results,
                             overall_ok=all(r.ok for r in results) and len(results) == len(cmds),
-                            started_at=started, finished_at=iso(clock()))
+                            started_at=started, finished_at=iso(clock()), sandbox=box.kind)

@@ -19,12 +19,16 @@ the reference does.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[REDACTED]"
 
 _TOKEN_CHARS = r"A-Za-z0-9\-._~+/"
+# A word boundary, or the letter of a JSON escape before it (\nglpat-...: "n" would hide the boundary).
+_B = r"(?:\b|(?<=\\[nrtbf]))"
 
 # Patterns whose whole match is replaced. Order matters: whole structures (PEM blocks, JWTs and URLs
 # with credentials, see _SECRET_RES) go before the shorter shapes that could eat part of them.
@@ -34,21 +38,24 @@ _WHOLE = [
     # Provider keys.
     r"sk-ant-[A-Za-z0-9\-_]{16,}",
     r"sk-proj-[A-Za-z0-9\-_]{16,}",
-    r"\bsk-[A-Za-z0-9\-_]{20,}",
+    _B + r"sk-[A-Za-z0-9\-_]{20,}",
     # The reference's floor: no word boundary before, alphanumerics only after "sk-".
     r"sk-[A-Za-z0-9]{20,}",
-    r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+    _B + r"(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
     r"gh[pousr]_[A-Za-z0-9]{30,}",
     r"github_pat_[A-Za-z0-9_]{22,}",
-    r"\bglpat-[A-Za-z0-9\-_]{20,}",
+    _B + r"glpat-[A-Za-z0-9\-_]{20,}",
     r"(?:AKIA|ASIA)[0-9A-Z]{16}",
-    r"\bAIza[0-9A-Za-z\-_]{35}",
+    _B + r"AIza[0-9A-Za-z\-_]{35}",
     r"npm_[A-Za-z0-9]{36,}",
-    r"\bhf_[A-Za-z0-9]{30,}",
+    _B + r"hf_[A-Za-z0-9]{30,}",
     r"xox[abposrv]-[A-Za-z0-9-]{10,}",
     # Azure connection-string and app secrets.
     r"(?i:accountkey)=[^;\s]+",
     r"(?i:instrumentationkey)=[0-9a-fA-F-]{20,}",
+    _B + r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
+    # A PEM block in base64 ("-----BEGIN" encodes to LS0tLS1CRUdJT...), e.g. PRIVATE_KEY_B64=...
+    r"LS0tLS1CRUdJT[A-Za-z0-9+/]*={0,2}",
 ]
 
 # Patterns that keep a prefix (group "keep") and redact the rest of the match.
@@ -57,6 +64,9 @@ _KEEP_PREFIX = [
     # tokens are ..." loses its second word: a short all-letter token would otherwise show).
     r"(?P<keep>(?i:bearer)\s+)(?!\[REDACTED\])[" + _TOKEN_CHARS + r"]+=*",
     r"(?P<keep>\bBasic\s+)(?=[A-Za-z0-9+/]*[0-9+/])[A-Za-z0-9+/]{12,}={0,2}",
+    # Webhook URLs carry their secret in the path.
+    r"(?P<keep>hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/\-]+",
+    r"(?P<keep>(?i:discord(?:app)?\.com)/api/webhooks/)[0-9]+/[A-Za-z0-9_\-]+",
     # Generic assignments: api_key=..., "password": "...", secret: ..., client_secret=...
     r"(?P<keep>(?<![A-Za-z0-9])(?i:(?:api[_\-]?key|apikey|access[_\-]?key|secret[_\-]?key|private[_\-]?key"
     r"|secret|passwd|password|passphrase|pwd|token|auth|credentials?))[\"']?\s*[:=]\s*[\"']?)"
@@ -173,10 +183,115 @@ class _JsonWebTokens:
         return "eyJ" in text and any(self._spans(run) for run in self._RUN.findall(text) if "eyJ" in run)
 
 
-# Whole structures first (PEM blocks, then JWTs and URL credentials), then the shorter shapes.
+# ---------------------------------------------------------------- assignments to secret names
+
+# A name (DB_PASS, smtpCred, PRIVATE_KEY_B64, "api_key", \"password\") and ":", "=" or "=>", the quotes
+# around the name and the value possibly JSON-escaped (\" or \\\"). The value's extent is found in Python.
+_ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)(?P<q1>\\*[\"'])?[ \t]*(?:=>|[:=])"
+                     r"[ \t]*(?P<q2>\\*[\"'])?")
+_SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Values that run to the end of the line (a password may hold spaces); "header" keeps its scheme word.
+_PASSWORD_WORDS = frozenset("password passwd passphrase pass cred creds credential credentials".split())
+_STRONG_WORDS = frozenset("secret secrets token apikey privatekey secretkey accesskey dsn".split())
+_STRONG_ENDINGS = ("password", "passwd", "passphrase", "secret", "apikey", "token", "credential", "credentials")
+# Only with a value that looks generated (sort key=lambda ... is code, key=Xy7... is not).
+_WEAK_WORDS = frozenset("key keys auth sig signature pat".split())
+# A name ending in one of these describes a secret without holding it (token_type, api_key_id, PASSWORD_FILE).
+_DESCRIBING = frozenset("""type types name names id ids len length size count counts url uri path paths file files dir
+    env var field header prefix format kind mode hint expires expiry expiration ttl limit limits max min timeout
+    usage used cost label hash algorithm alg scheme provider location source endpoint enabled required policy
+    rotation version index""".split())
+_NOT_A_VALUE = ("[", "{", "(", "<", "$", "%(", "os.environ", "os.getenv", "getenv(", "process.env", "env(",
+                "env.", "settings.", "config.", "self.", "this.", "*")
+_LITERALS = frozenset("true false none null nil undefined yes no required optional empty".split())
+_VALUE_STOP = re.compile(r"[\s\"'\\,;&)}\]<>`]")
+_LINE_STOP = re.compile(r"\n|\r|\\[nr]|\\?\"")
+
+
+@lru_cache(maxsize=4096)
+def _secret_name(name: str) -> str | None:
+    """What kind of secret a name holds: "password" and "header" (to the end of the line), "strong",
+    "weak", or None for an ordinary name."""
+    words = [w.lower() for w in _SEGMENT.findall(name)]
+    if not words or words[-1] in _DESCRIBING:
+        return None
+    joined = "".join(words)
+    if words[-1] == "authorization" or (words[-1] == "auth" and len(words) == 1 and name[:1].isupper()):
+        return "header"
+    if any(w in _PASSWORD_WORDS for w in words) or any(k in joined for k in ("password", "passwd", "passphrase")):
+        return "password"
+    if any(w in _STRONG_WORDS or w.endswith(_STRONG_ENDINGS) for w in words) or any(
+            k in joined for k in ("apikey", "privatekey", "secretkey", "accesskey", "signingkey")):
+        return "strong"
+    return "weak" if any(w in _WEAK_WORDS for w in words) else None
+
+
+def _value_end(text: str, start: int, quote: str | None, kind: str) -> int:
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    if quote:  # up to the same (unescaped) quote sequence
+        close = re.compile(r"(?<!\\)" + re.escape(quote)).search(text, start, line_end)
+        return close.start() if close else line_end
+    if kind in ("password", "header"):
+        stop = _LINE_STOP.search(text, start, line_end)
+        return stop.start() if stop else line_end
+    stop = _VALUE_STOP.search(text, start, line_end)
+    return stop.start() if stop else line_end
+
+
+def _generated(value: str) -> bool:
+    """Whether a value looks machine-made (a key), not like a word or an identifier of code."""
+    has_digit = any(c.isdigit() for c in value)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+    return len(value) >= 20 or (len(value) >= 8 and (has_digit or mixed) and "(" not in value)
+
+
+def _assignment_value(text: str, m: re.Match[str], kind: str) -> tuple[int, int] | None:
+    """The span of the secret value after the name matched by ``m``, or None when there is none."""
+    start = m.end()
+    if text.startswith(_NOT_A_VALUE, start) or text.startswith(REDACTED, start):
+        return None
+    end = _value_end(text, start, m.group("q2"), kind)
+    value = text[start:end].rstrip()
+    if kind == "header":  # keep the scheme (Token, Bearer, Basic, Digest ...)
+        scheme = re.match(r"[A-Za-z]+[ \t]+", value)
+        if scheme and len(value) > scheme.end():
+            start, value = start + scheme.end(), value[scheme.end():]
+    bare = value.replace(REDACTED, "").strip(" \t\"'`,;)}]")
+    if len(bare) < (3 if kind in ("password", "header") else 4) or bare.lower() in _LITERALS:
+        return None
+    if kind == "weak" and not _generated(bare):
+        return None
+    return start, start + len(value)
+
+
+class _Assignments:
+    """Values assigned to secret names, quoted or not, JSON-escaped or not (interface of a compiled pattern)."""
+
+    def sub(self, repl: Callable[[re.Match[str]], str] | None, text: str) -> str:
+        if ":" not in text and "=" not in text:
+            return text
+        out: list[str] = []
+        last = 0
+        for m in _ASSIGN.finditer(text):
+            if m.start() < last:
+                continue
+            kind = _secret_name(m.group("name"))
+            span = _assignment_value(text, m, kind) if kind else None
+            if span is not None:
+                out += [text[last:span[0]], REDACTED]
+                last = span[1]
+        return "".join(out) + text[last:] if out else text
+
+    def search(self, text: str) -> bool:
+        return self.sub(None, text) != text
+
+
+# Whole structures first (PEM blocks, then JWTs and URL credentials), then assignments to secret names,
+# then the shorter shapes.
 _SECRET_RES: list[Any] = [re.compile(_WHOLE[0]), _JsonWebTokens(), *(re.compile(p) for p in _WHOLE[1:]),
-                          *(re.compile(p) for p in _KEEP_PREFIX[:2]), _UrlCredentials(),
-                          *(re.compile(p) for p in _KEEP_PREFIX[2:])]
+                          *(re.compile(p) for p in _KEEP_PREFIX[:4]), _UrlCredentials(), _Assignments(),
+                          *(re.compile(p) for p in _KEEP_PREFIX[4:])]
 
 # Discord bot tokens: three base64url segments, the first (24+) starting with M, N or O at a word
 # boundary, which may follow a "-" inside a longer run. Matching whole runs (each run is read
@@ -267,3 +382,42 @@ def is_secret_env_name(name: str) -> bool:
 def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     """A copy of ``env`` without variables whose name or value looks like a credential."""
     return {k: v for k, v in env.items() if not is_secret_env_name(k) and not contains_secret(v)}
+
+
+# ---------------------------------------------------------------- command lines
+
+_FLAG_VALUE = re.compile(r"^(?P<flag>--?[A-Za-z][A-Za-z0-9_.\-]*)=(?P<value>.*)$", re.DOTALL)
+_ENV_WORD = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$", re.DOTALL)
+
+
+def _secret_flag(flag: str) -> bool:
+    name = flag.lstrip("-")
+    return _secret_name(name) is not None or is_secret_env_name(name.replace("-", "_"))
+
+
+def redact_command(cmd: str) -> str:
+    """A command line fit to store (flow-run parameters, events, logs): the values of secret flags
+    (``--api-key X``, ``--token=X``) and environment assignments (``ANTHROPIC_API_KEY=X claude``) are
+    redacted, and every word goes through :func:`redact`."""
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        words = cmd.split()
+    out: list[str] = []
+    hide_next = False
+    for word in words:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        flag, env = _FLAG_VALUE.match(word), _ENV_WORD.match(word)
+        if flag and _secret_flag(flag["flag"]):
+            out.append(f"{flag['flag']}={REDACTED}")
+        elif env and (is_secret_env_name(env["name"]) or _secret_name(env["name"]) is not None):
+            out.append(f"{env['name']}={REDACTED}")
+        elif word.startswith("-") and "=" not in word and len(word) > 2 and _secret_flag(word):
+            out.append(word)
+            hide_next = True
+        else:
+            out.append(redact(word))
+    return " ".join(w if REDACTED in w else shlex.quote(w) for w in out)

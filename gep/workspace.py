@@ -69,6 +69,7 @@ class BlastReport(BaseModel):
 
     files: int = 0
     lines: int = 0
+    bytes: int = 0  # bytes of added + deleted lines (whole files for binaries and new untracked files)
     changes: list[FileChange] = Field(default_factory=list)
 
     @property
@@ -77,7 +78,7 @@ class BlastReport(BaseModel):
 
     @property
     def radius(self) -> BlastRadius:
-        return BlastRadius(files=self.files, lines=self.lines)
+        return BlastRadius(files=self.files, lines=self.lines, bytes=self.bytes)
 
 
 class KeptChange(BaseModel):
@@ -126,6 +127,32 @@ def _count_lines(path: Path) -> int:
     if not data or b"\0" in data[:8192]:
         return 0  # empty or binary
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.lstat().st_size
+    except OSError:
+        return 0
+
+
+def diff_bytes(repo: Path, base: str, binaries: Sequence[str]) -> int:
+    """Bytes of the lines added and deleted since ``base`` in the work tree (the engine's .gep excluded),
+    streamed (a huge change is never held in memory); ``binaries`` count their whole current size."""
+    cmd = ["git", "-C", str(repo), "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", base,
+           "--", ".", f":(exclude){GEP_DIR}"]
+    total = 0
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        in_hunk = False
+        for line in proc.stdout:
+            if line.startswith(b"diff --git "):
+                in_hunk = False
+            elif line.startswith(b"@@"):
+                in_hunk = True
+            elif in_hunk and line[:1] in (b"+", b"-"):
+                total += len(line) - 1 + (0 if line.endswith(b"\n") else 1)  # the line and its newline
+    return total + sum(_file_size(repo / p) for p in binaries)
 
 
 def pid_alive(pid: int) -> bool:
@@ -354,18 +381,24 @@ class Workspace:
             kind: Literal["added", "modified", "deleted"] = (
                 "added" if code.startswith("A") else "deleted" if code.startswith("D") else "modified")
             changes[path] = FileChange(path=path, status=kind)
+        binaries: list[str] = []
         for rec in _z(self._git("diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", run.head_sha)):
             added, deleted, path = (rec.split("\t", 2) + ["", ""])[:3]
             if path in changes:
                 changes[path].added = int(added) if added.isdigit() else 0
                 changes[path].deleted = int(deleted) if deleted.isdigit() else 0
+                if added == "-":
+                    binaries.append(path)
+        size = diff_bytes(self.path, run.head_sha, binaries) if changes else 0
         before = set(run.untracked)
         for path in self.untracked_files():
             if path not in before and path not in changes:
                 changes[path] = FileChange(path=path, status="added", added=_count_lines(self.path / path),
                                            untracked=True)
+                size += _file_size(self.path / path)
         ordered = sorted(changes.values(), key=lambda c: c.path)
-        return BlastReport(files=len(ordered), lines=sum(c.added + c.deleted for c in ordered), changes=ordered)
+        return BlastReport(files=len(ordered), lines=sum(c.added + c.deleted for c in ordered), bytes=size,
+                           changes=ordered)
 
     def diff_snapshot(self, run: CycleRun, limit: int = C.DIFF_SNAPSHOT_CHARS) -> str:
         """The cycle's change as a (redacted) unified diff, at most ``limit`` characters."""

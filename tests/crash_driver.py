@@ -3,9 +3,9 @@
     python tests/crash_driver.py WORKSPACE STAGE [--allow-dirty]
 
 STAGE: during_stash | after_begin | after_mutation | after_tamper | during_validation | before_commit |
-during_rollback | after_commit | none. ``during_validation`` runs a slow validation command that writes its
-pid to ``WORKSPACE/../slow.pid`` and sleeps; the test kills this process from outside once that file
-appears. ``during_stash`` dies between recording the run and resetting to the baseline (--allow-dirty);
+during_rollback | after_commit | none. ``during_validation`` runs a slow validation command that writes
+``WORKSPACE/slow.pid`` and sleeps (in the sandbox, so the pid it writes is its namespace's: the test
+finds it by its command line); the test kills this process from outside once that file appears. ``during_stash`` dies between recording the run and resetting to the baseline (--allow-dirty);
 ``after_tamper`` also changes the user's untracked file, plants a git hook and edits .git/config;
 ``before_commit`` dies with the success prepared but not committed; ``during_rollback`` dies right after
 the failed outcome was recorded, before the rollback.
@@ -187,7 +187,7 @@ def main(argv: list[str]) -> int:
             Workspace.commit = lambda self, *a, **k: _die()  # type: ignore[assignment,method-assign]
         if stage == "during_validation":
             (ws.path / "slow.py").write_text(FILES["slow.py"])  # the cycle's own slow check
-            validation = [f"python slow.py {ws.path.parent / 'slow.pid'}"]
+            validation = [f"python slow.py {ws.path / 'slow.pid'}"]
         if stage == "after_commit":
             original = Workspace.commit
 

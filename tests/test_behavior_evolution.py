@@ -96,8 +96,9 @@ def test_a_transcript_full_of_corrections_selects_the_instructions_gene_for_repa
                               strategy=PRESETS["balanced"], rng=random.Random(0), now=NOW)
     assert mutation.category is Intent.repair and mutation.target == "gene:gene_agent_instructions"
     gene = selection.gene
-    extra = gene.constraints.model_extra or {}
-    assert set(extra["editable_protected"]) == {"AGENTS.md", "CLAUDE.md", "USER.md", "SOUL.md"}
+    # the instruction files stay protected: the gene may only append to them, never rewrite or empty them
+    assert not gene.constraints.editable_protected
+    assert {"AGENTS.md", "CLAUDE.md", "USER.md", "SOUL.md"} <= set(Settings().protected_paths)
     assert "memory/growth/signals" in gene.constraints.forbidden_paths
     assert any("Never delete" in step for step in gene.strategy) and any("Append" in s for s in gene.strategy)
 

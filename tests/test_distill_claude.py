@@ -111,7 +111,7 @@ def test_bad_proposals_are_repaired(fake: FakeAnthropic, ws: Path, bad: dict, fi
                                     repair: str) -> None:
     result = run(fake, ws, answer(proposal(**bad)))
     assert result.run.status == "kept", result.run.reasons
-    assert result.gene.model_dump(mode="json")[field] == fixed
+    assert result.gene.model_dump(mode="json", exclude_none=True)[field] == fixed
     assert any(r.startswith(repair) for r in result.run.repairs), result.run.repairs
     assert verify_asset_id(result.gene.to_asset())
 

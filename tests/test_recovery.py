@@ -24,7 +24,7 @@ def _run_driver(ws: Path, stage: str, allow_dirty: bool) -> subprocess.Completed
     args = [sys.executable, str(DRIVER), str(ws), stage] + (["--allow-dirty"] if allow_dirty else [])
     if stage != "during_validation":
         return subprocess.run(args, capture_output=True, text=True, timeout=60)
-    pidfile = ws.parent / "slow.pid"
+    pidfile = ws / "slow.pid"
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -32,6 +32,8 @@ def _run_driver(ws: Path, stage: str, allow_dirty: bool) -> subprocess.Completed
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "validation never started"
             time.sleep(0.05)
+        slow_pids = _pids_with_arg(str(pidfile))  # host pids (the pid in the file is the sandbox's)
+        assert slow_pids
         os.kill(proc.pid, signal.SIGKILL)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -39,17 +41,31 @@ def _run_driver(ws: Path, stage: str, allow_dirty: bool) -> subprocess.Completed
             proc.kill()
             proc.wait()
     # the validation command dies with the cycle (no orphan keeps writing into the workspace)
-    slow = int(pidfile.read_text())
     for _ in range(100):
-        try:
-            os.kill(slow, 0)
-        except ProcessLookupError:
+        if not _pids_with_arg(str(pidfile)):
             break
         time.sleep(0.05)
     else:
-        os.kill(slow, signal.SIGKILL)
+        for pid in _pids_with_arg(str(pidfile)):
+            os.kill(pid, signal.SIGKILL)
         pytest.fail("the validation process outlived the killed cycle")
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def _pids_with_arg(arg: str) -> list[int]:
+    """Live (non-zombie) processes with ``arg`` on their command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if arg.encode() in argv and state != "Z" and b"crash_driver.py" not in b" ".join(argv):
+            found.append(int(entry.name))
+    return found
 
 
 def _recover(ws: Path) -> list[object]:

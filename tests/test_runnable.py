@@ -62,6 +62,15 @@ def bin_dir(tmp_path: Path, *programs: str) -> dict[str, str]:
     return {"PATH": str(folder)}
 
 
+# npm and npx are off by default (they run any script or package): these checks are for a user who allowed them
+WITH_NPM = Settings(command_allowlist=[*Settings().command_allowlist, "npm", "npx"])
+
+
+def test_npm_is_not_runnable_with_the_default_allowlist(ws: Path, tmp_path: Path) -> None:
+    got = command_problem("npm test", workspace=ws, settings=Settings(), env=bin_dir(tmp_path, "npm"))
+    assert got is not None and got.startswith("blocked by the runner: program 'npm' is not on the allowlist")
+
+
 @pytest.mark.parametrize("cmd, problem", [
     # python resolves to this interpreter when PATH has none, as the runner does
     ("python -m pytest -q", None),
@@ -73,7 +82,7 @@ def bin_dir(tmp_path: Path, *programs: str) -> dict[str, str]:
     ("python -m pytest -q 'tests/*.py'", None),  # a glob is not second-guessed
     ("python3 tool.py --flag", None),
     ("python script.py", "script.py not found in the workspace"),
-    ("python -qm pytest tests/nope", "tests/nope not found in the workspace"),
+    ("python -q -m pytest tests/nope", "tests/nope not found in the workspace"),
     ("python -m compileall -q .", None),
     ("python -m compileall -q lib/missing.py", "lib/missing.py not found in the workspace"),
     ("node scripts/check.js", None),
@@ -81,8 +90,7 @@ def bin_dir(tmp_path: Path, *programs: str) -> dict[str, str]:
     ("node lib", None),  # a folder's index.js
     ("node scripts/validate-modules.js ./src/gep/solidify", "scripts/validate-modules.js not found in the workspace"),
     ("npm test", None),
-    ("npm run lint", None),
-    ("npm run build", "package.json has no script 'build'"),
+    ("npm run lint", "blocked by the runner: npm run is not allowed"),  # runs any script (issue 20)
     ("make test", None),
     ("make check", None),
     ("make lint", None),  # declared .PHONY
@@ -90,15 +98,15 @@ def bin_dir(tmp_path: Path, *programs: str) -> dict[str, str]:
     ("make -f other.mk test", "other.mk not found in the workspace"),
     ("ruff check --config ruff.toml lib/index.js", None),
     ("ruff check --config missing.toml .", "missing.toml not found in the workspace"),
-    ("npx eslint .", "eslint not installed (node_modules/.bin/eslint; npx would download it)"),
+    ("npx eslint .", "blocked by the runner: npx (npm exec) runs any package's program"),
     ("python -m pytest -q; rm -rf /", "blocked by the runner: shell operator ';' is not allowed: commands run "
                                      "without a shell"),
-    ("python -c 'print(1)'", "blocked by the runner: python -c (inline code) is not allowed"),
+    ("python -c 'print(1)'", "blocked by the runner: python -c runs inline code [rule: python-inline]"),
     ("curl http://example.invalid", "blocked by the runner: program 'curl' is not on the allowlist"),
 ])
 def test_command_problem(ws: Path, tmp_path: Path, cmd: str, problem: str | None) -> None:
     env = bin_dir(tmp_path, "node", "npm", "make", "ruff", "npx")
-    got = command_problem(cmd, workspace=ws, settings=Settings(), env=env)
+    got = command_problem(cmd, workspace=ws, settings=WITH_NPM, env=env)
     if problem is None or got is None:
         assert got == problem
     else:
@@ -112,14 +120,15 @@ def test_program_must_be_on_the_runner_path(ws: Path, tmp_path: Path) -> None:
     assert command_problem("make test", workspace=ws, settings=settings, env={"PATH": ""}) == "make not found"
     assert command_problem("node scripts/check.js", workspace=ws, settings=settings,
                            env=bin_dir(tmp_path, "node")) is None
-    # a program given as a path is looked for in the workspace, where the runner starts it
-    assert command_problem("./bin/python -m pytest", workspace=ws, settings=settings, env={}) == "python not found"
+    # a program given as a path is refused by the runner (it is looked up on PATH)
+    got = command_problem("./bin/python -m pytest", workspace=ws, settings=settings, env={})
+    assert got is not None and got.endswith("[rule: program-path]")
 
 
 def test_npm_without_package_json(tmp_path: Path) -> None:
     ws = tmp_path / "empty"
     ws.mkdir()
-    assert command_problem("npm test", workspace=ws, settings=Settings(),
+    assert command_problem("npm test", workspace=ws, settings=WITH_NPM,
                            env=bin_dir(tmp_path, "npm")) == "package.json not found in the workspace"
 
 

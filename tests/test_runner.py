@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gep.config import Settings
+from gep.config import DEFAULT_ALLOWLIST, Settings
 from gep.runner import check_command, resolve_program, run_command, run_validation
+from gep.sandbox import find_bwrap
 
-ALLOW = Settings().command_allowlist
+# npm and npx are off by default; allowed here so that their own rules are what refuses the payloads
+S = Settings(command_allowlist=[*DEFAULT_ALLOWLIST, "npm", "npx"])
 
 # Every payload tries to create the marker file {m}. All must be refused, and none may create it.
 PAYLOADS = [
@@ -84,8 +86,9 @@ PAYLOADS = [
 def test_injection_payload_is_blocked_and_never_runs(payload: str, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     cmd = payload.format(m=marker)
-    assert check_command(cmd, ALLOW) is not None, cmd
-    res = run_command(cmd, cwd=tmp_path, settings=Settings())
+    reason = check_command(cmd, S)
+    assert reason is not None and "[rule: " in reason, cmd
+    res = run_command(cmd, cwd=tmp_path, settings=S)
     assert not res.ok
     assert res.blocked_reason
     assert res.exit_code is None
@@ -108,17 +111,17 @@ def test_there_are_at_least_30_payloads() -> None:
     "make test",
     "node scripts/validate.js -e",
     "npm test",
-    "npx tsc --noEmit",
-    "/usr/bin/python3 -m pytest",
+    "pytest --junitxml=reports/junit.xml -p no:cacheprovider",
+    "ruff check --fix gep tests",
 ])
 def test_ordinary_validation_commands_are_allowed(cmd: str) -> None:
-    assert check_command(cmd, ALLOW) is None
+    assert check_command(cmd, S) is None
 
 
 def test_allowlist_is_configurable() -> None:
-    assert check_command("cargo test", ALLOW) is not None
-    assert check_command("cargo test", [*ALLOW, "cargo"]) is None
-    assert check_command("pytest", ["python"]) is not None
+    assert check_command("cargo test", S) is not None
+    assert check_command("cargo test", Settings(command_allowlist=[*DEFAULT_ALLOWLIST, "cargo"])) is None
+    assert check_command("pytest", Settings(command_allowlist=["python"])) is not None
 
 
 def _script(tmp_path: Path, body: str) -> Path:
@@ -148,37 +151,56 @@ def test_output_is_capped_and_redacted(tmp_path: Path) -> None:
     assert secret not in res.stdout and "[REDACTED]" in res.stdout
 
 
-def test_environment_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("sandbox", ["none", "auto"])
+def test_environment_holds_only_what_the_command_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       sandbox: str) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-" + "B" * 40)
     monkeypatch.setenv("MY_SERVICE_TOKEN", "hunter2hunter2")
-    monkeypatch.setenv("GEP_HARMLESS", "visible")
+    monkeypatch.setenv("GEP_HARMLESS", "engine")
+    monkeypatch.setenv("APP_MODE", "visible")
     _script(tmp_path, "import os\nprint(sorted(os.environ))\n")
-    res = run_command("python script.py", cwd=tmp_path, settings=Settings())
-    assert "GEP_HARMLESS" in res.stdout
+    plain = run_command("python script.py", cwd=tmp_path, settings=Settings(sandbox=sandbox))
+    assert "PATH" in plain.stdout and "APP_MODE" not in plain.stdout and "GEP_HARMLESS" not in plain.stdout
+    # a variable the user names is passed on; a credential never is, even when named
+    named = Settings(sandbox=sandbox, validation_env=["APP_MODE", "ANTHROPIC_API_KEY", "MY_SERVICE_TOKEN"])
+    res = run_command("python script.py", cwd=tmp_path, settings=named)
+    assert "APP_MODE" in res.stdout
     assert "ANTHROPIC_API_KEY" not in res.stdout and "MY_SERVICE_TOKEN" not in res.stdout
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
+def test_timeout_kills_the_whole_process_group(tmp_path: Path, sandbox: str) -> None:
+    if sandbox == "bwrap" and find_bwrap() is None and not os.environ.get("GEP_REQUIRE_BWRAP"):
+        pytest.skip("bubblewrap is not installed")
+    marker = f"gep-grandchild-{tmp_path.name}"
     pidfile = tmp_path / "child.pid"
     _script(tmp_path, (
         "import subprocess, sys, time\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {marker!r}])\n"
         f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"))
     started = time.monotonic()
-    res = run_command("python script.py", cwd=tmp_path, settings=Settings(validation_timeout_s=1.5))
+    res = run_command("python script.py", cwd=tmp_path, settings=Settings(validation_timeout_s=1.5, sandbox=sandbox))
     assert time.monotonic() - started < 20
-    assert res.timed_out and not res.ok and res.exit_code is None
+    assert res.timed_out and not res.ok and res.exit_code is None and res.sandbox == sandbox
     assert "timed out" in res.stderr
-    child = int(pidfile.read_text())
-    for _ in range(50):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
+    assert pidfile.exists()  # the grandchild was started
+    for _ in range(50):  # found by its command line: inside bwrap the pid it wrote is its namespace's
+        if not _alive_with_arg(marker):
             break
         time.sleep(0.1)
     else:
         pytest.fail("the grandchild survived the timeout")
+
+
+def _alive_with_arg(arg: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and arg.encode() in (entry / "cmdline").read_bytes().split(b"\0"):
+                return (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 def test_python_falls_back_to_this_interpreter_when_not_on_path(tmp_path: Path) -> None:

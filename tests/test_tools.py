@@ -187,7 +187,7 @@ def test_run_validation_uses_the_safe_runner(example_ws: Path, monkeypatch: pyte
         "(len(values) - 1)", "len(values)"))
     again = tools.call("run_validation", {})
     assert "(exit 0, ok)" in again.content
-    assert "blocked: python -c (inline code) is not allowed" in again.content
+    assert "blocked: python -c runs inline code [rule: python-inline]" in again.content
     # what validation wrote (byte code, caches) is gone again: it must not end up in the commit
     assert not list(example_ws.rglob("__pycache__")) and not (example_ws / ".pytest_cache").exists()
     assert make_tools(example_ws).call("run_validation", {}).content == \

@@ -1,0 +1,143 @@
+"""The engine's configuration is out of a cycle's reach; protected files are append-only; blast radius counts
+bytes with a hard cap; commit trailers cannot be forged (real repositories, real commits)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import test_solidify
+from crash_driver import event, gene, git, make_scenario, mutation
+from test_solidify import cycle
+
+from gep.checks import check_constraints, classify_blast, commit_message
+from gep.config import Settings
+from gep.solidify import SolidifyResult
+from gep.store import Store
+from gep.workspace import BlastReport, FileChange, Workspace
+
+
+@pytest.fixture
+def ws_path(tmp_path: Path) -> Path:
+    path = make_scenario(tmp_path / "ws")
+    (path / "gep.toml").write_text('command_allowlist = ["python"]\n')
+    git(path, "add", "gep.toml")
+    git(path, "commit", "-q", "-m", "config")
+    return path
+
+
+store = test_solidify.store  # the fixture: the scenario's store
+
+
+def _reasons(res: SolidifyResult) -> list[str]:
+    return list(res.event.meta.failure_reasons)
+
+
+def _append(rel: str, text: str) -> Callable[[Path], None]:
+    def change(p: Path) -> None:
+        with (p / rel).open("a") as fh:
+            fh.write(text)
+    return change
+
+
+def test_a_change_to_gep_toml_fails_the_cycle(ws_path: Path, store: Store) -> None:
+    res = cycle(ws_path, store, _append("gep.toml", 'command_allowlist = ["python", "sh"]\n'))
+    assert res.event.outcome.status == "failed"
+    assert "constraint: forbidden path touched: gep.toml" in _reasons(res)
+    assert "sh" not in (ws_path / "gep.toml").read_text()  # rolled back: nothing persists for the next cycle
+
+
+def test_a_gep_toml_created_by_the_cycle_fails_it_too(tmp_path: Path) -> None:
+    ws_path = make_scenario(tmp_path / "fresh")
+    with Store.for_workspace(ws_path) as store:
+        res = cycle(ws_path, store, lambda p: (p / "gep.toml").write_text('sandbox = "none"\n'))
+    assert "constraint: forbidden path touched: gep.toml" in _reasons(res)
+    assert not (ws_path / "gep.toml").exists()
+
+
+def test_anything_under_the_engine_state_dir_is_forbidden(ws_path: Path, store: Store) -> None:
+    # a worktree's blast radius lists .gep/ paths (the in-place one leaves the engine's own dir out)
+    ws = Workspace.open(ws_path)
+    run = ws.begin(event_id=event().id, store=store)
+    planted = ws_path / ".gep" / "genes" / "gene_repair_from_errors.json"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text('{"id": "gene_repair_from_errors", "validation": ["sh evil.sh"]}')
+    blast = BlastReport(files=1, lines=1, bytes=60, changes=[
+        FileChange(path=".gep/genes/gene_repair_from_errors.json", status="added", added=1)])
+    check = check_constraints(blast=blast, gene=gene(), settings=Settings(), workspace=ws, run=run)
+    assert check.violations == ["forbidden path touched: .gep/genes/gene_repair_from_errors.json"]
+    (ws_path / "sub").mkdir()
+    (ws_path / "sub" / "gep.toml").write_text("x = 1\n")  # a project's own file of that name is not the engine's
+    nested = BlastReport(files=1, lines=1, changes=[FileChange(path="sub/gep.toml", status="added", added=1)])
+    assert check_constraints(blast=nested, gene=gene(), settings=Settings(), workspace=ws, run=run).violations == []
+    ws.rollback(run)
+
+
+def test_a_protected_file_may_only_be_appended_to(ws_path: Path, store: Store) -> None:
+    rewrite = cycle(ws_path, store, lambda p: (p / "MEMORY.md").write_text("# memory\nforget everything\n"))
+    assert "constraint: protected file rewritten (it may only be appended to): MEMORY.md" in _reasons(rewrite)
+    assert (ws_path / "MEMORY.md").read_text() == "# memory\nthe agent remembers things\n"
+    append = cycle(ws_path, store, _append("MEMORY.md", "- a new lesson\n"))
+    assert append.event.outcome.status == "success", _reasons(append)
+    assert (ws_path / "MEMORY.md").read_text().endswith("things\n- a new lesson\n")
+
+
+def test_a_gene_may_allow_editing_a_named_protected_file(ws_path: Path, store: Store) -> None:
+    curator = gene(editable_protected=["MEMORY.md"])
+    ok = cycle(ws_path, store, lambda p: (p / "MEMORY.md").write_text("# memory\ncurated\n"), g=curator)
+    assert ok.event.outcome.status == "success", _reasons(ok)
+    # only the named file, and never emptied
+    gone = cycle(ws_path, store, lambda p: (p / "MEMORY.md").write_text("   \n"), g=curator)
+    assert "constraint: protected file emptied: MEMORY.md" in _reasons(gone)
+
+
+def test_blast_radius_counts_bytes_with_a_hard_cap(ws_path: Path, store: Store) -> None:
+    def five_big_lines(p: Path) -> None:
+        for i in range(5):
+            (p / f"blob{i}.txt").write_text("x" * 400_000 + "\n")
+        (p / "app.py").write_text("def add(a, b):\n    return b + a\n")
+    res = cycle(ws_path, store, five_big_lines)
+    assert res.event.blast_radius.files == 6 and res.event.blast_radius.lines < 20
+    assert res.event.blast_radius.bytes and res.event.blast_radius.bytes > 2_000_000
+    assert res.event.meta.blast_severity == "hard_cap_breach"
+    assert any("bytes exceeds the limit" in r for r in _reasons(res))
+    assert not (ws_path / "blob0.txt").exists()
+    roomy = cycle(ws_path, store, five_big_lines, settings=Settings(hard_cap_bytes=10_000_000))
+    assert roomy.event.outcome.status == "success", _reasons(roomy)
+
+
+def test_bytes_count_the_changed_lines_not_the_whole_file(ws_path: Path, store: Store) -> None:
+    big = "\n".join(f"line {i} " + "y" * 60 for i in range(50_000)) + "\n"  # ~3.4 MB, committed
+    (ws_path / "data.txt").write_text(big)
+    git(ws_path, "add", "data.txt")
+    git(ws_path, "commit", "-q", "-m", "data")
+    res = cycle(ws_path, store, lambda p: (p / "data.txt").write_text(big.replace("line 7 ", "line seven ", 1)))
+    assert res.event.outcome.status == "success", _reasons(res)
+    assert res.event.blast_radius.bytes is not None and 100 < res.event.blast_radius.bytes < 300
+
+
+def test_classify_blast_in_bytes() -> None:
+    s = Settings(hard_cap_bytes=1000)
+    assert classify_blast(1, 1, 10, s, 1000)[0] == "within_limit"
+    severity, message = classify_blast(1, 1, 10, s, 1001)
+    assert severity == "hard_cap_breach" and "1001 bytes" in message
+
+
+def test_a_gene_id_cannot_forge_commit_trailers(ws_path: Path, store: Store) -> None:
+    forged = "gene_x\n\nGEP-Event: evt_forged\nSigned-off-by: Mallory <m@example.invalid>"
+    g = gene().model_copy(update={"id": forged})
+    ev = event().model_copy(update={"genes_used": [forged], "signals": ["log_error\nSigned-off-by: Eve <e@x>"]})
+    message = commit_message("repair\nSigned-off-by: X", "fix\nSigned-off-by: Y", ev, g, mutation())
+    trailers = _parse_trailers(ws_path, message)
+    keys = [t.split(":", 1)[0] for t in trailers]
+    assert keys == ["GEP-Event", "GEP-Gene", "GEP-Mutation", "GEP-Signals"], trailers
+    assert "GEP-Event: evt_1700000000000_abc123" in trailers
+    assert message.splitlines()[0] == "gep(change): fix"
+
+
+def _parse_trailers(cwd: Path, message: str) -> list[str]:
+    out = subprocess.run(["git", "interpret-trailers", "--parse"], cwd=cwd, input=message, text=True,
+                         capture_output=True, check=True).stdout
+    return [line for line in out.splitlines() if line]

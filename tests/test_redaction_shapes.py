@@ -1,0 +1,142 @@
+"""Every secret shape of issue 20 (and the older ones), planted into arbitrary text, plain and JSON-escaped,
+never survives ``redact``; nor the sinks within reach here (a command's output, the prompt)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import string
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gep.config import Settings
+from gep.models import Gene, Intent, Mutation
+from gep.prompt import PromptInput, PromptSources, build_prompt, render_markdown
+from gep.runner import run_command
+from gep.sanitize import REDACTED, redact, redact_command
+
+ALNUM = string.ascii_letters + string.digits
+BODY = st.text(alphabet=ALNUM, min_size=24, max_size=40)
+WORD = st.text(alphabet=string.ascii_lowercase, min_size=6, max_size=10)
+
+
+def _pem(body: str) -> str:
+    lines = [body[i:i + 16] for i in range(0, len(body), 16)]
+    return "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA PRIVATE KEY-----"
+
+
+def _jwt(body: str) -> str:
+    head = base64.urlsafe_b64encode(b'{"alg":"HS256"}').decode().rstrip("=")
+    claims = base64.urlsafe_b64encode(json.dumps({"sub": body}).encode()).decode().rstrip("=")
+    return f"{head}.{claims}.{body}"
+
+
+# name -> (shape built from a random body, the parts that must not survive)
+Shape = Callable[[str], tuple[str, list[str]]]
+SHAPES: dict[str, Shape] = {
+    "anthropic": lambda b: (f"sk-ant-api03-{b}", [b]),
+    "openai_project": lambda b: (f"sk-proj-{b}", [b]),
+    "github_classic": lambda b: (f"ghp_{(b * 2)[:36]}", [(b * 2)[:36]]),
+    "github_fine_grained": lambda b: (f"github_pat_{b}", [b]),
+    "gitlab": lambda b: (f"glpat-{b}", [b]),
+    "aws_access_key_id": lambda b: ("AKIA" + (b.upper() * 2)[:16], [(b.upper() * 2)[:16]]),
+    "aws_secret": lambda b: (f"aws_secret_access_key = {b}", [b]),
+    "slack_token": lambda b: (f"xoxb-1234567890-{b}", [b]),
+    "slack_webhook": lambda b: (f"https://hooks.slack.com/services/T0AB12CD/B0EF34GH/{b}", [b]),
+    "discord_webhook": lambda b: (f"https://discord.com/api/webhooks/123456789012/{b}", [b]),
+    "stripe": lambda b: (f"sk_live_{b}", [b]),
+    "google": lambda b: ("AIza" + (b * 2)[:35], [(b * 2)[:35]]),
+    "npm": lambda b: ("npm_" + (b * 2)[:36], [(b * 2)[:36]]),
+    "huggingface": lambda b: ("hf_" + (b * 2)[:34], [(b * 2)[:34]]),
+    "sendgrid": lambda b: (f"SG.{b[:22]}.{b}", [b]),
+    "jwt": lambda b: (_jwt(b), [b]),
+    "pem_block": lambda b: (_pem(b), [b[:16]]),
+    "private_key_b64": lambda b: ("PRIVATE_KEY_B64=" + base64.b64encode(_pem(b).encode()).decode(),
+                                  [base64.b64encode(_pem(b).encode()).decode()[20:60]]),
+    "database_url": lambda b: (f"postgres://admin:{b}@db.example.com:5432/app", [b]),
+    "url_credentials": lambda b: (f"https://deploy:{b}@git.example.com/repo.git", [b]),
+    "bearer": lambda b: (f"Authorization: Bearer {b}", [b]),
+    "authorization_token": lambda b: (f"Authorization: Token {b}", [b]),
+    "basic_auth": lambda b: ("Authorization: Basic " + base64.b64encode(f"u:{b}".encode()).decode(),
+                             [base64.b64encode(f"u:{b}".encode()).decode()]),
+    "db_pass": lambda b: (f"DB_PASS={b}", [b]),
+    "smtp_cred": lambda b: (f"SMTP_CRED={b}", [b]),
+    "service_token_env": lambda b: (f"export MY_SERVICE_TOKEN={b}", [b]),
+    "json_api_key": lambda b: (json.dumps({"api_key": b}), [b]),
+    "json_password": lambda b: (f'{{"password": "{b[:8]} {b[8:16]} {b[16:]}"}}', [b[:8], b[8:16], b[16:]]),
+}
+assert len(SHAPES) >= 20
+
+
+def _password_with_spaces(words: list[str]) -> tuple[str, list[str]]:
+    return "password: " + " ".join(words), words
+
+
+SEPARATORS = st.sampled_from([" ", "\n", "\t", ", ", "; ", " (", ") ", " = ", "'", '"'])
+FORMS: dict[str, Callable[[str], str]] = {
+    "plain": lambda t: t,
+    "json_escaped": lambda t: json.dumps(t)[1:-1],
+    "json_twice": lambda t: json.dumps(json.dumps(t))[1:-1],
+    "json_object": lambda t: json.dumps({"log": t, "level": "error"}),
+}
+
+
+def _survivors(out: str, parts: list[str], around: str) -> list[str]:
+    return [p for p in parts if p in out and p not in around]
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+@settings(max_examples=25, deadline=None)
+@given(body=BODY, prefix=st.text(max_size=40), suffix=st.text(max_size=40), sep=SEPARATORS)
+def test_no_planted_shape_survives(shape: str, form: str, body: str, prefix: str, suffix: str, sep: str) -> None:
+    planted, parts = SHAPES[shape](body)
+    text = FORMS[form](prefix + sep + planted + sep.strip("'\"") + " " + suffix)
+    out = redact(text)
+    assert not _survivors(out, parts, prefix + suffix), (text, out)
+    assert REDACTED in out
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@settings(max_examples=40, deadline=None)
+@given(words=st.lists(WORD, min_size=3, max_size=4), prefix=st.text(max_size=30), suffix=st.text(max_size=30))
+def test_a_password_with_spaces_is_redacted_whole(form: str, words: list[str], prefix: str, suffix: str) -> None:
+    planted, parts = _password_with_spaces(words)
+    out = redact(FORMS[form](prefix + "\n" + planted + "\n" + suffix))
+    assert not _survivors(out, parts, prefix + suffix + "password"), out
+
+
+def test_every_shape_at_once_leaves_no_trace_in_a_commands_output_or_the_prompt(tmp_path: Path) -> None:
+    body = "Qx7Rk2Vb9Lm4Tz8Wc3Ny6Pd1Hf5Js0Ga"
+    planted = [SHAPES[name](body) for name in sorted(SHAPES)]
+    planted.append(_password_with_spaces(["correcthorse", "batterystaple", "zebracrossing"]))
+    blob = "\n".join(p for p, _ in planted)
+    parts = [part for _, ps in planted for part in ps]
+    (tmp_path / "leak.py").write_text(f"import json\nblob = {blob!r}\nprint(blob)\nprint(json.dumps(blob))\n"
+                                      "import sys\nprint(blob, file=sys.stderr)\n")
+    res = run_command("python leak.py", cwd=tmp_path, settings=Settings(output_cap_chars=100_000))
+    assert res.ok, res.stderr
+    assert not [p for p in parts if p in res.stdout or p in res.stderr]
+    gene = Gene(id="g", validation=["python leak.py"])
+    prompt = build_prompt(PromptInput(mutation=Mutation(id="m", category=Intent.repair), gene=gene, cycle_id="evt_x",
+                                      sources=PromptSources(today_log=blob, memory_snippet=json.dumps(blob))),
+                          context_chars=200_000)
+    text = render_markdown(prompt)
+    assert not [p for p in parts if p in text]
+
+
+def test_agent_command_lines_are_stored_redacted() -> None:
+    cmd = ("ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijklmnopqrstuvwx SERVICE_KEY=plainword claude -p "
+           "--api-key abcd1234efgh --token=zzzz9999yyyy --password 'two words' -H 'Authorization: Token q1w2e3r4t5' "
+           "--model claude-sonnet 'fix the bug'")
+    out = redact_command(cmd)
+    for secret in ("abcdefghijklmnopqrstuvwx", "plainword", "abcd1234efgh", "zzzz9999yyyy", "two words",
+                   "q1w2e3r4t5"):
+        assert secret not in out, out
+    assert "claude -p" in out and "--model claude-sonnet 'fix the bug'" in out
+    assert redact_command(out) == out
+    assert redact_command("codex exec 'do it'") == "codex exec 'do it'"
