@@ -20,7 +20,7 @@ from prefect.states import Cancelled, Completed, Failed
 
 from flows import reporting
 from gep import pipeline as P
-from gep.context import Approve, CycleContext, CycleRequest, open_cycle
+from gep.context import Approve, CycleContext, CycleRequest, open_cycle, reveal_agent_cmd
 from gep.errors import ConfigError, GepError, PendingCycleError
 from gep.models import EvolutionEvent
 from gep.stages import CycleState
@@ -74,7 +74,6 @@ def evolution_cycle(
     mutator: str | None = None,
     strategy: str | None = None,
     agent_cmd: str | None = None,
-    allow_dirty: bool = False,
     abandon_pending: bool = False,
     branch: str | None = None,
     review: bool = False,
@@ -92,8 +91,8 @@ def evolution_cycle(
             Empty: automatic (GEP_STRATEGY, early cycles, saturation).
         agent_cmd: The external agent command for mutator "command", e.g. "claude -p" (split like a shell
             would, run without a shell; the prompt arrives on stdin and in GEP_PROMPT_FILE).
-        allow_dirty: Stash uncommitted changes to tracked files and restore them afterwards instead of refusing.
-        abandon_pending: Roll back a cycle still awaiting changes and record it as abandoned, then run.
+        abandon_pending: Give up a cycle still awaiting changes (its change saved as a patch under .gep/rescued/)
+            and record it as abandoned, then run.
         branch: Commit on this evolution branch instead of the current one.
         review: Pause for approval in the Prefect UI after validation passes, before committing.
         scheduled: Set by the scheduled deployment: under steady state, most ticks are skipped with a reason.
@@ -105,7 +104,7 @@ def evolution_cycle(
                                    "or fill in the workspace field of the Run form"))
     request = CycleRequest(
         workspace=Path(workspace).expanduser(), mutator=mutator or None, strategy=strategy or None,
-        agent_cmd=agent_cmd or None, allow_dirty=allow_dirty, abandon_pending=abandon_pending,
+        agent_cmd=reveal_agent_cmd(agent_cmd) or None, abandon_pending=abandon_pending,
         branch=branch or None, review=review, scheduled=scheduled, seed=seed, flow_run_id=current_flow_run_id())
     # The Prefect slot first: an overlapping tick waits visibly in the UI instead of on the file lock.
     try:

@@ -6,6 +6,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.cycle import evolution_cycle
+from gep.context import hide_agent_cmd, reveal_agent_cmd
 
 
 @task(name="workspace cycle", cache_policy=NO_CACHE, persist_result=False)
@@ -35,7 +36,8 @@ def evolve_fleet(
         agent_cmd: External agent command for mutator "command".
         scheduled: Set by schedules: under steady state, most ticks are skipped with a recorded reason.
     """
-    futures = {ws: workspace_cycle.submit(ws, mutator, strategy, agent_cmd, scheduled) for ws in workspaces}
+    shown_cmd = hide_agent_cmd(reveal_agent_cmd(agent_cmd))  # what the cycles' runs record: redacted
+    futures = {ws: workspace_cycle.submit(ws, mutator, strategy, shown_cmd, scheduled) for ws in workspaces}
     results: dict[str, str] = {}
     for ws, fut in futures.items():
         try:

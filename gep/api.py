@@ -6,22 +6,25 @@ from pathlib import Path
 
 from gep.config import load_settings
 from gep.context import ensure_state_dir
+from gep.git import open_repo, workspace_lock
+from gep.recovery import Recovery, recover_workspace
 from gep.store import Store
-from gep.workspace import RecoveredRun, Workspace
-from gep.workspace import recover as recover_runs
 
 
 def open_store(workspace: Path | str) -> Store:
     """The store of ``workspace`` (its ``.gep/gep.db``, or ``database_url``); close it (or use ``with``)."""
-    ws = Workspace.open(workspace)
-    ensure_state_dir(ws)  # engine state never shows in git status, even before the first cycle
-    return Store.for_workspace(ws.path, load_settings(ws.path))
+    repo = open_repo(workspace)
+    ensure_state_dir(repo)  # engine state never shows in git status, even before the first cycle
+    return Store.for_workspace(repo.path, load_settings(repo.path))
 
 
-def recover(workspace: Path | str) -> list[RecoveredRun]:
-    """Restore ``workspace`` after crashed cycles and record their outcomes (a cycle that had committed is
-    recorded as the success it was; any other is rolled back and recorded as interrupted)."""
-    ws = Workspace.open(workspace)
-    settings = load_settings(ws.path)
-    with Store.for_workspace(ws.path, settings) as store, ws.lock(settings.lock_timeout_s):
-        return recover_runs(workspace=ws.path, store=store, settings=settings, force=True)
+def recover(workspace: Path | str) -> Recovery:
+    """Clean up after crashed cycles on ``workspace`` and record their outcomes: a cycle whose commit is on a
+    branch is recorded as the success it was, a prompt-mode cycle killed while solidifying awaits changes
+    again, any other is recorded as interrupted (its change, if any, saved as a patch). The user's tree was
+    never changed by a dead cycle; an ``index.lock`` the engine left is removed and named."""
+    repo = open_repo(workspace)
+    settings = load_settings(repo.path)
+    ensure_state_dir(repo)
+    with Store.for_workspace(repo.path, settings) as store, workspace_lock(repo, settings.lock_timeout_s):
+        return recover_workspace(repo, store)

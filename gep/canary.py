@@ -1,16 +1,18 @@
-"""The canary: after validation passes, does the workspace still load? (by default: byte-compile the changed
-Python files, writing nothing into the workspace)."""
+"""The canary: after validation passes, does the tree still load? (by default: byte-compile the changed Python
+files, writing nothing into the tree). It runs where validation ran, in the same sandbox."""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel
 
 from gep.config import Settings
 from gep.models import CommandResult
 from gep.runner import run_argv, run_command
-from gep.workspace import BlastReport, Workspace
+from gep.sandbox import Sandbox
 
 
 class CanaryResult(BaseModel):
@@ -19,21 +21,20 @@ class CanaryResult(BaseModel):
     result: CommandResult | None = None
 
 
-def run_canary(*, workspace: Workspace, blast: BlastReport, settings: Settings) -> CanaryResult:
-    """Does the workspace still load? Default: byte-compile the changed Python files (nothing written)."""
+def run_canary(*, tree: Path, paths: Sequence[str], settings: Settings, sandbox: Sandbox) -> CanaryResult:
+    """Does ``tree`` still load? ``paths``: the files the change writes (``compileall`` checks the .py ones)."""
     mode = (settings.canary or "").strip()
     if mode in ("", "none"):
         return CanaryResult(ok=True, skipped=True)
     if mode == "compileall":
-        files = [c.path for c in blast.changes
-                 if c.status != "deleted" and c.path.endswith(".py") and (workspace.path / c.path).is_file()]
+        files = [p for p in paths if p.endswith(".py") and (tree / p).is_file() and not (tree / p).is_symlink()]
         if not files:
             return CanaryResult(ok=True, skipped=True)
         with tempfile.TemporaryDirectory(prefix="gep-canary-") as cache:
-            # the bytecode goes to a temp dir, so the canary leaves nothing in the workspace
-            res = run_argv(["python", "-m", "compileall", "-q", *[f"./{f}" for f in files]], cwd=workspace.path,
+            # the bytecode goes to a temp dir, so the canary leaves nothing in the tree
+            res = run_argv(["python", "-m", "compileall", "-q", *[f"./{f}" for f in files]], cwd=tree,
                            settings=settings, display=f"compileall ({len(files)} changed .py files)",
-                           extra_env={"PYTHONPYCACHEPREFIX": cache})
+                           extra_env={"PYTHONPYCACHEPREFIX": cache}, sandbox=sandbox)
         return CanaryResult(ok=res.ok, result=res)
-    res = run_command(mode, cwd=workspace.path, settings=settings)
+    res = run_command(mode, cwd=tree, settings=settings, sandbox=sandbox)
     return CanaryResult(ok=res.ok, result=res)

@@ -1,11 +1,11 @@
-"""The checks a change must pass before it is committed: blast radius, forbidden and protected paths, files
-that were the user's, and the protocol's rules; and the failure reasons and commit message built from them.
+"""The checks a change must pass before it is committed: blast radius, forbidden and protected paths, what an
+agent did with git in its clone, and the protocol's rules; and the failure reasons and commit message built
+from them. What no commit will hold (ignored files such as ``.env``) is a warning: the commit leaves it out.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 
 from pydantic import BaseModel, Field
 
@@ -13,11 +13,11 @@ from gep import constants as C
 from gep.assets import is_valid_gene_id
 from gep.canary import CanaryResult
 from gep.config import CONFIG_FILE, GEP_DIR, Settings
-from gep.models import CycleRun, EvolutionEvent, Gene, Intent, Mutation, RiskLevel, ValidationReport
+from gep.models import EvolutionEvent, Gene, Intent, Mutation, RiskLevel, ValidationReport
 from gep.mutation import is_high_risk_mutation_allowed, is_high_risk_personality
 from gep.sanitize import redact
 from gep.tools import is_forbidden
-from gep.workspace import BlastReport, FileChange, KeptChange, Workspace
+from gep.tree import CycleTree, TreeChange
 
 ALWAYS_FORBIDDEN = [".git", GEP_DIR]
 
@@ -50,11 +50,14 @@ def classify_blast(files: int, lines: int, max_files: int, settings: Settings, b
     return "within_limit", f"{files} / {max_files} files"
 
 
-def check_constraints(*, blast: BlastReport, gene: Gene, settings: Settings, workspace: Workspace,
-                      run: CycleRun) -> ConstraintCheck:
+def check_constraints(*, tc: TreeChange, tree: CycleTree, gene: Gene, settings: Settings) -> ConstraintCheck:
+    """The change against the gene's limits and the engine's rules. The blast radius is what can be
+    committed; forbidden paths are looked for in every file the cycle touched (an ignored ``.gep/`` file a
+    clone's change wrote included)."""
     out = ConstraintCheck()
     max_files = gene.constraints.max_files if (gene.constraints.max_files or 0) > 0 else C.DEFAULT_MAX_FILES
-    out.severity, out.severity_message = classify_blast(blast.files, blast.lines, max_files, settings, blast.bytes)
+    radius = tc.radius
+    out.severity, out.severity_message = classify_blast(radius.files, radius.lines, max_files, settings, radius.bytes)
     if out.severity == "approaching_limit":
         out.warnings.append(out.severity_message)
     elif out.severity != "within_limit":
@@ -62,59 +65,56 @@ def check_constraints(*, blast: BlastReport, gene: Gene, settings: Settings, wor
     # the engine's own configuration is out of any cycle's reach, whoever made the change
     forbidden = [*gene.constraints.forbidden_paths, *ALWAYS_FORBIDDEN, "/" + CONFIG_FILE]
     editable = gene.constraints.editable_protected or []
-    for change in blast.changes:
-        if is_forbidden(change.path, forbidden):
-            out.violations.append(f"forbidden path touched: {change.path}")
-        elif is_forbidden(change.path, settings.protected_paths):
-            out.violations += _protected_violations(workspace, run, change, is_forbidden(change.path, editable))
-    stashed = set(workspace.user_stashed_paths(run))
-    for path in sorted(stashed & set(blast.changed_files)):
-        out.violations.append(f"touched a file holding your uncommitted changes (--allow-dirty): {path}")
-    for path in sorted(set(run.untracked) & set(blast.changed_files)):
-        out.violations.append(f"staged a file that was untracked before the cycle (yours): {path}")
-    out.violations += kept_violations(workspace.kept_changes(run))
+    committable = {f.path for f in tc.committable}
+    protected = [f.path for f in tc.committable if not is_forbidden(f.path, forbidden)
+                 and is_forbidden(f.path, settings.protected_paths)]
+    for f in tc.change.files:
+        if is_forbidden(f.path, forbidden):
+            out.violations.append(f"forbidden path touched: {f.path}")
+    out.violations += _protected_violations(tree, tc, protected, editable)
+    out.violations += [f"git: {a}" for a in tree.git_actions()]
+    out.warnings += not_committed(tc, committable, forbidden)
     return out
 
 
-def _protected_violations(workspace: Workspace, run: CycleRun, change: FileChange, editable: bool) -> list[str]:
+def not_committed(tc: TreeChange, committable: set[str], forbidden: list[str]) -> list[str]:
+    """Warnings for what the cycle touched that no commit will hold: files the baseline ignores (``.env``,
+    build output), entries git cannot commit, a person's files that held uncommitted edits before."""
+    groups: dict[str, list[str]] = {}
+    for f in tc.change.files:
+        if f.path in committable or is_forbidden(f.path, forbidden):
+            continue
+        why = ("had your uncommitted edits before the cycle (commit it yourself)" if f.path in tc.flagged
+               else f.note or f.kind)
+        groups.setdefault(why, []).append(f.path)
+    out = []
+    for why, paths in groups.items():
+        shown = ", ".join(paths[:5]) + (f" (+{len(paths) - 5} more)" if len(paths) > 5 else "")
+        out.append(f"not committed ({why}): {shown}")
+    return out
+
+
+def _protected_violations(tree: CycleTree, tc: TreeChange, paths: list[str], editable: list[str]) -> list[str]:
     """A protected file (MEMORY.md, USER.md ...) is never deleted or emptied, and is only appended to (its
-    baseline content a prefix of the new one) unless the gene names it in constraints.editable_protected."""
-    target = workspace.path / change.path
-    if change.status == "deleted" or not target.exists():
-        return [f"protected file deleted: {change.path}"]
-    if not target.is_file() or target.is_symlink():
-        return [f"protected file replaced by something that is not a regular file: {change.path}"]
-    new = target.read_bytes()
-    if not new.strip():
-        return [f"protected file emptied: {change.path}"]
-    if editable:
+    baseline content a prefix of the new one) unless the gene names it in constraints.editable_protected.
+    Contents are compared as git stores them (eol and filters applied on both sides)."""
+    if not paths:
         return []
-    old = _baseline_bytes(workspace, run, change.path)
-    if old is not None and not new.startswith(old):
-        return [f"protected file rewritten (it may only be appended to): {change.path}"]
-    return []
-
-
-def _baseline_bytes(workspace: Workspace, run: CycleRun, rel: str) -> bytes | None:
-    """``rel`` as it was at the cycle's baseline (committed, or an untracked file the baseline kept), or None
-    when it did not exist."""
-    kept = next((k for k in run.kept if k.key == rel and k.kind == "file" and k.sha), None)
-    spec = kept.sha if kept is not None else f"{run.head_sha}:{rel}"
-    res = subprocess.run(["git", "-C", str(workspace.path), "cat-file", "blob", str(spec)], capture_output=True)
-    return res.stdout if res.returncode == 0 else None
-
-
-def kept_violations(changes: list[KeptChange]) -> list[str]:
-    """Violations for kept files the cycle changed: git's internals are forbidden paths; the user's own
-    untracked files are theirs (rollback restores them unless they were too large to copy)."""
+    old, new = tree.entries(tc, paths)
     out: list[str] = []
-    for c in changes:
-        if c.in_git_dir:
-            out.append(f"forbidden path touched: {c.shown} ({c.what})")
-        else:
-            verb = "deleted" if c.what == "deleted" else "changed"
-            note = "" if c.restorable else " (too large to keep a copy: not restored)"
-            out.append(f"{verb} a file that was untracked before the cycle (yours): {c.shown}{note}")
+    for rel in paths:
+        now = new.get(rel)
+        if now is None:
+            out.append(f"protected file deleted: {rel}")
+            continue
+        if not now[0].startswith("100"):
+            out.append(f"protected file replaced by something that is not a regular file: {rel}")
+            continue
+        data = tree.blob(now[1])
+        if not data.strip():
+            out.append(f"protected file emptied: {rel}")
+        elif rel in old and not is_forbidden(rel, editable) and not data.startswith(tree.blob(old[rel][1])):
+            out.append(f"protected file rewritten (it may only be appended to): {rel}")
     return out
 
 

@@ -100,11 +100,10 @@ def cycle(
                                                   "command; the prompt arrives on stdin and in GEP_PROMPT_FILE.")] = None,
     strategy: Annotated[str | None, typer.Option(help="balanced | innovate | harden | repair-only | "
                                                  "early-stabilize | steady-state (default: automatic).")] = None,
-    allow_dirty: Annotated[bool, typer.Option("--allow-dirty", help="Stash your uncommitted edits and restore "
-                                              "them afterwards instead of refusing to run.")] = False,
-    abandon_pending: Annotated[bool, typer.Option("--abandon-pending", help="Roll back a cycle still awaiting "
-                                                  "changes and record it as abandoned.")] = False,
-    branch: Annotated[str | None, typer.Option(help="Commit on this evolution branch.")] = None,
+    abandon_pending: Annotated[bool, typer.Option("--abandon-pending", help="Give up a cycle still awaiting "
+                                                  "changes first (its change saved as a patch under "
+                                                  ".gep/rescued/), and record it as abandoned.")] = False,
+    branch: Annotated[str | None, typer.Option(help="Put the commit on this branch instead of yours.")] = None,
     review: Annotated[bool, typer.Option("--review", help="Pause for approval in the Prefect UI before "
                                          "committing.")] = False,
     seed: Annotated[int | None, typer.Option(help="Random seed, to replay a cycle's choices.")] = None,
@@ -112,31 +111,32 @@ def cycle(
 ) -> None:
     """Run one evolution cycle on a workspace, as a Prefect flow run.
 
-    Reads the workspace's logs, memory and transcripts, selects a gene, has the change made, validates it,
-    then commits it (one git commit) or rolls it back, and records an event in <workspace>/.gep/.
-    With the prompt mutator the prompt is written to .gep/prompts/ and the cycle waits for `gep solidify`.
-    Without PREFECT_API_URL, Prefect starts a temporary local server for the run (a few seconds).
+    Reads the workspace's logs, memory and transcripts, selects a gene, and has the change made: by Claude or
+    an agent in the cycle's own clone under .gep/worktrees/ (your working tree, index, stash and files are
+    never touched meanwhile, uncommitted work included), validated there in a sandbox, then committed and
+    landed on your branch (or kept on gep/<event>, with the command that merges it). A failed change is
+    saved as a patch under .gep/rescued/. With the prompt mutator the prompt is written to .gep/prompts/
+    and the cycle waits for `gep solidify`. Without PREFECT_API_URL, Prefect starts a temporary local server.
 
     Exit status: 0 for success, empty or awaiting changes; 1 when the cycle failed; 2 for bad input.
     """
     _quiet_prefect(as_json)
-    from gep.context import CycleRequest, open_cycle
+    from gep.context import CycleRequest, hide_agent_cmd, open_cycle
 
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
     request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
                            agent_cmd=agent_cmd or None, abandon_pending=abandon_pending, branch=branch or None)
     open_cycle(request, check_only=True)
-    from gep.workspace import Workspace
-
-    ws = Workspace.open(workspace)
     from flows.cycle import evolution_cycle
     from flows.runtime import foreground_run
+    from gep.git import open_repo
 
-    with foreground_run():
-        event = evolution_cycle(workspace=str(ws.path), mutator=mutator, strategy=strategy, agent_cmd=agent_cmd,
-                                allow_dirty=allow_dirty, abandon_pending=abandon_pending, branch=branch,
-                                review=review, seed=seed)
-    _print_outcome(event, as_json, ws.path)
+    ws = open_repo(workspace).path
+    with foreground_run():  # the flow run's parameters keep the agent command redacted
+        event = evolution_cycle(workspace=str(ws), mutator=mutator, strategy=strategy,
+                                agent_cmd=hide_agent_cmd(agent_cmd), abandon_pending=abandon_pending,
+                                branch=branch, review=review, seed=seed)
+    _print_outcome(event, as_json, ws)
 
 
 def _print_outcome(event: Any, as_json: bool, ws: Path) -> None:
@@ -145,17 +145,50 @@ def _print_outcome(event: Any, as_json: bool, ws: Path) -> None:
     if as_json:
         _emit_json(event.model_dump(mode="json"))
     else:
-        out.print(_event_line(event), markup=False, highlight=False)
-        for r in event.meta.failure_reasons or []:
-            out.print(f"  reason: {r}", markup=False, highlight=False)
-        if event.meta.commit:
-            out.print(f"  commit: {event.meta.commit}", markup=False)
-        prompt_file = event.meta.mutator_result.prompt_file if event.meta.mutator_result else None
-        if event.outcome.status == "awaiting_changes" and prompt_file:
-            out.print(f"  prompt: {prompt_file}\n  next: make the change, then `gep solidify --workspace {ws}`",
-                      markup=False, highlight=False)
-    if event.outcome.status in ("failed", "interrupted"):
+        _print_event(event, ws)
+    status = event.outcome.status
+    if status == "awaiting_changes" and event.meta.solidify_attempts:
+        raise _not_solidified(event, ws)
+    if status in ("failed", "interrupted"):
         raise typer.Exit(1)
+
+
+def _say(text: str) -> None:
+    out.print(text, markup=False, highlight=False)
+
+
+def _print_event(event: Any, ws: Path) -> None:
+    m = event.meta
+    _say(_event_line(event))
+    for note in m.start_notes or []:
+        _say(f"  note: {note}")
+    for r in m.failure_reasons or []:
+        _say(f"  reason: {r}")
+    for w in m.warnings or []:
+        _say(f"  warning: {w}")
+    if m.commit:
+        where = f"kept on {m.branch}" if m.delivery == "kept" else f"landed on {m.branch}" if m.branch else ""
+        _say(f"  commit: {m.commit}" + (f" ({where})" if where else ""))
+    if m.delivery_note:
+        _say(f"  delivery: {m.delivery_note}")
+    if m.merge_command:
+        _say(f"  merge it with: {m.merge_command}")
+    if m.rescued_patch:
+        _say(f"  change saved in: {m.rescued_patch}\n  bring it back with: {m.rescue_command}")
+    prompt_file = m.mutator_result.prompt_file if m.mutator_result else None
+    if event.outcome.status == "awaiting_changes" and prompt_file and not m.solidify_attempts:
+        _say(f"  prompt: {prompt_file}\n  next: make the change, then `gep solidify --workspace {ws}`")
+
+
+def _not_solidified(event: Any, ws: Path) -> typer.Exit:
+    """A person's change that did not pass (or could not be validated): kept, still awaiting; one line."""
+    m = event.meta
+    if m.not_run:
+        return fail(f"{m.not_run}; nothing was rolled back: your edits are as they were, the cycle still "
+                    f"awaits changes (run `gep solidify --workspace {ws}` again)", 2)
+    return fail(f"validation failed (attempt {m.solidify_attempts}); your edits are kept and the cycle still "
+                f"awaits changes: fix them and run `gep solidify --workspace {ws}` again, or give up with "
+                f"`gep solidify --workspace {ws} --abandon` (your change is saved as a patch)", 1)
 
 
 @app.command()
@@ -164,50 +197,62 @@ def solidify(
     workspace: WorkspaceOpt,
     summary: Annotated[str | None, typer.Option("--summary", "-m", help="One line describing your change: the "
                                                 "commit subject (default: the mutation's expected effect).")] = None,
+    abandon: Annotated[bool, typer.Option("--abandon", help="Give the pending cycle up: your change is saved as "
+                                          "a patch under .gep/rescued/ (the `git apply` line that brings it back "
+                                          "is printed), then only its files are put back.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Finish a cycle left awaiting changes (prompt mode): check, then commit or roll back.
+    """Finish a cycle left awaiting changes (prompt mode): validate, then commit your change.
 
     Runs the gene's validation commands on what changed since the prompt was written; a passing change is
-    committed with GEP trailers, anything else is rolled back. Exit status: 0 success, 1 failed, 2 bad input.
+    committed with GEP trailers (only the cycle's files; your other work stays as it is). When it fails, or
+    validation cannot run here, nothing is rolled back: fix and run `gep solidify` again, or --abandon.
+    Exit status: 0 committed (or abandoned), 1 validation failed, 2 bad input or validation could not run.
     """
     _quiet_prefect(as_json)
     from gep.context import CycleRequest, open_cycle
-    from gep.workspace import Workspace
 
     # nothing awaiting changes: one line, before Prefect starts
     open_cycle(CycleRequest(workspace=workspace), resume=True, check_only=True)
-    ws = Workspace.open(workspace)
     from flows.runtime import foreground_run
     from flows.solidify import solidify_pending
+    from gep.git import open_repo
 
+    ws = open_repo(workspace).path
     with foreground_run():
-        event = solidify_pending(workspace=str(ws.path), summary=summary)
-    _print_outcome(event, as_json, ws.path)
+        event = solidify_pending(workspace=str(ws), summary=summary, abandon=abandon)
+    _print_outcome(event, as_json, ws)
 
 
 @app.command()
 @friendly
 def recover(workspace: WorkspaceOpt) -> None:
-    """Restore a workspace after a crashed cycle and record its outcome.
+    """Clean up after crashed cycles and record their outcomes.
 
-    A cycle that had already committed is recorded as the success it was; any other is rolled back and
-    recorded as interrupted."""
+    Your working tree was never changed by a dead cycle. Its clone is removed (its change saved as a patch),
+    an index.lock the engine left is removed, and the cycle is recorded: as the success it already was when
+    its commit is on a branch, awaiting changes again when `gep solidify` was interrupted, else interrupted."""
     from gep.api import recover as do_recover
 
-    runs = do_recover(workspace)
-    if not runs:
+    done = do_recover(workspace)
+    for line in [*done.warnings, *done.actions]:
+        _say(line)
+    for r in done.runs:
+        _say(recovery_line(r))
+    if not (done.runs or done.actions or done.warnings):
         out.print("nothing to recover")
-    for r in runs:
-        out.print(recovery_line(r), markup=False, highlight=False)
 
 
 def recovery_line(r: Any) -> str:
     if r.commit:
-        return f"recovered {r.event_id}: the cycle had committed {r.commit[:12]}; recorded as a success"
-    if r.rolled_back and r.outcome == "interrupted":
-        return f"recovered {r.event_id}: workspace restored to {r.head_sha[:12]}; recorded as interrupted"
-    return f"recovered {r.event_id}: its outcome ({r.outcome}) was already recorded; workspace restored"
+        where = f" (on {r.where})" if r.where else ""
+        return f"recovered {r.event_id}: the cycle had committed {r.commit[:12]}{where}; recorded as a success"
+    if r.outcome == "interrupted":
+        saved = f"; {r.note}" if r.note else ""
+        return f"recovered {r.event_id}: your tree was never changed by it{saved}; recorded as interrupted"
+    if r.outcome == "awaiting_changes":
+        return f"recovered {r.event_id}: {r.note}; it awaits changes again (run `gep solidify`)"
+    return f"recovered {r.event_id}: its outcome ({r.outcome}) was already recorded"
 
 
 # ------------------------------------------------------------------ history
@@ -245,6 +290,9 @@ def history(
                       (r.link if r else None) or (e.meta.flow_run_id or "-"),
                       r.state if r else "-", f"{r.duration_s:.1f}s" if r and r.duration_s is not None else "-")
     out.print(table)
+    for e in events:  # a commit kept on its branch: the command that merges it
+        if e.meta.merge_command:
+            _say(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
 
 
 @app.command()
@@ -438,12 +486,14 @@ def serve(
     Registers the deployments scheduled-<ws> (on --cron) and evolve-now-<ws> (its Run button in the UI
     triggers a cycle) and runs their flow runs in this process. See docs/deploy.md.
     """
-    from gep.workspace import Workspace
+    from gep.git import open_repo
 
-    ws = Workspace.open(workspace)
+    ws = open_repo(workspace)
     from flows.serve import serve_workspace
+    from gep.context import hide_agent_cmd
 
-    serve_workspace(ws.path, cron=cron, mutator=mutator, strategy=strategy, agent_cmd=agent_cmd)
+    # the deployments' parameters keep the agent command redacted; this process runs their flow runs
+    serve_workspace(ws.path, cron=cron, mutator=mutator, strategy=strategy, agent_cmd=hide_agent_cmd(agent_cmd))
 
 
 def main() -> None:

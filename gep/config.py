@@ -87,6 +87,9 @@ class Settings(BaseModel):
     # extra environment variables validation receives (credential-like names and values are dropped anyway)
     validation_env: list[str] = Field(default_factory=list)
     validation_timeout_s: float = C.VALIDATION_TIMEOUT_S
+    # this workspace's validation commands, run instead of every gene's own (empty: each gene's own); for a
+    # machine where a gene's checks cannot run (pytest not installed ...)
+    validation: list[str] = Field(default_factory=list)
     output_cap_chars: int = C.OUTPUT_CAP_CHARS
     canary: str = "compileall"  # "compileall" (byte-compile changed .py files), "none", or a command
     lock_timeout_s: float = C.LOCK_TIMEOUT_S
@@ -130,6 +133,30 @@ class Settings(BaseModel):
             if not parts or name.strip().startswith("/") or ".." in parts or ".git" in parts or "\n" in name:
                 raise ValueError(f"{name!r} is not a folder inside the workspace")
         return value
+
+
+# Settings that widen what a cycle may run or change. Read once, when the cycle starts (before any mutator,
+# whose change may edit gep.toml); a prompt-mode cycle keeps them on its run record for `gep solidify`.
+WIDENING = ("command_allowlist", "python_modules", "sandbox", "sandbox_memory_mb", "sandbox_max_processes",
+            "max_output_bytes", "validation_env", "validation_timeout_s", "validation", "output_cap_chars", "canary",
+            "hard_cap_files", "hard_cap_lines", "hard_cap_bytes", "protected_paths", "env_dirs")
+
+
+class RunLimits(BaseModel):
+    """The widening settings of one cycle, as read when it started (values of :data:`WIDENING`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    values: dict[str, Any] = Field(default_factory=dict)  # JSON edge: Settings field -> value, revalidated on use
+
+    @classmethod
+    def of(cls, settings: Settings) -> RunLimits:
+        return cls(values=settings.model_dump(include=set(WIDENING), mode="json"))
+
+    def apply(self, settings: Settings) -> Settings:
+        """``settings`` with these limits in place of whatever gep.toml says now."""
+        known = {k: v for k, v in self.values.items() if k in WIDENING}
+        return Settings.model_validate({**settings.model_dump(), **known})
 
 
 _LIST_FIELDS = {name for name, f in Settings.model_fields.items() if "list" in str(f.annotation)}
@@ -177,6 +204,11 @@ def load_settings(
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         raise ConfigError(f"setting '{field}': {err['msg']}") from None
+
+
+def validation_commands(settings: Settings, gene_validation: list[str]) -> list[str]:
+    """What validates a change: the workspace's ``validation`` setting when set, else the gene's own."""
+    return list(settings.validation) if settings.validation else list(gene_validation)
 
 
 def gep_dir(workspace: Path | str) -> Path:

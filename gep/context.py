@@ -2,8 +2,10 @@
 
 :func:`open_cycle` is the one way in, for a new cycle and for finishing one that awaits changes
 (``resume=True``); ``check_only=True`` finds what it would refuse without taking the lock or recording
-anything (the CLI calls it before starting Prefect). The context carries the clock, the environment and
-the seed, so every stage reads time, settings and randomness from one place and a cycle can be replayed.
+anything (the CLI calls it before starting Prefect). A refused start stores nothing. The context carries the
+clock, the environment and the seed, so every stage reads time, settings and randomness from one place and
+a cycle can be replayed. Settings are read here, once, before any mutator runs (whatever a change does to
+gep.toml cannot widen what this cycle runs); a cycle that awaits changes keeps them on its run record.
 """
 
 from __future__ import annotations
@@ -14,21 +16,30 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gep.abandon import abandon_run, abandoned_line
 from gep.config import Settings, load_settings
 from gep.errors import ConfigError, PendingCycleError, WorkspaceError
-from gep.models import CycleRun, EvolutionEvent, Outcome, OutcomeStatus, utc_now
+from gep.git import Repo, ensure_gep_dir, open_repo, workspace_lock
+from gep.git.plumbing import Git, shown
+from gep.git.repo import operation_in_progress
+from gep.models import CycleRun, utc_now
 from gep.mutators import MUTATORS, default_mutator
 from gep.mutators.command import split_command
+from gep.recovery import recover_workspace
+from gep.sandbox import ChangeOrigin, validation_refusal
+from gep.sanitize import redact_command
 from gep.solidify import ReviewRequest
 from gep.store import Store
 from gep.strategy import resolve_strategy
-from gep.workspace import Workspace, recover
+from gep.tree import CycleTree
 
 Clock = Callable[[], datetime]
 Approve = Callable[[ReviewRequest], bool]
+ORIGINS: dict[str, ChangeOrigin] = {"anthropic": "model", "command": "agent", "prompt": "person"}
 
 
 class CycleRequest(BaseModel):
@@ -38,8 +49,7 @@ class CycleRequest(BaseModel):
     mutator: str | None = None
     strategy: str | None = None
     agent_cmd: str | None = None
-    allow_dirty: bool = False
-    abandon_pending: bool = False
+    abandon_pending: bool = False  # a new cycle: give up the pending one first; finishing: give it up
     branch: str | None = None
     review: bool = False
     drift: bool = False
@@ -56,7 +66,7 @@ class CycleContext(BaseModel):
 
     request: CycleRequest
     settings: Settings
-    workspace: Workspace
+    workspace: Repo  # the user's repository; sources and genes are read from its tree
     store: Store
     event_id: str
     cycle_number: int
@@ -66,7 +76,9 @@ class CycleContext(BaseModel):
     env: Mapping[str, str] = Field(default_factory=dict)
     stack: ExitStack = Field(default_factory=ExitStack)
     run: CycleRun | None = None
+    tree: CycleTree | None = None  # where the change is made and checked (from the begin stage on)
     recovered: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # what opening the cycle did: recovery, abandoning
     approve: Approve | None = None  # review mode: asked before committing (the flow pauses for a person)
 
     def rng(self, stage: str) -> random.Random:
@@ -77,8 +89,38 @@ class CycleContext(BaseModel):
     def branch(self) -> str | None:
         return self.request.branch or self.settings.branch
 
+    @property
+    def mutator(self) -> str:
+        return mutator_name(self.request, self.settings, self.env)
+
+    @property
+    def mode(self) -> Literal["clone", "in_place"]:
+        """Where the change is made: a model or an agent in a clone, a person (prompt mode) in their tree."""
+        if self.run is not None:
+            return self.run.mode
+        return "in_place" if self.mutator == "prompt" else "clone"
+
     def close(self) -> None:
         self.stack.close()
+
+
+_AGENT_CMDS: dict[str, str] = {}  # redacted command line -> the real one, in this process only
+
+
+def hide_agent_cmd(cmd: str | None) -> str | None:
+    """``cmd`` as it may be recorded (a flow run's parameters, which Prefect keeps): redacted. The real line
+    stays in this process, for :func:`reveal_agent_cmd` to hand back to the cycle it starts."""
+    if not cmd:
+        return cmd
+    shown_cmd = redact_command(cmd)
+    if shown_cmd != cmd:
+        _AGENT_CMDS[shown_cmd] = cmd
+    return shown_cmd
+
+
+def reveal_agent_cmd(cmd: str | None) -> str | None:
+    """The command line :func:`hide_agent_cmd` redacted in this process, or ``cmd`` as given."""
+    return _AGENT_CMDS.get(cmd, cmd) if cmd else cmd
 
 
 def new_event_id(now: datetime) -> str:
@@ -87,18 +129,24 @@ def new_event_id(now: datetime) -> str:
 
 
 def pending_message(ws_path: Path, event_id: str) -> str:
-    return (f"cycle {event_id} is still awaiting changes on {ws_path}: finish it with "
-            f"'gep solidify --workspace {ws_path}' or start over with --abandon-pending")
+    return (f"cycle {event_id} is still awaiting changes on {shown(ws_path)}: finish it with "
+            f"'gep solidify --workspace {shown(ws_path)}', give it up with 'gep solidify --abandon', "
+            "or start over with --abandon-pending")
 
 
 def no_pending_message(ws_path: Path) -> str:
-    return f"no cycle is awaiting changes on {ws_path} (start one with `gep cycle`)"
+    return f"no cycle is awaiting changes on {shown(ws_path)} (start one with `gep cycle`)"
 
 
-def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, str]) -> None:
-    """Refuse an unusable request before anything is recorded: a typo in a mutator or strategy name, or a
-    mutator without what it needs, is a user error, not a failed cycle that would count against a gene."""
-    name = (request.mutator or settings.mutator or default_mutator(env)).strip().lower()
+def mutator_name(request: CycleRequest, settings: Settings, env: Mapping[str, str]) -> str:
+    return (request.mutator or settings.mutator or default_mutator(env)).strip().lower()
+
+
+def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, str], repo: Repo) -> None:
+    """Refuse an unusable request before anything is recorded: a typo in a mutator or strategy name, a
+    mutator without what it needs, a model's or an agent's change that could not be validated here, is a
+    user error, not a failed cycle that would count against a gene."""
+    name = mutator_name(request, settings, env)
     if name not in MUTATORS:
         raise ConfigError(f"unknown mutator '{request.mutator or settings.mutator}'; valid: {', '.join(MUTATORS)}")
     if name == "command":
@@ -106,42 +154,51 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
     if name == "anthropic" and not env.get("ANTHROPIC_API_KEY"):
         raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
     resolve_strategy(requested=request.strategy or settings.strategy, env=env, cycle_count=0, signals=[])
+    refusal = validation_refusal(ORIGINS[name], settings)
+    if refusal and name != "prompt":
+        raise ConfigError(f"cannot run a {name} cycle here: {refusal}")
+    branch = request.branch or settings.branch
+    if branch and not Git(repo.path).run("check-ref-format", "--branch", branch, ok=True).ok:
+        raise ConfigError(f"'{branch}' is not a valid branch name")
+    busy = operation_in_progress(repo) if name == "prompt" else None
+    if busy:  # prompt mode works in the person's tree: not in the middle of their merge
+        raise WorkspaceError(f"{busy} is in progress in {shown(repo.path)}; finish or abort it first")
 
 
-def ensure_state_dir(ws: Workspace) -> Path:
+def ensure_state_dir(repo: Repo) -> Path:
     """``<workspace>/.gep/``, or a one-line WorkspaceError when it cannot be created (read-only, a file)."""
     try:
-        return ws.ensure_gep_dir()
+        return ensure_gep_dir(repo)
     except OSError as exc:
-        raise WorkspaceError(f"cannot write engine state in {ws.path / '.gep'}: "
+        raise WorkspaceError(f"cannot write engine state in {shown(repo.path / '.gep')}: "
                              f"{exc.strerror or type(exc).__name__}") from None
 
 
-def open_workspace(request: CycleRequest, env: Mapping[str, str], *, resume: bool) -> tuple[Workspace, Settings]:
+def open_workspace(request: CycleRequest, env: Mapping[str, str], *, resume: bool) -> tuple[Repo, Settings]:
     """The workspace and its settings for this request, checked (no lock taken, nothing recorded)."""
-    ws = Workspace.open(request.workspace)
+    repo = open_repo(request.workspace)
     if resume:  # finishing keeps what the cycle was started with (stored on the run)
-        settings = load_settings(ws.path, env=env)
+        settings = load_settings(repo.path, env=env)
     else:
-        settings = load_settings(ws.path, env=env, strategy=request.strategy, agent_cmd=request.agent_cmd,
+        settings = load_settings(repo.path, env=env, strategy=request.strategy, agent_cmd=request.agent_cmd,
                                  mutator=request.mutator, branch=request.branch)
-        check_request(request, settings, env)
-    ensure_state_dir(ws)
-    return ws, settings
+        check_request(request, settings, env, repo)
+    ensure_state_dir(repo)
+    return repo, settings
 
 
 def _awaiting(store: Store) -> list[CycleRun]:
     return [r for r in store.open_runs() if r.status == "awaiting_changes"]
 
 
-def _check_pending(store: Store, ws: Workspace, request: CycleRequest, *, resume: bool) -> list[CycleRun]:
+def _check_pending(store: Store, repo: Repo, request: CycleRequest, *, resume: bool) -> list[CycleRun]:
     """The runs awaiting changes, or the one-line refusal: a new cycle while one awaits (unless it is to be
     abandoned), or finishing when nothing awaits."""
     pending = _awaiting(store)
     if resume and not pending:
-        raise WorkspaceError(no_pending_message(ws.path))
+        raise WorkspaceError(no_pending_message(repo.path))
     if not resume and pending and not request.abandon_pending:
-        raise PendingCycleError(pending_message(ws.path, pending[0].event_id))
+        raise PendingCycleError(pending_message(repo.path, pending[0].event_id))
     return pending
 
 
@@ -150,67 +207,55 @@ def open_cycle(request: CycleRequest, *, resume: bool = False, check_only: bool 
     """Open a cycle (lock held until ``ctx.close()``), or with ``check_only`` only raise what it would refuse
     and return None. ``resume``: the cycle awaiting changes, ready for the solidify stage."""
     env = os.environ if env is None else env
-    ws, settings = open_workspace(request, env, resume=resume)
-    store = Store.for_workspace(ws.path, settings)
+    repo, settings = open_workspace(request, env, resume=resume)
+    store = Store.for_workspace(repo.path, settings)
     stack = ExitStack()
     stack.callback(store.close)
     try:
         if check_only:
-            _check_pending(store, ws, request, resume=resume)
+            _check_pending(store, repo, request, resume=resume)
             stack.close()
             return None
-        stack.enter_context(ws.lock(settings.lock_timeout_s))
+        stack.enter_context(workspace_lock(repo, settings.lock_timeout_s))
+        recovery = recover_workspace(repo, store)
+        notes = [*recovery.warnings, *recovery.actions]
         if resume:
-            return _resume(request, ws, settings, store, stack, env, clock)
-        recovered = [r.event_id for r in recover(workspace=ws.path, store=store, settings=settings)]
-        for run in _check_pending(store, ws, request, resume=False):
-            abandon(ws, store, run, settings, clock)
+            return _resume(request, repo, settings, store, stack, env, clock, notes)
+        for run in _check_pending(store, repo, request, resume=False):
+            event = abandon_run(repo, store, run, "abandoned: a new cycle was started with --abandon-pending")
+            notes.append(abandoned_line(event))
         now = clock()
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**31)
-        return CycleContext(request=request, settings=settings, workspace=ws, store=store,
+        return CycleContext(request=request, settings=settings, workspace=repo, store=store,
                             event_id=new_event_id(now), cycle_number=store.count_events() + 1, seed=seed,
-                            started_at=now, clock=clock, env=env, stack=stack, recovered=recovered)
+                            started_at=now, clock=clock, env=env, stack=stack,
+                            recovered=[r.event_id for r in recovery.runs], notes=notes)
     except BaseException:
         stack.close()
         raise
 
 
-def _resume(request: CycleRequest, ws: Workspace, settings: Settings, store: Store, stack: ExitStack,
-            env: Mapping[str, str], clock: Clock) -> CycleContext:
-    run = _check_pending(store, ws, request, resume=True)[0]
+def _resume(request: CycleRequest, repo: Repo, settings: Settings, store: Store, stack: ExitStack,
+            env: Mapping[str, str], clock: Clock, notes: list[str]) -> CycleContext:
+    run = _check_pending(store, repo, request, resume=True)[0]
     pending = run.pending
+    meta = pending.event.meta if pending.event else None
+    if pending.limits is not None:  # what may run is what the cycle started with, not gep.toml now
+        settings = pending.limits.apply(settings)
+    ctx = CycleContext(request=request.model_copy(update={"branch": pending.branch, "review": pending.review}),
+                       settings=settings, workspace=repo, store=store, event_id=run.event_id,
+                       cycle_number=(meta.cycle if meta else None) or 0, seed=(meta.seed if meta else None) or 0,
+                       started_at=clock(), clock=clock, env=env, stack=stack, run=run, notes=notes)
+    if request.abandon_pending:
+        return ctx  # the solidify stage gives it up (gep solidify --abandon)
     if pending.event is None or pending.gene is None or pending.mutation is None:
-        raise WorkspaceError(f"the pending cycle {run.event_id} on {ws.path} has no recorded plan; "
-                             f"abandon it with `gep cycle --workspace {ws.path} --abandon-pending`")
-    run.status = "running"  # a crash from here on is recovered like any running cycle
-    run.stage = "solidify"
-    run.pid = os.getpid()
-    store.save_run(run)
-    request = request.model_copy(update={"branch": pending.branch, "review": pending.review})
-    meta = pending.event.meta
-    return CycleContext(request=request, settings=settings, workspace=ws, store=store, event_id=run.event_id,
-                        cycle_number=meta.cycle or 0, seed=meta.seed or 0, started_at=clock(), clock=clock,
-                        env=env, stack=stack, run=run)
-
-
-def abandon(ws: Workspace, store: Store, run: CycleRun, settings: Settings | None = None,
-            clock: Clock = utc_now) -> EvolutionEvent:
-    """Roll a pending (awaiting changes) cycle back and record it as abandoned.
-
-    Empty only if nothing had been changed yet: edits that are thrown away were still made (as for a
-    failed cycle, seed 002 counts a 0-file blast radius as empty)."""
-    event = store.get_event(run.event_id) or EvolutionEvent(id=run.event_id)
+        raise WorkspaceError(f"the pending cycle {run.event_id} on {shown(repo.path)} has no recorded plan; "
+                             f"give it up with `gep solidify --workspace {shown(repo.path)} --abandon`")
     try:
-        blast = ws.blast_radius(run, settings)
-        event.blast_radius = blast.radius
-        empty = blast.files == 0
-    except WorkspaceError:  # abandoning must not fail on a diff; nothing known to be changed
-        empty = True
-    ws.rollback(run)
-    ws.restore_user_changes(run)
-    event.outcome = Outcome(status=OutcomeStatus.abandoned, score=0.0)
-    event.meta.failure_reasons = ["abandoned: a new cycle was started with --abandon-pending"]
-    event.meta.empty_cycle = empty
-    store.add_event(event)
-    store.close_run(run.event_id)
-    return event
+        ctx.tree = CycleTree.resume(repo, run.event_id, run.mode)
+    except WorkspaceError as exc:
+        raise WorkspaceError(f"{exc}; give the cycle up with `gep solidify --workspace {shown(repo.path)} "
+                             "--abandon`") from None
+    run.status, run.stage, run.pid = "running", "solidify", os.getpid()  # a crash from here is recovered
+    store.save_run(run)
+    return ctx

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic.functional_serializers import SerializerFunctionWrapHandler
 
+from gep.config import RunLimits
 from gep.records import (
     HistoryRecord,
     MutatorMetrics,
@@ -327,6 +328,19 @@ class EventMeta(BaseModel):
     branch: StrictStr | None = None
     diff_chars: StrictInt | None = None
     solidified_at: StrictStr | None = None
+    # isolation (issue 13) and confinement (issue 20)
+    sandbox: StrictStr | None = None  # what confined validation: "bwrap" or "none"
+    delivery: Literal["landed", "kept"] | None = None  # landed on the branch, or kept on gep/<event>
+    delivery_note: StrictStr | None = None  # why it was kept, or what it was rebased onto
+    merge_command: StrictStr | None = None  # kept: the command that merges it
+    refs_restored: list[str] | None = None  # refs the cycle changed, put back from the record
+    rescued_patch: StrictStr | None = None  # a change nobody committed, saved as a patch
+    rescue_command: StrictStr | None = None  # the `git apply` line that brings it back
+    solidify_attempts: StrictInt | None = None  # prompt mode: how many times `gep solidify` ran
+    not_run: StrictStr | None = None  # prompt mode: validation could not run here (what is missing, the fix)
+    # what opening this cycle did first: dead cycles cleaned up (an index.lock removed, a clone's change saved),
+    # unreadable run records moved aside, a pending cycle abandoned (and where its change is)
+    start_notes: list[str] | None = None
     _foreign: dict[str, Any] = PrivateAttr(default_factory=dict)  # JSON edge: see _keep_foreign_values
 
     @model_validator(mode="before")
@@ -415,21 +429,6 @@ def iso(ts: datetime) -> str:
 # ---------------------------------------------------------------- cycle bookkeeping
 
 
-class KeptFile(BaseModel):
-    """A file git does not track that existed before a cycle (an untracked file of the user's, or git's own
-    config, info/ and hooks), as it was then: a cycle that changed it is caught, and rollback restores it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    key: str  # workspace-relative path, or "git:<path inside the git directory>" (git:hooks/pre-commit)
-    kind: Literal["file", "symlink", "large"]  # large: fingerprinted (size, mtime) but no copy kept
-    sha: str | None = None  # blob written to the repository's object store (kind "file")
-    target: str | None = None  # kind "symlink"
-    mode: int = 0o644
-    size: int = 0
-    mtime_ns: int = 0
-
-
 class PreparedSuccess(BaseModel):
     """The success outcome saved before the commit: what recovery records if the process dies right after."""
 
@@ -449,32 +448,31 @@ class RunPending(BaseModel):
     review: bool = False
     branch: str | None = None
     solidify: PreparedSuccess | None = None
+    # prompt mode: what widens what runs (allowlist, sandbox, timeouts ...), as read when the cycle started;
+    # `gep solidify` uses these, never what gep.toml says by then
+    limits: RunLimits | None = None
 
 
 class CycleRun(BaseModel):
-    """The "cycle running" record, written before anything in the workspace changes.
+    """The "cycle running" record, written before anything of the cycle exists (its clone, its baseline).
 
-    It is what crash recovery reads: where the workspace stood (baseline) and how far the cycle got.
+    It is what crash recovery reads: where the workspace stood (``head_sha``), how the change is made
+    (``mode``) and how far the cycle got. The git layer keeps its own records beside the clone
+    (``.gep/worktrees/<event>.json``) and the in-place baseline (``.gep/inplace/<event>.json``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # rows written before the git layer carry fields that no longer exist (stash, kept files): ignored
+    model_config = ConfigDict(extra="ignore")
 
     event_id: str
     workspace: str
-    head_sha: str
+    head_sha: str  # the user's HEAD commit when the cycle started
     branch: str | None = None
-    untracked: list[str] = Field(default_factory=list)
-    stash_sha: str | None = None  # the user's own uncommitted work, stashed under --allow-dirty
+    # clone: a model or an agent works in its own clone; in_place: prompt mode, a person works in their tree
+    mode: Literal["clone", "in_place"] = "clone"
+    awaited: bool = False  # in place: the cycle reached "awaiting changes" (a crash then loses nothing)
     stage: str = "started"
     status: Literal["running", "awaiting_changes", "closed"] = "running"
     pid: int | None = None
     started_at: str = Field(default_factory=lambda: iso(utc_now()))
     pending: RunPending = Field(default_factory=RunPending)
-    # baseline entries rollback must never touch: ignored paths (git's collapsed listing, e.g. ".venv/")
-    # and empty directories that existed before the cycle
-    ignored: list[str] = Field(default_factory=list)
-    empty_dirs: list[str] = Field(default_factory=list)
-    # files git does not track, as they were at the baseline (see KeptFile); kept_recorded is False on
-    # records written before this existed, so their recovery does not take every hook for a new one
-    kept: list[KeptFile] = Field(default_factory=list)
-    kept_recorded: bool = False

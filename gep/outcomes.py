@@ -1,13 +1,16 @@
 """How a cycle's outcome is recorded when it is not a solidified change: nothing to do (empty), a prompt
-written for someone else (awaiting changes), or a failure anywhere (failed, with the workspace restored).
+written for someone else (awaiting changes), or a failure anywhere (failed: a clone discarded with its
+change saved as a patch; a person's tree never touched).
 """
 
 from __future__ import annotations
 
 from gep import constants as C
+from gep.config import RunLimits
 from gep.context import CycleContext
-from gep.errors import GepError, WorkspaceError
+from gep.errors import GepError
 from gep.models import (
+    BlastRadius,
     EvolutionEvent,
     Gene,
     Mutation,
@@ -33,6 +36,7 @@ def event_base(ctx: CycleContext) -> EvolutionEvent:
     event.meta.seed = ctx.seed
     event.meta.flow_run_id = ctx.request.flow_run_id
     event.meta.recovered = ctx.recovered
+    event.meta.start_notes = list(ctx.notes) or None
     return event
 
 
@@ -59,46 +63,71 @@ def record_empty(ctx: CycleContext, event: EvolutionEvent, reason: str) -> Evolu
 
 def mark_awaiting(ctx: CycleContext, event: EvolutionEvent, gene: Gene, mutation: Mutation,
                   result: MutatorResult) -> EvolutionEvent:
-    """Prompt mode: keep the run open for `gep solidify` and record the event as awaiting changes."""
+    """Prompt mode: keep the run open for `gep solidify` (with the settings that widen what runs, as read
+    now) and record the event as awaiting changes."""
     assert ctx.run is not None
     record_mutator_result(event, result)
     event.outcome = Outcome(status=OutcomeStatus.awaiting_changes, score=0.0)
     ctx.run.status = "awaiting_changes"
     ctx.run.stage = "awaiting_changes"
+    ctx.run.awaited = True
     ctx.run.pending = RunPending(event=event, gene=gene, mutation=mutation, review=ctx.request.review,
-                                 branch=ctx.branch)
+                                 branch=ctx.branch, limits=RunLimits.of(ctx.settings))
     ctx.store.save_run(ctx.run)
     ctx.store.add_event(event)
     return event
 
 
-def _undo_change(ctx: CycleContext, event: EvolutionEvent) -> None:
-    """Roll back what the cycle changed (its blast radius recorded first) and close its run."""
+def _end_tree(ctx: CycleContext, event: EvolutionEvent) -> None:
+    """The cycle failed before its change was checked: a clone is discarded (its change saved as a patch
+    that the event names); a prompt-mode baseline is dropped (nothing of the person's is touched)."""
+    tree = ctx.tree
+    if tree is None:
+        return
+    try:
+        tc = tree.read()
+        radius = tc.radius
+        event.blast_radius = BlastRadius(files=radius.files, lines=radius.lines, bytes=radius.bytes)
+        # a change that was made is not an empty cycle (seed 002 counts 0 files / 0 lines)
+        event.meta.empty_cycle = radius.files == 0 if event.meta.empty_cycle is None else event.meta.empty_cycle
+    except GepError:  # the failure being recorded matters more; empty by default
+        tc = None
+    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
+    ctx.store.add_event(event)  # the final record first: a crash while discarding keeps the real reasons
+    if tree.mode == "clone":
+        rescue = tree.discard(tc)
+        if rescue.patch is not None:
+            event.meta.rescued_patch, event.meta.rescue_command = str(rescue.patch), rescue.command
+    else:
+        tree.close()
+
+
+def _await_again(ctx: CycleContext, event: EvolutionEvent, reason: str) -> EvolutionEvent:
+    """`gep solidify` broke on something else than the change: the person's edits stay, the cycle awaits."""
     assert ctx.run is not None
-    try:
-        # what is about to be undone: a change that was made is not an empty cycle (seed 002 counts
-        # 0 files / 0 lines), as for a change that failed validation or an interrupted cycle
-        blast = ctx.workspace.blast_radius(ctx.run, ctx.settings)
-        event.blast_radius = blast.radius
-        if event.meta.empty_cycle is None:
-            event.meta.empty_cycle = blast.files == 0
-    except WorkspaceError:  # the failure being recorded matters more; empty by default
-        pass
-    try:
-        ctx.workspace.rollback(ctx.run)
-    finally:
-        ctx.workspace.restore_user_changes(ctx.run)
-        ctx.store.close_run(ctx.run.event_id)
+    event.outcome = Outcome(status=OutcomeStatus.awaiting_changes, score=0.0)
+    event.meta.add_failure(reason)
+    event.meta.solidify_attempts = (event.meta.solidify_attempts or 0) + 1
+    ctx.store.add_event(event)
+    ctx.run.status, ctx.run.stage = "awaiting_changes", "awaiting_changes"
+    ctx.run.pending.event, ctx.run.pending.solidify = event.model_copy(deep=True), None
+    ctx.store.save_run(ctx.run)
+    return event
 
 
 def fail_cycle(ctx: CycleContext, event: EvolutionEvent | None, reason: str) -> EvolutionEvent:
-    """A stage raised or the mutator failed: undo whatever the cycle changed and record the failure (never a
-    hung run). Before the plan there is no event yet: one is made, with no gene to blame."""
+    """A stage raised or the mutator failed: end whatever the cycle made and record the failure (never a
+    hung run). Before the plan there is no event yet: one is made, with no gene to blame. A person's change
+    that awaited `gep solidify` is never failed away: it keeps awaiting, with the reason."""
     event = event or event_base(ctx)
-    if ctx.run is not None and ctx.run.status == "running":
-        _undo_change(ctx, event)
-    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
+    run = ctx.run
+    if run is not None and run.status == "running" and run.mode == "in_place" and run.awaited:
+        return _await_again(ctx, event, reason)
     event.meta.add_failure(reason)
+    if run is not None and run.status == "running":
+        _end_tree(ctx, event)
+        ctx.store.close_run(run.event_id)
+    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
     if event.meta.empty_cycle is None:
         event.meta.empty_cycle = True
     ctx.store.add_event(event)

@@ -6,7 +6,7 @@ the flow run. Neither restates the order or the branching.
 
 Branching: a stage that settles the outcome sets ``state.done`` and the remaining stages are skipped
 (nothing to do, a scheduled tick skipped, a prompt written for someone else, a mutator error, a solidified
-change). A stage that raises restores the workspace and records a failed cycle. Either way ``record``
+change). A stage that raises ends what the cycle made and records a failed cycle. Either way ``record``
 runs last.
 """
 

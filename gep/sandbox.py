@@ -158,6 +158,7 @@ class Sandbox(BaseModel):
     tree: Path
     state_dir: Path | None = None
     refusal: str | None = None  # set: the runner blocks every command with this reason
+    readonly: list[Path] = []  # more folders to show read-only (a clone's links to the user's .venv ...)
 
     @classmethod
     def resolve(cls, tree: Path, settings: Settings, *, origin: ChangeOrigin | None = None,
@@ -180,6 +181,7 @@ class Sandbox(BaseModel):
                 "--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP, "--tmpfs", "/run"]
         mounts: list[tuple[Path, list[str]]] = [(self.tree, ["--bind", str(self.tree), str(self.tree)])]
         readonly = [*_git_metadata(self.tree), *([self.state_dir] if self.state_dir else [])]
+        readonly += [p.resolve() for p in self.readonly if _hidden(p.resolve())]  # elsewhere / is read-only already
         readonly += self._hidden_needs(argv[0], env)
         for p in readonly:
             if p.exists() and p != self.tree:

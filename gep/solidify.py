@@ -1,17 +1,20 @@
-"""Check a cycle's change, then commit it or roll it back, and record the outcome.
+"""Check a cycle's change, then commit and deliver it, or end the cycle without it, and record the outcome.
 
 Checks, in order: blast radius against the gene's ``max_files`` and the hard caps, forbidden and protected
-paths, the user's stashed files (``--allow-dirty``), protocol rules (mutation, personality, intent), the
-gene's validation commands through the safe runner (skipped when a constraint already failed: a change
-that touched forbidden paths is not executed), and the canary. Success needs all of them and a
-non-empty change; a change of nothing is recorded as ``empty`` and is not a success.
+paths, what an agent did with git in its clone, protocol rules (mutation, personality, intent), the
+validation commands in the sandbox (skipped when a constraint already failed: a change that touched
+forbidden paths is not executed), and the canary. Success needs all of them and a non-empty change; a
+change of nothing is recorded as ``empty`` and is not a success.
+
+A model's or an agent's change (in its clone) that fails is discarded: the clone is deleted and its diff
+saved under ``.gep/rescued/<event>.patch``. A person's change (prompt mode) is never discarded: when it
+fails, or validation cannot run here, the edits stay and the cycle keeps awaiting changes.
 
 Crash safety. Before committing, the complete success outcome (event and capsule) is saved on the run
-record (stage ``committing``); the commit carries ``GEP-Event: <id>``. If the process dies between the
-commit and the event write, recovery finds that commit and records the prepared success (with the sha)
-instead of rolling back validated work; without the commit it rolls back and records ``interrupted``.
-On failure the final event is written *before* the rollback, so a crash during rollback keeps the real
-reasons. Every id is derived from the event id and every write is an upsert: nothing is duplicated.
+record (stage ``committing``); the commit carries ``GEP-Event: <id>``. If the process dies once the commit
+is on a branch, recovery finds it and records the prepared success. On failure the final event is written
+*before* the clone is discarded, so a crash then keeps the real reasons. Every id is derived from the event
+id and every write is an upsert: nothing is duplicated.
 """
 
 from __future__ import annotations
@@ -23,20 +26,20 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from gep import constants as C
-from gep.canary import CanaryResult, run_canary
 from gep.checks import (
     ConstraintCheck,
     check_constraints,
     commit_message,
     failure_reasons,
-    kept_violations,
     protocol_violations,
 )
-from gep.config import Settings
+from gep.config import Settings, validation_commands
+from gep.delivering import Delivered, deliver_change
 from gep.errors import WorkspaceError
 from gep.hashing import compute_asset_id
 from gep.models import (
     SCHEMA_VERSION,
+    BlastRadius,
     Capsule,
     CycleRun,
     EvolutionEvent,
@@ -51,9 +54,10 @@ from gep.models import (
     utc_now,
 )
 from gep.records import ValidationLine
-from gep.runner import run_validation
 from gep.store import Store
-from gep.workspace import BlastReport, Workspace
+from gep.tree import CycleTree, TreeChange
+from gep.validate import Validated, revalidation_reasons, validate_tree
+from gep.verdict import not_run
 
 
 class ReviewRequest(BaseModel):
@@ -73,7 +77,7 @@ class ReviewRequest(BaseModel):
 class SolidifyInput(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    workspace: Workspace
+    tree: CycleTree
     store: Store
     settings: Settings
     run: CycleRun
@@ -92,6 +96,7 @@ class SolidifyResult(BaseModel):
     failed_capsule: FailedCapsule | None = None
     report: ValidationReport
     commit_sha: str | None = None
+    delivered: Delivered | None = None
 
 
 # ------------------------------------------------------------------ ids (derived, so re-runs upsert)
@@ -126,7 +131,7 @@ def success_streak(store: Store, gene_id: str, current_event_id: str) -> int:
     return streak
 
 
-def _with_asset_id(model: Any) -> Any:
+def with_asset_id(model: Any) -> Any:
     model.asset_id = None
     model.asset_id = compute_asset_id(model.to_asset())
     return model
@@ -135,18 +140,20 @@ def _with_asset_id(model: Any) -> Any:
 class Checked(BaseModel):
     """What the checks found about one change."""
 
-    blast: BlastReport
+    tc: TreeChange
     check: ConstraintCheck
     protocol: list[str]
-    report: ValidationReport
-    canary: CanaryResult | None = None
-    drift: str = ""  # validation changed the tree it checked: why that fails the change
+    validated: Validated
     empty: bool = False
 
+    @property
+    def report(self) -> ValidationReport:
+        return self.validated.report
+
     def reasons(self) -> list[str]:
-        reasons = failure_reasons(self.check, self.report, self.canary, self.protocol)
-        if self.drift:
-            reasons.insert(len(self.check.violations), self.drift)
+        reasons = failure_reasons(self.check, self.report, self.validated.canary, self.protocol)
+        if self.validated.drift:
+            reasons.insert(len(self.check.violations), self.validated.drift_reason())
         return reasons
 
 
@@ -154,33 +161,28 @@ class Checked(BaseModel):
 
 
 def solidify(inp: SolidifyInput) -> SolidifyResult:
-    """Check the change; commit it (success), record it as empty, or roll it back (failed)."""
+    """Check the change; commit and deliver it (success), record it as empty, or end the cycle without it."""
     event = inp.event.model_copy(deep=True)
     _save_stage(inp, "checking")
     checked = check_change(inp, event)
     reasons = [] if checked.empty else checked.reasons()
     message = commit_message(str(event.intent), inp.summary, event, inp.gene, inp.mutation)
-    diff = inp.workspace.diff_snapshot(inp.run, C.DIFF_SNAPSHOT_CHARS) if not checked.empty else ""
+    diff = inp.tree.diff(checked.tc, C.DIFF_SNAPSHOT_CHARS)
     if not checked.empty and not reasons and inp.approve is not None and not inp.approve(
-            _review_request(event, message, checked.blast, diff)):
+            _review_request(event, message, checked.tc, diff)):
         reasons.append("protocol: rejected in review")
     record_checks(inp, event, checked, reasons, len(diff))
     inp.store.add_validation_report(checked.report)
-    capsule: Capsule | None = None
-    failed: FailedCapsule | None = None
-    sha: str | None = None
     if checked.empty:
-        event.outcome = Outcome(status=OutcomeStatus.empty, score=0.0)
-        inp.store.add_event(_with_asset_id(event))
-    elif not reasons:
-        capsule, sha = commit_change(inp, event, checked.blast, message, diff)
-        if sha is None:
-            reasons = event.meta.failure_reasons or []
-    if not checked.empty and sha is None:
-        failed = roll_back(inp, event, checked, reasons, diff)
-    _close(inp, event)
-    return SolidifyResult(event=event, capsule=capsule, failed_capsule=failed, report=checked.report,
-                          commit_sha=sha)
+        return finish_empty(inp, event, checked.report)
+    if not reasons:
+        done = commit_and_deliver(inp, event, checked, message, diff)
+        if done is not None:
+            return done
+        reasons = event.meta.failure_reasons or []
+    if inp.tree.mode == "in_place":
+        return keep_awaiting(inp, event, checked, reasons)
+    return discard_change(inp, event, checked, reasons, diff)
 
 
 def _save_stage(inp: SolidifyInput, stage: str) -> None:
@@ -188,136 +190,174 @@ def _save_stage(inp: SolidifyInput, stage: str) -> None:
     inp.store.save_run(inp.run)
 
 
-def _review_request(event: EvolutionEvent, message: str, blast: BlastReport, diff: str) -> ReviewRequest:
-    return ReviewRequest(event_id=event.id, message=message, files=blast.files, lines=blast.lines,
-                         changed_files=blast.changed_files[:100], diff=diff)
+def _review_request(event: EvolutionEvent, message: str, tc: TreeChange, diff: str) -> ReviewRequest:
+    radius = tc.radius
+    return ReviewRequest(event_id=event.id, message=message, files=radius.files, lines=radius.lines,
+                         changed_files=tc.paths[:100], diff=diff)
 
 
 def check_change(inp: SolidifyInput, event: EvolutionEvent) -> Checked:
     """Constraints and protocol first; validation and the canary only for a change that passed them."""
-    ws, run, settings, gene = inp.workspace, inp.run, inp.settings, inp.gene
-    blast = ws.blast_radius(run, settings)
-    check = check_constraints(blast=blast, gene=gene, settings=settings, workspace=ws, run=run)
-    empty = blast.files == 0 and not check.violations  # touching only kept files is a failure, not nothing
-    protocol = protocol_violations(event, gene, inp.mutation)
-    branch_problem = ws.check_branch(run, inp.branch)
-    if branch_problem:
-        protocol.append(f"branch: {branch_problem}")
-    checked = Checked(blast=blast, check=check, protocol=protocol, empty=empty, report=ValidationReport(
-        id=report_id_for(event.id), gene_id=gene.id, commands=list(gene.validation), results=[],
-        overall_ok=empty, started_at=iso(inp.now()), finished_at=iso(inp.now()),
-        skipped="empty change" if empty else "constraint violations"))
-    if not empty and not check.violations:
-        validate(inp, event, checked)  # a change that already broke a constraint is not executed
-    checked.report.schema_version = SCHEMA_VERSION
-    _with_asset_id(checked.report)
-    return checked
-
-
-def validate(inp: SolidifyInput, event: EvolutionEvent, checked: Checked) -> None:
-    """Run the gene's validation and the canary; note what the commands changed in the tree they checked."""
-    ws, run, settings = inp.workspace, inp.run, inp.settings
-    _save_stage(inp, "validating")
-    untracked_before = set(ws.untracked_files())
-    prints = ws.fingerprints(checked.blast.changed_files)
-    checked.report = run_validation(commands=inp.gene.validation, cwd=ws.path, settings=settings,
-                                    gene_id=inp.gene.id, report_id=checked.report.id, now=inp.now)
-    if checked.report.overall_ok:
-        checked.canary = run_canary(workspace=ws, blast=checked.blast, settings=settings)
-    # What the commands wrote: new untracked files are their output (removed, like the tool's run);
-    # anything else they changed means the tree that passed is not the tree that would be committed.
-    artifacts = ws.remove_new_untracked(run, untracked_before)
-    if artifacts:
-        event.meta.validation_artifacts_removed = artifacts[:20]
-    after = ws.blast_radius(run, settings)
-    drift = set(after.changed_files) ^ set(checked.blast.changed_files)
-    drift |= {p for p, h in ws.fingerprints(checked.blast.changed_files).items() if prints.get(p) != h}
-    if drift:
-        shown = sorted(drift)
-        event.meta.validation_changed = shown[:50]
-        checked.drift = ("validation: the commands changed the workspace they checked: " + ", ".join(shown[:10])
-                         + (f" (+{len(shown) - 10} more)" if len(shown) > 10 else ""))
-    check = checked.check
-    check.violations += [v for v in kept_violations(ws.kept_changes(run)) if v not in check.violations]
+    tc = inp.tree.read()
+    check = check_constraints(tc=tc, tree=inp.tree, gene=inp.gene, settings=inp.settings)
+    empty = tc.empty and not check.violations  # a change no commit can hold that broke a rule is a failure
+    protocol = protocol_violations(event, inp.gene, inp.mutation)
+    commands = validation_commands(inp.settings, inp.gene.validation)
+    report = ValidationReport(id=report_id_for(event.id), gene_id=inp.gene.id, commands=commands, results=[],
+                              overall_ok=empty, started_at=iso(inp.now()), finished_at=iso(inp.now()),
+                              skipped="empty change" if empty else "constraint violations")
+    validated = Validated(report=report)
+    if not empty and not check.violations:  # a change that already broke a constraint is not executed
+        _save_stage(inp, "validating")
+        validated = validate_tree(inp.tree, tc, commands=commands, settings=inp.settings, gene_id=inp.gene.id,
+                                  report_id=report.id, now=inp.now)
+    validated.report.schema_version = SCHEMA_VERSION
+    with_asset_id(validated.report)
+    return Checked(tc=tc, check=check, protocol=protocol, validated=validated, empty=empty)
 
 
 def record_checks(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, reasons: list[str],
                   diff_chars: int) -> None:
-    blast, check, report, canary = checked.blast, checked.check, checked.report, checked.canary
-    event.blast_radius = blast.radius
+    check, report, canary, radius = checked.check, checked.report, checked.validated.canary, checked.tc.radius
+    event.blast_radius = BlastRadius(files=radius.files, lines=radius.lines, bytes=radius.bytes)
     event.validation_report_id = report.id
     m = event.meta
     m.empty_cycle = checked.empty
     m.constraint_violations = check.violations
     m.constraint_warnings = check.warnings
     m.blast_severity = check.severity
-    m.changed_files = blast.changed_files[:50]
+    m.changed_files = checked.tc.paths[:50]
     m.validation = [ValidationLine(cmd=r.cmd, ok=r.ok) for r in report.results]
     m.validation_ok = report.overall_ok
+    m.validation_artifacts_removed = checked.validated.artifacts[:20] or None
+    m.validation_changed = sorted(checked.validated.drift)[:50] or None
+    m.sandbox = report.sandbox
     m.canary_ok = canary.ok if canary is not None else None
     m.canary_skipped = canary.skipped if canary is not None else True
     m.protocol_ok = not checked.protocol
     m.protocol_violations = checked.protocol
     m.failure_reasons = reasons
+    m.not_run = not_run(report) if reasons else None
     m.commit = None
     m.branch = inp.branch or inp.run.branch
     m.diff_chars = diff_chars
     m.solidified_at = iso(inp.now())
 
 
-def commit_change(inp: SolidifyInput, event: EvolutionEvent, blast: BlastReport, message: str,
-                  diff: str) -> tuple[Capsule | None, str | None]:
-    """One commit of the change. The success outcome is saved on the run first: if the process dies right
-    after the commit, recovery records it instead of rolling back validated work."""
-    gene, store, run = inp.gene, inp.store, inp.run
-    capsule = Capsule(id=capsule_id_for(event.id), trigger=event.signals[:8], gene=gene.id,
+# ------------------------------------------------------------------ the outcomes
+
+
+def finish_empty(inp: SolidifyInput, event: EvolutionEvent, report: ValidationReport) -> SolidifyResult:
+    """Nothing any commit could hold: recorded as empty; the clone (or baseline) is dropped."""
+    event.outcome = Outcome(status=OutcomeStatus.empty, score=0.0)
+    inp.store.add_event(with_asset_id(event))
+    inp.tree.close()
+    _close(inp)
+    return SolidifyResult(event=event, report=report)
+
+
+def _revalidate(inp: SolidifyInput, event: EvolutionEvent) -> Callable[[TreeChange], list[str]]:
+    def again(tc: TreeChange) -> list[str]:
+        _save_stage(inp, "revalidating")
+        v = validate_tree(inp.tree, tc, commands=validation_commands(inp.settings, inp.gene.validation),
+                          settings=inp.settings, gene_id=inp.gene.id, report_id=report_id_for(event.id) + "_rebased",
+                          now=inp.now)
+        _save_stage(inp, "committing")
+        return revalidation_reasons(v)
+
+    return again
+
+
+def commit_and_deliver(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, message: str,
+                       diff: str) -> SolidifyResult | None:
+    """Commit and deliver; the success outcome is saved on the run first, so a process that dies once the
+    commit is on a branch is recorded by recovery as the success it was. None when delivery failed (the
+    reasons are in ``event.meta.failure_reasons``)."""
+    store, radius = inp.store, checked.tc.radius
+    capsule = Capsule(id=capsule_id_for(event.id), trigger=event.signals[:8], gene=inp.gene.id,
                       summary=message.splitlines()[0].split(": ", 1)[-1], confidence=C.SUCCESS_SCORE,
-                      blast_radius=blast.radius, outcome=Outcome(status="success", score=C.SUCCESS_SCORE),
-                      success_streak=success_streak(store, gene.id, event.id), diff=diff,
+                      blast_radius=BlastRadius(files=radius.files, lines=radius.lines, bytes=radius.bytes),
+                      outcome=Outcome(status="success", score=C.SUCCESS_SCORE),
+                      success_streak=success_streak(store, inp.gene.id, event.id), diff=diff,
                       schema_version=SCHEMA_VERSION)
     event.outcome = Outcome(status=OutcomeStatus.success, score=C.SUCCESS_SCORE)
     event.capsule_id = capsule.id
-    run.pending.solidify = PreparedSuccess(event=event.model_copy(deep=True), capsule=capsule, branch=inp.branch)
+    inp.run.pending.solidify = PreparedSuccess(event=event.model_copy(deep=True), capsule=capsule, branch=inp.branch)
     _save_stage(inp, "committing")
     try:
-        sha = inp.workspace.commit(run, message=message, branch=inp.branch, files=blast.changed_files)
+        d = deliver_change(inp.tree, checked.tc, message, branch=inp.branch, max_rebases=inp.settings.max_rebases,
+                           revalidate=_revalidate(inp, event))
     except WorkspaceError as exc:
+        d = Delivered(status="failed", reasons=[f"commit failed: {exc}"])
+    record_delivery(event, d)
+    if d.status == "nothing":
         event.capsule_id = None
-        event.meta.add_failure(f"protocol: commit failed: {exc}")
-        return None, None
+        return finish_empty(inp, event, checked.report)
+    if not d.ok:
+        event.capsule_id = None
+        for r in d.reasons:
+            event.meta.add_failure(r if r.startswith("after rebasing") else f"protocol: {r}")
+        return None
     _save_stage(inp, "committed")
-    capsule.commit = sha
-    store.upsert_capsule(_with_asset_id(capsule))
-    event.meta.commit = sha
-    store.add_event(_with_asset_id(event))
-    return capsule, sha
+    capsule.commit = d.commit
+    store.upsert_capsule(with_asset_id(capsule))
+    store.add_event(with_asset_id(event))
+    _close(inp)
+    return SolidifyResult(event=event, capsule=capsule, report=checked.report, commit_sha=d.commit, delivered=d)
 
 
-def roll_back(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, reasons: list[str],
-              diff: str) -> FailedCapsule:
-    """Record the failure (a FailedCapsule with its diff, then the event), then undo the change. The final
-    record goes first: a crash during the rollback keeps the real reasons."""
-    gene = inp.gene
+def record_delivery(event: EvolutionEvent, d: Delivered) -> None:
+    m = event.meta
+    if d.ok:
+        m.commit, m.branch, m.delivery = d.commit, d.branch, d.status  # type: ignore[assignment]
+        m.merge_command = d.command or None
+    notes = list(d.rebased) + ([f"kept: {'; '.join(d.reasons)}"] if d.status == "kept" and d.reasons else [])
+    m.delivery_note = "; ".join(notes) or None
+    m.refs_restored = d.restored or None
+
+
+def discard_change(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, reasons: list[str],
+                   diff: str) -> SolidifyResult:
+    """A model's or an agent's change failed: record it (a FailedCapsule with its diff, then the event), then
+    delete the clone, its change saved as a patch. The final record goes first: a crash while discarding
+    keeps the real reasons."""
+    gene, store = inp.gene, inp.store
     failed = FailedCapsule(
         id=failed_capsule_id_for(event.id), gene=gene.id, trigger=event.signals[:8],
         summary=f"Failed: {gene.id} on signals [{', '.join(event.signals[:3]) or 'none'}]",
         outcome=Outcome(status="failed", score=C.FAILURE_SCORE), diff_snapshot=diff,
         failure_reason="; ".join(reasons)[: C.FAILURE_REASON_CHARS],
-        constraint_violations=checked.check.violations, blast_radius=checked.blast.radius,
+        constraint_violations=checked.check.violations, blast_radius=event.blast_radius,
         created_at=iso(inp.now()), schema_version=SCHEMA_VERSION)
-    inp.store.add_failed_capsule(_with_asset_id(failed))
+    store.add_failed_capsule(with_asset_id(failed))
     event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
-    inp.store.add_event(_with_asset_id(event))
-    _save_stage(inp, "rolling_back")
-    inp.workspace.rollback(inp.run)
-    return failed
+    event.meta.failure_reasons = reasons
+    store.add_event(with_asset_id(event))
+    _save_stage(inp, "discarding")
+    rescue = inp.tree.discard(checked.tc)
+    if rescue.patch is not None:
+        event.meta.rescued_patch, event.meta.rescue_command = str(rescue.patch), rescue.command
+        store.add_event(with_asset_id(event))
+    _close(inp)
+    return SolidifyResult(event=event, failed_capsule=failed, report=checked.report)
 
 
-def _close(inp: SolidifyInput, event: EvolutionEvent) -> None:
-    try:
-        inp.workspace.restore_user_changes(inp.run)
-    except WorkspaceError as exc:
-        event.meta.add_warning(str(exc))
-        inp.store.add_event(_with_asset_id(event))
+def keep_awaiting(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, reasons: list[str]) -> SolidifyResult:
+    """A person's change failed, or could not be validated here: nothing is rolled back, the cycle keeps
+    awaiting changes with the reasons, and the person fixes and runs `gep solidify` again (or abandons)."""
+    m = event.meta
+    m.failure_reasons = reasons
+    m.solidify_attempts = (m.solidify_attempts or 0) + 1
+    event.outcome = Outcome(status=OutcomeStatus.awaiting_changes, score=0.0)
+    event.capsule_id = None
+    inp.store.add_event(with_asset_id(event))
+    run = inp.run
+    run.status, run.stage = "awaiting_changes", "awaiting_changes"
+    run.pending.event, run.pending.solidify = event.model_copy(deep=True), None
+    inp.store.save_run(run)
+    return SolidifyResult(event=event, report=checked.report)
+
+
+def _close(inp: SolidifyInput) -> None:
     inp.store.close_run(inp.run.event_id)
     inp.run.status = "closed"

@@ -7,12 +7,16 @@ randomness only from the context, so a cycle can be replayed from its recorded i
 
 from __future__ import annotations
 
+import os
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from gep import constants as C
+from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
-from gep.context import CycleContext
-from gep.models import EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
+from gep.config import validation_commands
+from gep.context import ORIGINS, CycleContext
+from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
 from gep.mutation import build_mutation
 from gep.mutators import get_mutator
 from gep.mutators.base import MutationRequest
@@ -33,6 +37,7 @@ from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
 from gep.solidify import SolidifyInput, solidify
 from gep.sources import SourceBundle, collect_sources
 from gep.strategy import SchedulerState, StrategyPreset, resolve_strategy, should_skip_scheduled_tick
+from gep.tree import CycleTree
 
 HISTORY_EVENTS = max(C.HISTORY_WINDOW, C.DOMINANCE_WINDOW, C.BAN_CYCLES) + 10
 NO_GENE = "no gene matched the signals (or every match is banned)"
@@ -171,16 +176,26 @@ def draft_event(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
 
 
 def begin(ctx: CycleContext, state: CycleState) -> CycleState:
-    """Record the running event and the baseline before anything in the workspace changes."""
+    """Record the running event and the run, then make the tree the change will be made in: a clone for a
+    model or an agent, the person's own tree (its baseline recorded, nothing changed) in prompt mode."""
     assert state.event is not None
     ctx.store.add_event(state.event)
-    ctx.run = ctx.workspace.begin(event_id=state.event.id, store=ctx.store, allow_dirty=ctx.request.allow_dirty)
+    repo = ctx.workspace
+    ctx.run = CycleRun(event_id=state.event.id, workspace=str(repo.path), head_sha=repo.head(),
+                       branch=(repo.head_ref() or "").removeprefix("refs/heads/") or None, mode=ctx.mode,
+                       pid=os.getpid())
+    ctx.store.save_run(ctx.run)  # first: a crash while the tree is made is recovered from this record
+    ctx.tree = CycleTree.open(repo, state.event.id, ctx.settings, ctx.mode, ORIGINS[ctx.mutator])
+    ctx.run.stage = "begun"
+    ctx.store.save_run(ctx.run)
     return state
 
 
 def apply(ctx: CycleContext, state: CycleState) -> CycleState:
-    """Have the change made: by Claude, an external agent, or (prompt mode) a person later."""
+    """Have the change made: by Claude or an external agent in the cycle's clone, or (prompt mode) a person
+    in their own tree later."""
     assert state.event is not None and state.gene is not None and state.mutation is not None
+    assert ctx.tree is not None
     event, gene = state.event, state.gene
     history = [e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
     prompt = build_prompt(
@@ -191,11 +206,12 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
         context_chars=ctx.settings.prompt_context_chars)
     event.meta.prompt_sizes = prompt.sizes
     forbidden = sorted({*gene.constraints.forbidden_paths, ".git", ".gep", *ctx.settings.protected_paths})
-    mutator = get_mutator(ctx.request.mutator or ctx.settings.mutator, ctx.settings, ctx.env)
+    mutator = get_mutator(ctx.mutator, ctx.settings, ctx.env)
     event.meta.mutator = mutator.name
     state.result = mutator.apply(MutationRequest(
-        workspace=ctx.workspace.path, cycle_id=event.id, prompt=prompt, gene=gene, settings=ctx.settings,
-        forbidden_paths=forbidden, validation_commands=list(gene.validation)))
+        workspace=ctx.tree.path, state_dir=ctx.workspace.gep_dir, cycle_id=event.id, prompt=prompt, gene=gene,
+        settings=ctx.settings, origin=ORIGINS[ctx.mutator], forbidden_paths=forbidden,
+        validation_commands=validation_commands(ctx.settings, gene.validation)))
     if state.result.status == "awaiting_changes":
         state.event, state.done = mark_awaiting(ctx, event, gene, state.mutation, state.result), True
     elif state.result.status == "error":
@@ -219,16 +235,28 @@ def lessons(history: list[EvolutionEvent]) -> list[str]:
 
 
 def solidify_stage(ctx: CycleContext, state: CycleState) -> CycleState:
-    """Check the change, then commit or roll back, and store the outcome."""
-    assert ctx.run is not None and state.event is not None
+    """Check the change, then commit and deliver it or end the cycle without it, and store the outcome
+    (``gep solidify --abandon``: give the pending change up, saved as a patch)."""
+    assert ctx.run is not None
+    if ctx.request.abandon_pending and ctx.run.status == "awaiting_changes":
+        event = abandon_run(ctx.workspace, ctx.store, ctx.run, "abandoned with `gep solidify --abandon`")
+        ctx.notes.append(abandoned_line(event))
+        state.event, state.done = event, True
+        return state
+    assert ctx.tree is not None and state.event is not None
     assert state.gene is not None and state.mutation is not None
     summary = state.summary or default_summary(state.gene, state.mutation)
     result = solidify(SolidifyInput(
-        workspace=ctx.workspace, store=ctx.store, settings=ctx.settings, run=ctx.run, event=state.event,
-        gene=state.gene, mutation=state.mutation, summary=summary, branch=ctx.branch, now=ctx.clock,
+        tree=ctx.tree, store=ctx.store, settings=ctx.settings, run=ctx.run, event=state.event,
+        gene=state.gene, mutation=state.mutation, summary=summary, branch=_branch(ctx), now=ctx.clock,
         approve=ctx.approve))
     state.event, state.done = result.event, True
     return state
+
+
+def _branch(ctx: CycleContext) -> str | None:
+    """The branch a clone's commit goes to when the user named one; prompt mode commits on the person's HEAD."""
+    return ctx.branch if ctx.mode == "clone" else None
 
 
 def default_summary(gene: Gene, mutation: Mutation) -> str:
@@ -247,6 +275,6 @@ def record(ctx: CycleContext, state: CycleState) -> CycleState:
 
 
 def fail(ctx: CycleContext, state: CycleState, reason: str) -> CycleState:
-    """A stage raised: restore the workspace and record the cycle as failed."""
+    """A stage raised: end what the cycle made (a clone's change saved as a patch) and record the failure."""
     state.event, state.done = fail_cycle(ctx, state.event, reason), True
     return state

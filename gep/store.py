@@ -38,6 +38,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine, select
 
 from gep.config import Settings, gep_dir
 from gep.errors import StoreError
+from gep.git.recovery import salvage
 from gep.hashing import compute_asset_id, verify_asset_id
 from gep.models import (
     SCHEMA_VERSION,
@@ -56,6 +57,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 OPEN_RUN_STATUSES = ("running", "awaiting_changes")
+UNREADABLE_RUN = "unreadable"  # a run record moved aside: kept for a person to look at, never read again
 _BATCH = 2_000
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -242,6 +244,7 @@ class Store:
         self.engine = engine
         self.url = url
         self.unknown_migrations: list[str] = []
+        self.warnings: list[str] = []  # run records that could not be read and were moved aside
 
     # ---------------------------------------------------------------- opening
 
@@ -457,11 +460,28 @@ class Store:
 
     @_store_errors
     def open_runs(self) -> list[CycleRun]:
-        """Runs not closed: running (maybe crashed) or awaiting changes."""
+        """Runs not closed: running (maybe crashed) or awaiting changes. A record that cannot be read is
+        moved aside (status ``unreadable``, its data kept) with a warning (:meth:`take_warnings`): it never
+        blocks the workspace."""
         with self._session() as s:
             # IN over the open statuses reads the status index; "!= 'closed'" would scan every closed run
             rows = s.exec(select(RunRow).where(RunRow.status.in_(OPEN_RUN_STATUSES))).all()  # type: ignore[attr-defined]
-            return [CycleRun.model_validate_json(r.data) for r in rows]
+            raw = [(r.event_id, r.data) for r in rows]
+        runs, warnings = salvage(raw, lambda data: CycleRun.model_validate_json(data),  # type: ignore[arg-type]
+                                 self._move_run_aside)
+        self.warnings += [f"the run record of cycle {w.removeprefix('record ')}" for w in warnings]
+        return runs
+
+    def _move_run_aside(self, event_id: str, _reason: str) -> None:
+        with self._writing() as s:
+            row = s.get(RunRow, event_id)
+            if row is not None:
+                row.status = UNREADABLE_RUN
+                s.add(row)
+
+    def take_warnings(self) -> list[str]:
+        out, self.warnings = self.warnings, []
+        return out
 
     @_store_errors
     def get_run(self, event_id: str) -> CycleRun | None:
@@ -474,10 +494,13 @@ class Store:
         with self._writing() as s:
             row = s.get(RunRow, event_id)
             if row is not None:
-                run = CycleRun.model_validate_json(row.data)
-                run.status = "closed"
                 row.status = "closed"
-                row.data = run.model_dump_json()
+                try:
+                    run = CycleRun.model_validate_json(row.data)
+                    run.status = "closed"
+                    row.data = run.model_dump_json()
+                except ValueError:  # an unreadable record is closed as it is
+                    pass
                 s.add(row)
 
     # ---------------------------------------------------------------- small typed state (personality, ...)

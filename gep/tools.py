@@ -26,6 +26,7 @@ from gep import constants as C
 from gep.config import Settings
 from gep.models import ValidationReport
 from gep.runner import run_validation
+from gep.sandbox import ChangeOrigin, Sandbox
 from gep.sanitize import redact
 
 # The engine's own state and git's: off limits whatever the request says.
@@ -155,8 +156,9 @@ class WorkspaceTools:
     """The tools of one mutation session. ``call`` never raises for anything the model sends."""
 
     def __init__(self, workspace: Path, *, forbidden_paths: list[str], validation_commands: list[str],
-                 settings: Settings, gene_id: str | None, cycle_id: str) -> None:
+                 settings: Settings, gene_id: str | None, cycle_id: str, origin: ChangeOrigin = "model") -> None:
         self.root = Path(workspace).resolve()
+        self.origin: ChangeOrigin = origin  # whose change the checks run on: the sandbox's policy
         self.forbidden = sorted({*forbidden_paths, *ALWAYS_FORBIDDEN})
         self.validation_commands = list(validation_commands)
         self.settings = settings
@@ -351,7 +353,8 @@ class WorkspaceTools:
         before = self._snapshot()
         try:
             report = run_validation(commands=self.validation_commands, cwd=self.root, settings=self.settings,
-                                    gene_id=self.gene_id, report_id=f"vr_{self.cycle_id}_tool{self.validations}")
+                                    gene_id=self.gene_id, report_id=f"vr_{self.cycle_id}_tool{self.validations}",
+                                    sandbox=Sandbox.resolve(self.root, self.settings, origin=self.origin))
         finally:
             self._remove_new(before)
         return format_report(report, self.settings.output_cap_chars)

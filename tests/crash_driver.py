@@ -1,14 +1,21 @@
-"""A cycle run step by step in a child process that dies (SIGKILL) at a chosen stage.
+"""A FULL cycle through the engine's pipeline in a child process that dies (SIGKILL) at a chosen point, or
+whenever the test kills it.
 
-    python tests/crash_driver.py WORKSPACE STAGE [--allow-dirty]
+    python tests/crash_driver.py WORKSPACE RUN POINT
 
-STAGE: during_stash | after_begin | after_mutation | after_tamper | during_validation | before_commit |
-during_rollback | after_commit | none. ``during_validation`` runs a slow validation command that writes
-``WORKSPACE/slow.pid`` and sleeps (in the sandbox, so the pid it writes is its namespace's: the test
-finds it by its command line); the test kills this process from outside once that file appears. ``during_stash`` dies between recording the run and resetting to the baseline (--allow-dirty);
-``after_tamper`` also changes the user's untracked file, plants a git hook and edits .git/config;
-``before_commit`` dies with the success prepared but not committed; ``during_rollback`` dies right after
-the failed outcome was recorded, before the rollback.
+RUN: ``agent`` (a command agent makes a valid change in the cycle's clone), ``agent_bad`` (its change fails
+validation), ``prompt_cycle`` (prompt mode up to awaiting changes), ``prompt_solidify`` (``gep solidify``
+of the cycle a person has edited for). POINT: ``before:<stage>`` or ``after:<stage>`` for a stage of
+gep.pipeline (``after:record`` is after the whole cycle), or a point inside one: ``in_validation`` (a slow check writes ``sleepy.pid`` in
+the clone and sleeps; the test kills the driver), ``after_commit_object``, ``after_cas`` and
+``in_read_tree`` (landing), ``after_landing``, ``in_discard``, ``inplace_after_cas``, ``inplace_in_index``;
+``none`` runs to the end; ``random`` pauses between and inside steps, so that a kill from outside at a
+random moment can land anywhere. Progress goes to WORKSPACE/../progress ("start" once imported, then each
+stage's name).
+
+    python tests/crash_driver.py --agent [bad]
+
+is the agent itself: it reads the prompt on stdin and edits its working directory (the clone).
 
 Also a library for the tests: the scenario repository, the cycle's change and a byte-level snapshot.
 """
@@ -35,9 +42,12 @@ FILES = {
     "app.py": "def add(a, b):\n    return a + b\n",
     "check.py": "import sys\nfrom app import add\nsys.exit(0 if add(2, 3) == 5 else 1)\n",
     "slow.py": ("import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(60)\n"),
+    "sleepy.py": ("import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(60)\n"),
     "MEMORY.md": "# memory\nthe agent remembers things\n",
     ".gitignore": ".venv/\n*.log\n__pycache__/\n",
 }
+LOG = "[ERROR] 2026-01-01 app: TypeError: add() failed on None\n"
+VALIDATION = "python check.py"  # GEP_VALIDATION for the driver's cycles (the scenario has no test suite)
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -60,6 +70,8 @@ def make_scenario(path: Path) -> Path:
     (path / ".venv" / "lib").mkdir(parents=True)
     (path / ".venv" / "lib" / "site.py").write_text("# an ignored file that must survive\n")
     (path / "debug.log").write_text("an ignored log\n")
+    (path / "logs").mkdir()
+    (path / "logs" / "app.log").write_text(LOG)  # ignored too: what the cycle's signals come from
     (path / "data").mkdir()  # an empty directory the user made
     return path
 
@@ -147,59 +159,127 @@ def _die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def main(argv: list[str]) -> int:
-    from gep.config import load_settings
-    from gep.solidify import SolidifyInput, solidify
-    from gep.store import Store
-    from gep.workspace import Workspace
+def progress(ws: Path, what: str) -> None:
+    with open(ws.parent / "progress", "a", encoding="utf-8") as fh:
+        fh.write(what + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
 
-    ws_path, stage = Path(argv[0]), argv[1]
-    allow_dirty = "--allow-dirty" in argv
-    ws = Workspace.open(ws_path)
-    settings = load_settings(ws.path, env={})
-    store = Store.for_workspace(ws.path, settings)
-    if stage == "during_stash":
-        original_git = Workspace._git
 
-        def git_until_reset(self: Workspace, *a: str, **k: object) -> str:
-            if a[:1] == ("reset",) and "--hard" in a:
-                _die()  # the run and the stash are recorded; the tree still holds the user's edits
-            return original_git(self, *a, **k)  # type: ignore[arg-type]
+def read_progress(ws: Path) -> list[str]:
+    p = ws.parent / "progress"
+    return [line for line in p.read_text().split("\n") if line] if p.exists() else []
 
-        Workspace._git = git_until_reset  # type: ignore[method-assign]
-    with ws.lock(5):
-        ev = event()
-        store.add_event(ev)
-        run = ws.begin(event_id=ev.id, store=store, allow_dirty=allow_dirty)
-        if stage == "after_begin":
+
+def break_app(path: Path) -> None:
+    (path / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    (path / "helper.py").write_text("HELP = True\n")
+
+
+def person_edits(path: Path) -> None:
+    """What the person does in prompt mode once the prompt is written (the same change as ``mutate``)."""
+    mutate(path)
+
+
+def agent_main(bad: bool) -> int:
+    sys.stdin.read()
+    (break_app if bad else mutate)(Path.cwd())
+    print("GEP_SUMMARY: add a docstring")
+    return 0
+
+
+def _wrap(module: object, name: str, before: object = None, after: object = None) -> None:
+    """Replace ``module.name`` by a function that calls ``before()``, the original, then ``after()``."""
+    original = getattr(module, name)
+
+    def wrapped(*a: object, **k: object) -> object:
+        if callable(before):
+            before(*a)
+        out = original(*a, **k)
+        if callable(after):
+            after(*a)
+        return out
+
+    setattr(module, name, wrapped)
+
+
+def _instrument(point: str, pause: float) -> None:
+    """Die (or pause) inside the steps where the engine writes: the commit, the landing, the discard."""
+    import time
+
+    import gep.delivering as delivering
+    import gep.git.delivery as delivery
+    import gep.git.inplace_commit as inplace_commit
+    import gep.git.landing as landing
+    import gep.tree as tree
+
+    def at(name: str) -> object:
+        return lambda *_a: _die() if point == name else time.sleep(pause)
+
+    def in_index(g: object, *args: str, input: bytes | None = None) -> str | None:
+        if point in ("in_read_tree", "inplace_in_index"):
+            git_dir = Path(getattr(g, "git_dir"))
+            (git_dir / "index.lock").write_bytes(b"")  # as git holds it while it writes the index
             _die()
-        mutate(ws.path)
-        if stage == "after_mutation":
-            _die()
-        if stage == "after_tamper":
-            tamper(ws.path)
-            _die()
-        validation = ["python check.py"]
-        if stage == "during_rollback":
-            (ws.path / "app.py").write_text("def add(a, b):\n    return a - b\n")  # validation fails
-            Workspace.rollback = lambda self, run: _die()  # type: ignore[assignment,method-assign]
-        if stage == "before_commit":
-            Workspace.commit = lambda self, *a, **k: _die()  # type: ignore[assignment,method-assign]
-        if stage == "during_validation":
-            (ws.path / "slow.py").write_text(FILES["slow.py"])  # the cycle's own slow check
-            validation = [f"python slow.py {ws.path / 'slow.pid'}"]
-        if stage == "after_commit":
-            original = Workspace.commit
+        time.sleep(pause)
+        return retries(g, *args, input=input)
 
-            def commit_then_die(self: Workspace, *a: object, **k: object) -> str:
-                original(self, *a, **k)  # type: ignore[arg-type]
+    retries = landing.with_retries
+    _wrap(delivering, "commit_change", after=at("after_commit_object"))
+    _wrap(landing, "move_ref", after=at("after_cas"))
+    _wrap(inplace_commit, "move_ref", after=at("inplace_after_cas"))
+    landing.with_retries = in_index  # type: ignore[assignment]
+    inplace_commit.with_retries = in_index  # type: ignore[assignment]
+    _wrap(delivery, "close_clone", before=at("after_landing"))
+    _wrap(tree, "discard_clone", before=at("in_discard"))
+
+
+def _hooks(ws: Path, point: str, pause: float) -> object:
+    import time
+
+    from gep import pipeline as P
+
+    class Hooks(P.Hooks):
+        def run(self, stage: P.Stage, ctx: object, state: object) -> object:
+            progress(ws, stage.name)
+            if point == f"before:{stage.name}":
                 _die()
-                raise AssertionError("unreachable")
+            time.sleep(pause)
+            out = stage.fn(ctx, state)  # type: ignore[arg-type]
+            if point == f"after:{stage.name}":
+                _die()
+            time.sleep(pause)
+            return out
 
-            Workspace.commit = commit_then_die  # type: ignore[method-assign]
-        result = solidify(SolidifyInput(workspace=ws, store=store, settings=settings, run=run, event=ev,
-                                        gene=gene(validation), mutation=mutation(), summary="add a docstring"))
-    print(json.dumps({"status": result.event.outcome.status, "commit": result.commit_sha}))
+    return Hooks()
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--agent"]:
+        return agent_main(argv[1:] == ["bad"])
+    ws, run, point = Path(argv[0]), argv[1], argv[2]
+    pause = 0.03 if point == "random" else 0.0
+    from gep import CycleRequest, pipeline
+
+    _instrument(point, pause)
+    env = {**os.environ, "GEP_VALIDATION": VALIDATION}
+    if point == "in_validation":
+        env["GEP_VALIDATION"] = f"{VALIDATION},python sleepy.py sleepy.pid"
+    hooks = _hooks(ws, point, pause)
+    progress(ws, "start")
+    if run.startswith("agent"):
+        agent = f"{sys.executable} {Path(__file__).resolve()} --agent" + (" bad" if run == "agent_bad" else "")
+        request = CycleRequest(workspace=ws, mutator="command", agent_cmd=agent, seed=1)
+        event = pipeline.run_cycle(request, env=env, hooks=hooks)  # type: ignore[arg-type]
+    elif run == "prompt_cycle":
+        event = pipeline.run_cycle(CycleRequest(workspace=ws, mutator="prompt", seed=1), env=env,
+                                   hooks=hooks)  # type: ignore[arg-type]
+    else:
+        event = pipeline.solidify_pending(CycleRequest(workspace=ws, summary="add a docstring"), env=env,
+                                          hooks=hooks)  # type: ignore[arg-type]
+    assert event is not None
+    progress(ws, f"done {event.outcome.status}")
+    print(json.dumps({"status": event.outcome.status, "commit": event.meta.commit, "id": event.id}))
     return 0
 
 

@@ -27,7 +27,7 @@ from gep.models import (
     ValidationReport,
 )
 from gep.store import Store
-from gep.workspace import Workspace
+from gep.git import ensure_gep_dir, open_repo
 
 # The same checks run against PostgreSQL in tests/test_store_postgres.py.
 
@@ -244,8 +244,8 @@ def test_database_deleted_under_an_open_store_is_a_store_error(tmp_path: Path) -
 
 
 def test_ensure_gep_dir_excludes_it_from_git(repo: Path) -> None:
-    folder = Workspace.open(repo).ensure_gep_dir()
-    Workspace.open(repo).ensure_gep_dir()  # idempotent
+    folder = ensure_gep_dir(open_repo(repo))
+    ensure_gep_dir(open_repo(repo))  # idempotent
     assert folder == repo / ".gep" and folder.is_dir()
     exclude = (repo / ".git" / "info" / "exclude").read_text()
     assert exclude.splitlines().count("/.gep/") == 1
@@ -257,7 +257,7 @@ def test_ensure_gep_dir_excludes_it_from_git(repo: Path) -> None:
 def test_ensure_gep_dir_appends_to_an_exclude_file_without_final_newline(repo: Path) -> None:
     exclude = repo / ".git" / "info" / "exclude"
     exclude.write_text("*.tmp")
-    Workspace.open(repo).ensure_gep_dir()
+    ensure_gep_dir(open_repo(repo))
     assert exclude.read_text() == "*.tmp\n/.gep/\n"
 
 

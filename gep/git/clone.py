@@ -127,7 +127,7 @@ def _init_clone(repo: Repo, clone: Path, index: Path, baseline: str, branch: str
     # checkout with the user's git dir: the user's eol settings, attributes and filters apply
     Git(clone, git_dir=repo.git_dir, work_tree=clone, index=index, where=str(clone)).run("read-tree", "-m", "-u",
                                                                                           baseline)
-    shutil.copyfile(index, clone / ".git" / "index")
+    shutil.copy2(index, clone / ".git" / "index")  # its mtime kept: see gep/git/scan.py
     cg.run("update-ref", "--no-deref", "HEAD", baseline)
     if branch:
         cg.run("update-ref", branch, baseline)

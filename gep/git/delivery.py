@@ -59,19 +59,47 @@ def keep(repo: Repo, rec: CloneRecord, commit: str, reason: str) -> Delivery:
     return Delivery(status="kept", commit=commit, branch=branch, command=command, reasons=[reason], record=rec)
 
 
+def _check_refs(repo: Repo, rec: CloneRecord, commit: str) -> Delivery | None:
+    """A refused delivery when the user's refs were tampered with (then put back from the record), else None."""
+    if repo.git().sha(f"{commit}^") != rec.base:
+        raise ValueError(f"commit {commit[:12]} is not on the clone's base {rec.base[:12]}")
+    changes = ref_changes(repo, rec.user_refs, target=rec.branch, own=set(evolution_refs(rec.event_id)))
+    if not changes:
+        return None
+    restored = restore_refs(repo, rec.event_id, rec.user_refs, changes)
+    return Delivery(status="refused", commit=commit, record=rec, restored=restored,
+                    reasons=["references changed during the cycle: " + c.describe() for c in changes])
+
+
+def deliver_to_branch(repo: Repo, rec: CloneRecord, commit: str, branch: str) -> Delivery:
+    """Put ``commit`` on the branch the user named (``--branch``): created there, or moved from the cycle's
+    base by compare-and-swap; never the checked-out branch, so the user's tree is not touched. A branch that
+    exists elsewhere is left alone and the commit kept on ``gep/<event>``."""
+    refused = _check_refs(repo, rec, commit)
+    if refused is not None:
+        return refused
+    ref = f"refs/heads/{branch}"
+    g = repo.git()
+    tip = g.sha(ref)
+    if tip is not None and tip != rec.base:
+        return keep(repo, rec, commit, f"branch {branch} exists and is not at the cycle's baseline {rec.base[:12]}")
+    if not g.run("update-ref", "-m", f"gep: cycle {rec.event_id}", ref, commit, tip or "", ok=True).ok:
+        return keep(repo, rec, commit, f"branch {branch} moved meanwhile")
+    close_clone(repo, rec, "kept")
+    command = f"git -C {shell_quote(str(repo.path))} merge {shell_quote(branch)}"
+    return Delivery(status="kept", commit=commit, branch=branch, command=command, record=rec,
+                    reasons=[f"on the branch you named ({branch})"])
+
+
 def deliver(repo: Repo, rec: CloneRecord, commit: str, *, max_rebases: int = MAX_REBASES) -> Delivery:
     """Deliver ``commit`` (made by :func:`gep.git.isolated.commit_change` on ``rec.base``).
 
     landed / kept: the clone is closed. needs_revalidation: validate the clone again, make the commit again
     (or use ``Delivery.commit``) and call again. refused: fail the cycle (``discard_clone``)."""
     g = repo.git()
-    if g.sha(f"{commit}^") != rec.base:
-        raise ValueError(f"commit {commit[:12]} is not on the clone's base {rec.base[:12]}")
-    changes = ref_changes(repo, rec.user_refs, target=rec.branch, own=set(evolution_refs(rec.event_id)))
-    if changes:
-        restored = restore_refs(repo, rec.event_id, rec.user_refs, changes)
-        return Delivery(status="refused", commit=commit, record=rec, restored=restored,
-                        reasons=["references changed during the cycle: " + c.describe() for c in changes])
+    refused = _check_refs(repo, rec, commit)
+    if refused is not None:
+        return refused
     ref = rec.branch or "HEAD"
     name = ref.removeprefix("refs/heads/")
     tip = g.sha(ref)

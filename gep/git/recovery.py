@@ -150,11 +150,13 @@ def recover_git(repo: Repo, live: Collection[str]) -> RecoveryReport:
     return report
 
 
-def find_event_commit(repo: Repo, event_id: str, since: str, depth: int = 50) -> tuple[str, str] | None:
+def find_event_commit(repo: Repo, event_id: str, since: str, depth: int = 50,
+                      branches: Iterable[str] = ()) -> tuple[str, str] | None:
     """(commit, where) of a commit made after ``since`` carrying ``GEP-Event: <event_id>``, on the user's
-    HEAD or the cycle's evolution branch: the proof that a cycle which died had already succeeded."""
+    HEAD, the cycle's evolution branch or one of ``branches`` (a branch the user named for the cycle): the
+    proof that a cycle which died had already succeeded."""
     g = repo.git()
-    for ref in ["HEAD", *evolution_refs(event_id)]:
+    for ref in ["HEAD", *evolution_refs(event_id), *(f"refs/heads/{b}" for b in branches)]:
         if g.sha(ref) is None:
             continue
         log = g.run("log", f"-n{depth}", "--format=%H%x1f%B%x1e", f"{since}..{ref}", ok=True).text

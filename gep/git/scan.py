@@ -75,7 +75,9 @@ def scan(repo: Repo, work_tree: Path, *, base_tree: str, seed_index: Path | None
         index = Path(tmp) / "index"
         g = Git(work_tree, git_dir=repo.git_dir, work_tree=work_tree, index=index, where=str(work_tree))
         if seed_index is not None and seed_index.is_file():
-            shutil.copyfile(seed_index, index)
+            # copy2 keeps the index's mtime: git re-reads a file modified in the same second as the index
+            # was written ("racily clean"); a fresh mtime would make it trust the stat data of a same-size edit
+            shutil.copy2(seed_index, index)
         else:
             g.run("read-tree", base_tree)
         found = [p for p in untracked(g, all_files=all_untracked, exclude=skip) if p not in skip]

@@ -181,7 +181,7 @@ class _Session:
         self.settings = req.settings
         self.tools = WorkspaceTools(req.workspace, forbidden_paths=req.forbidden_paths,
                                     validation_commands=req.validation_commands, settings=req.settings,
-                                    gene_id=req.gene.id, cycle_id=req.cycle_id)
+                                    gene_id=req.gene.id, cycle_id=req.cycle_id, origin=req.origin)
         self.metrics = MutatorMetrics(model=req.settings.model)
         self.log: list[str] = []
         self.last_text = ""

@@ -20,13 +20,16 @@ from gep.prompt import GepPrompt, render_markdown
 from gep.records import MutatorMetrics as MutatorMetrics
 from gep.records import MutatorResult as MutatorResult
 from gep.records import MutatorStatus as MutatorStatus
+from gep.sandbox import ChangeOrigin
 from gep.sanitize import redact
 
 
 class MutationRequest(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    workspace: Path
+    workspace: Path  # where the change is made: the cycle's clone, or (prompt mode) the person's tree
+    state_dir: Path | None = None  # the engine's .gep/ (the prompt file goes there); default: workspace/.gep
+    origin: ChangeOrigin = "model"  # who makes the change: the sandbox of the model's run_validation tool
     cycle_id: str
     prompt: GepPrompt
     gene: Gene
@@ -60,14 +63,15 @@ def bounded_output(text: str, limit: int = C.AGENT_OUTPUT_CHARS) -> str:
     return marker + text[len(text) - (limit - len(marker)):]
 
 
-def prompt_path(workspace: Path, cycle_id: str) -> Path:
+def prompt_path(state_dir: Path, cycle_id: str) -> Path:
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cycle_id) or "cycle"
-    return Path(workspace) / GEP_DIR / "prompts" / f"{safe}.md"
+    return Path(state_dir) / "prompts" / f"{safe}.md"
 
 
 def write_prompt_file(req: MutationRequest) -> Path:
-    """Write ``.gep/prompts/<cycle>.md`` (inside the engine's own directory) and return its path."""
-    path = prompt_path(req.workspace, req.cycle_id)
+    """Write ``.gep/prompts/<cycle>.md`` in the engine's own directory (the user's, never inside a clone,
+    where it would be part of the change) and return its path."""
+    path = prompt_path(req.state_dir or Path(req.workspace) / GEP_DIR, req.cycle_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_markdown(req.prompt), encoding="utf-8")
     return path

@@ -1,6 +1,7 @@
 """Command mode: run the user's own agent CLI (Claude Code, Codex, aider ...) non-interactively.
 
-``Settings.agent_cmd`` is split with shlex and run without a shell, cwd = the workspace, with the
+``Settings.agent_cmd`` is split with shlex and run without a shell, cwd = the cycle's clone of the workspace
+(gep/tree.py: the user's own tree is never touched while the agent works), with the
 prompt on stdin and its path in ``GEP_PROMPT_FILE``. Output is captured to temporary files (so a chatty
 agent cannot fill memory), then kept bounded and redacted. On timeout the whole process group is killed,
 and so are stragglers the agent left behind after it exits.
@@ -8,7 +9,7 @@ and so are stragglers the agent left behind after it exits.
 Environment: the agent gets the caller's environment, because it usually needs its own API key
 (ANTHROPIC_API_KEY, OPENAI_API_KEY ...). Only the engine's own store credentials (GEP_DATABASE_URL)
 are removed: the agent has no business with the event store. Added: GEP_PROMPT_FILE, GEP_CYCLE_ID,
-GEP_WORKSPACE.
+GEP_WORKSPACE (the clone). The command line is recorded redacted (``redact_command``).
 
 An agent may print a line ``GEP_SUMMARY: <one line>``; it becomes the summary (the commit subject).
 """
@@ -37,6 +38,7 @@ from gep.mutators.base import (
     write_prompt_file,
 )
 from gep.runner import die_with_parent
+from gep.sanitize import redact_command
 
 WITHHELD_ENV = ("GEP_DATABASE_URL",)
 _SUMMARY_RE = re.compile(r"^\s*GEP_SUMMARY:\s*(.+?)\s*$", re.MULTILINE)
@@ -111,7 +113,7 @@ class CommandMutator:
                                         stderr=err, start_new_session=True, preexec_fn=die_with_parent(os.getpid()))
             except OSError as exc:
                 return MutatorResult(status="error", prompt_file=str(prompt_file),
-                                     error=one_line(f"cannot start agent command '{self.argv[0]}': "
+                                     error=one_line(f"cannot start agent command '{redact_command(self.argv[0])}': "
                                                     f"{exc.strerror or exc}"))
             try:
                 code = proc.wait(timeout=timeout)
@@ -126,7 +128,7 @@ class CommandMutator:
         metrics = MutatorMetrics(duration_ms=int((time.monotonic() - started) * 1000))
         output = self._output(code, stdout, stderr, limit)
         base = {"metrics": metrics, "output": output, "prompt_file": str(prompt_file)}
-        cmd = shlex.join(self.argv)
+        cmd = redact_command(shlex.join(self.argv))  # recorded in the event: a key on the command line stays out
         if timed_out:
             return MutatorResult(status="error", error=one_line(
                 f"agent command timed out after {timeout:g}s and was killed: {cmd}"), **base)

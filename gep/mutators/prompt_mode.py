@@ -6,6 +6,8 @@ The prompt goes to ``.gep/prompts/<cycle>.md`` and the cycle is recorded as awai
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gep.mutators.base import MutationRequest, MutatorResult, write_prompt_file
 from gep.sanitize import redact
 
@@ -20,8 +22,16 @@ class PromptMutator:
             return MutatorResult(status="error", error=redact(f"cannot write the prompt file: {exc}"))
         return MutatorResult(
             status="awaiting_changes",
-            summary=f"prompt written to {path.relative_to(req.workspace).as_posix()}",
+            summary=f"prompt written to {_shown(path, req.workspace)}",
             rationale="make the change the prompt describes, then run "
-                      f"`gep solidify --workspace {req.workspace}` to validate and commit it (or roll it back)",
+                      f"`gep solidify --workspace {req.workspace}` to validate and commit it (or `gep solidify --abandon` to "
+                      "give it up, saved as a patch)",
             prompt_file=str(path),
         )
+
+
+def _shown(path: Path, workspace: Path) -> str:
+    try:
+        return path.relative_to(workspace).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,51 @@
+"""Validating a cycle's change where it was made: the validation commands, then the canary, both in the
+sandbox for the change's origin (a model's or an agent's change in its clone, a person's in their tree),
+and what the commands themselves wrote into the tree they checked."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from gep.canary import CanaryResult, run_canary
+from gep.checks import ConstraintCheck, failure_reasons
+from gep.config import Settings
+from gep.models import ValidationReport
+from gep.runner import run_validation
+from gep.tree import CycleTree, TreeChange
+
+
+class Validated(BaseModel):
+    report: ValidationReport
+    canary: CanaryResult | None = None
+    artifacts: list[str] = Field(default_factory=list)  # files the commands created, removed again
+    drift: list[str] = Field(default_factory=list)  # committable paths the commands changed
+
+    def drift_reason(self) -> str:
+        """Why the change fails when validation changed the tree it checked ("" when it did not)."""
+        if not self.drift:
+            return ""
+        shown = sorted(self.drift)
+        return ("validation: the commands changed the workspace they checked: " + ", ".join(shown[:10])
+                + (f" (+{len(shown) - 10} more)" if len(shown) > 10 else ""))
+
+
+def validate_tree(tree: CycleTree, tc: TreeChange, *, commands: Sequence[str], settings: Settings,
+                  gene_id: str, report_id: str, now: Callable[[], datetime]) -> Validated:
+    """Run ``commands`` and the canary on ``tree`` holding the change ``tc`` (read just before)."""
+    box = tree.sandbox(settings)
+    started = time.time()
+    report = run_validation(commands=commands, cwd=tree.path, settings=settings, gene_id=gene_id,
+                            report_id=report_id, now=now, sandbox=box)
+    canary = run_canary(tree=tree.path, paths=tc.paths, settings=settings, sandbox=box) if report.overall_ok else None
+    artifacts, drift = tree.validation_effects(tc, tree.read(), started)
+    return Validated(report=report, canary=canary, artifacts=artifacts, drift=drift)
+
+
+def revalidation_reasons(v: Validated) -> list[str]:
+    """Failure reasons of validating a rebased tree again (empty when everything passed)."""
+    reasons = failure_reasons(ConstraintCheck(), v.report, v.canary, [])
+    return reasons + ([v.drift_reason()] if v.drift else [])
