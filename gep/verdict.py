@@ -52,7 +52,8 @@ def cannot_run(r: CommandResult) -> str | None:
     if r.blocked_reason:
         if r.blocked_reason.startswith("sandbox:"):
             return f"`{cmd}` was not run: {r.blocked_reason.removeprefix('sandbox:').strip()}"
-        return f"`{cmd}` is not allowed here ({r.blocked_reason}): {GEP_TOML_FIX}"
+        return (f"`{cmd}` is not allowed here ({r.blocked_reason}): allow it in gep.toml (command_allowlist, "
+                f"python_modules), {GEP_TOML_FIX}")
     found = _NOT_FOUND.match(r.stderr or "")
     if found and r.exit_code is None:
         return f"`{found['prog']}` is not installed (not found on PATH): install it, {GEP_TOML_FIX}"

@@ -218,7 +218,7 @@ def _instrument(point: str, pause: float) -> None:
 
     def in_index(g: object, *args: str, input: bytes | None = None) -> str | None:
         if point in ("in_read_tree", "inplace_in_index"):
-            git_dir = Path(getattr(g, "git_dir"))
+            git_dir = Path(g.git_dir)
             (git_dir / "index.lock").write_bytes(b"")  # as git holds it while it writes the index
             _die()
         time.sleep(pause)

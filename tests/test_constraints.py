@@ -12,11 +12,10 @@ import test_solidify
 from crash_driver import event, gene, git, make_scenario, mutation
 from test_solidify import cycle
 
-from gep.checks import check_constraints, classify_blast, commit_message
+from gep.checks import classify_blast, commit_message
 from gep.config import Settings
 from gep.solidify import SolidifyResult
 from gep.store import Store
-from gep.workspace import BlastReport, FileChange, Workspace
 
 
 @pytest.fixture
@@ -46,7 +45,7 @@ def test_a_change_to_gep_toml_fails_the_cycle(ws_path: Path, store: Store) -> No
     res = cycle(ws_path, store, _append("gep.toml", 'command_allowlist = ["python", "sh"]\n'))
     assert res.event.outcome.status == "failed"
     assert "constraint: forbidden path touched: gep.toml" in _reasons(res)
-    assert "sh" not in (ws_path / "gep.toml").read_text()  # rolled back: nothing persists for the next cycle
+    assert "sh" not in (ws_path / "gep.toml").read_text()  # never in the user's tree: nothing persists
 
 
 def test_a_gep_toml_created_by_the_cycle_fails_it_too(tmp_path: Path) -> None:
@@ -58,21 +57,37 @@ def test_a_gep_toml_created_by_the_cycle_fails_it_too(tmp_path: Path) -> None:
 
 
 def test_anything_under_the_engine_state_dir_is_forbidden(ws_path: Path, store: Store) -> None:
-    # a worktree's blast radius lists .gep/ paths (the in-place one leaves the engine's own dir out)
-    ws = Workspace.open(ws_path)
-    run = ws.begin(event_id=event().id, store=store)
-    planted = ws_path / ".gep" / "genes" / "gene_repair_from_errors.json"
-    planted.parent.mkdir(parents=True, exist_ok=True)
-    planted.write_text('{"id": "gene_repair_from_errors", "validation": ["sh evil.sh"]}')
-    blast = BlastReport(files=1, lines=1, bytes=60, changes=[
-        FileChange(path=".gep/genes/gene_repair_from_errors.json", status="added", added=1)])
-    check = check_constraints(blast=blast, gene=gene(), settings=Settings(), workspace=ws, run=run)
-    assert check.violations == ["forbidden path touched: .gep/genes/gene_repair_from_errors.json"]
-    (ws_path / "sub").mkdir()
-    (ws_path / "sub" / "gep.toml").write_text("x = 1\n")  # a project's own file of that name is not the engine's
-    nested = BlastReport(files=1, lines=1, changes=[FileChange(path="sub/gep.toml", status="added", added=1)])
-    assert check_constraints(blast=nested, gene=gene(), settings=Settings(), workspace=ws, run=run).violations == []
-    ws.rollback(run)
+    # in a clone, a .gep/ the change made is part of what it touched (ignored, but never out of sight)
+    def plant(p: Path) -> None:
+        (p / ".gep" / "genes").mkdir(parents=True)
+        (p / ".gep" / "genes" / "gene_repair_from_errors.json").write_text(
+            '{"id": "gene_repair_from_errors", "validation": ["sh evil.sh"]}')
+        (p / "feature.py").write_text("VALUE = 1\n")
+
+    res = cycle(ws_path, store, plant)
+    assert _reasons(res) == ["constraint: forbidden path touched: .gep/genes/gene_repair_from_errors.json"]
+    assert not (ws_path / ".gep" / "genes").exists()  # nothing persists for the next cycle
+
+    def nested(p: Path) -> None:
+        (p / "sub").mkdir()
+        (p / "sub" / "gep.toml").write_text("x = 1\n")  # a project's own file of that name is not the engine's
+
+    ok = cycle(ws_path, store, nested, ev=event("evt_2_b"))
+    assert ok.event.outcome.status == "success", _reasons(ok)
+
+
+def test_files_the_baseline_ignores_are_never_committed(ws_path: Path, store: Store) -> None:
+    def unignore(p: Path) -> None:
+        (p / ".gitignore").write_text(".venv/\n__pycache__/\n")  # *.log no longer ignored
+        (p / "secret.log").write_text("TOKEN=do-not-commit\n")
+        (p / "feature.py").write_text("VALUE = 1\n")
+
+    res = cycle(ws_path, store, unignore)
+    assert res.event.outcome.status == "success", _reasons(res)
+    committed = set(git(ws_path, "show", "--name-only", "--format=", "HEAD").split())
+    assert committed == {".gitignore", "feature.py"}
+    assert any("secret.log" in w and w.startswith("not committed (ignored by the baseline") for w in
+               res.event.meta.constraint_warnings or [])
 
 
 def test_a_protected_file_may_only_be_appended_to(ws_path: Path, store: Store) -> None:

@@ -18,7 +18,7 @@ from gep.store import Store
 
 NOOP_AGENT = "import sys; sys.stdin.read(); print('nothing to change')"
 CRASHING_AGENT = "import sys; sys.stdin.read(); print('gave up'); sys.exit(3)"
-# Edits a file, then dies: the engine rolls the edit back.
+# Edits a file in the cycle's clone, then dies: the clone is discarded, the edit saved as a patch.
 EDIT_THEN_CRASH_AGENT = (
     "import sys, pathlib; sys.stdin.read(); p = pathlib.Path('stats.py'); "
     "p.write_text(p.read_text() + '\\n# half done\\n'); sys.exit(3)"
@@ -64,12 +64,13 @@ def test_a_failed_agent_that_changed_nothing_is_empty(example_ws: Path) -> None:
 
 
 def test_a_change_made_then_undone_is_not_empty(example_ws: Path) -> None:
-    """Failed validation and an agent that crashed after editing both changed something (then rolled
-    back): they count as failures, not as empty cycles, with the blast radius of what was undone."""
+    """Failed validation and an agent that crashed after editing both changed something (then discarded,
+    saved as a patch): they count as failures, not as empty cycles, with the blast radius of what was made."""
     before = (example_ws / "stats.py").read_text()
     crashed = stored(example_ws, cycle(example_ws, EDIT_THEN_CRASH_AGENT).id)
     assert crashed.outcome.status == "failed"
-    assert (example_ws / "stats.py").read_text() == before  # rolled back
+    assert (example_ws / "stats.py").read_text() == before  # never touched: the edit was in the clone
+    assert "# half done" in Path(crashed.meta.rescued_patch or "").read_text()
     assert crashed.meta.empty_cycle is False
     assert crashed.blast_radius.files == 1 and crashed.blast_radius.lines >= 1
     assert not crashed.is_empty_cycle
@@ -106,6 +107,10 @@ def test_an_abandoned_prompt_cycle_is_empty_only_if_nothing_was_changed(example_
     )
     abandoned = stored(example_ws, pending.id)
     assert abandoned.outcome.status == "abandoned"
-    assert stats.read_text() == before  # the edit was thrown away
+    assert stats.read_text() == before  # only the cycle's paths put back ...
     assert abandoned.meta.empty_cycle is (not edit)
     assert abandoned.blast_radius.files == (1 if edit else 0)
+    if edit:  # ... after the edit was saved as a patch that brings it back
+        assert "# started, then given up" in Path(abandoned.meta.rescued_patch or "").read_text()
+    else:
+        assert abandoned.meta.rescued_patch is None

@@ -1,19 +1,30 @@
-"""solidify on real temporary repositories: commit on success, clean rollback on failure, recorded outcomes."""
+"""solidify on real temporary repositories: a model's or an agent's change checked in its clone, then
+committed and landed (or kept on a branch), or discarded with its change saved as a patch; a person's change
+(prompt mode) checked in their own tree and never rolled back; recorded outcomes."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from crash_driver import event, gene, git, make_scenario, mutate, mutation, snapshot, user_dirty_edits
 
 from gep.checks import classify_blast
 from gep.config import Settings
-from gep.models import EvolutionEvent, Gene, Mutation, PersonalityState, RiskLevel
+from gep.git import open_repo
+from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, PersonalityState, RiskLevel
 from gep.solidify import ReviewRequest, SolidifyInput, SolidifyResult, solidify
 from gep.store import Store
-from gep.workspace import Workspace
+from gep.tree import CycleTree
+
+
+@pytest.fixture(autouse=True)
+def venv_python_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
 @pytest.fixture
@@ -28,18 +39,28 @@ def store(ws_path: Path) -> Store:
     s.close()
 
 
-def cycle(ws_path: Path, store: Store, change: Callable[[Path], None], *, g: Gene | None = None,
-          settings: Settings | None = None, allow_dirty: bool = False, ev: EvolutionEvent | None = None,
-          mut: Mutation | None = None, approve: Callable[[ReviewRequest], bool] | None = None,
-          branch: str | None = None, summary: str = "add a docstring to add()") -> SolidifyResult:
-    ws = Workspace.open(ws_path)
-    ev = ev or event()
+def begin(ws_path: Path, store: Store, ev: EvolutionEvent, settings: Settings,
+          mode: Literal["clone", "in_place"] = "clone") -> tuple[CycleTree, CycleRun]:
+    """What the begin stage does: the event and the run recorded, then the clone (or the baseline) made."""
+    repo = open_repo(ws_path)
     store.add_event(ev)
-    run = ws.begin(event_id=ev.id, store=store, allow_dirty=allow_dirty)
-    change(ws_path)
-    return solidify(SolidifyInput(workspace=ws, store=store, settings=settings or Settings(), run=run, event=ev,
-                                  gene=g or gene(), mutation=mut or mutation(), summary=summary, branch=branch,
-                                  approve=approve))
+    run = CycleRun(event_id=ev.id, workspace=str(repo.path), head_sha=repo.head(), branch="main", mode=mode,
+                   pid=os.getpid(), awaited=mode == "in_place")
+    store.save_run(run)
+    return CycleTree.open(repo, ev.id, settings, mode, "agent" if mode == "clone" else "person"), run
+
+
+def cycle(ws_path: Path, store: Store, change: Callable[[Path], None], *, g: Gene | None = None,
+          settings: Settings | None = None, ev: EvolutionEvent | None = None, mode: Literal["clone", "in_place"]
+          = "clone", mut: Mutation | None = None, approve: Callable[[ReviewRequest], bool] | None = None,
+          branch: str | None = None, summary: str = "add a docstring to add()") -> SolidifyResult:
+    """A cycle whose change ``change`` makes in the cycle's tree (the clone; in place: the user's tree)."""
+    settings = settings or Settings()
+    ev = ev or event()
+    tree, run = begin(ws_path, store, ev, settings, mode)
+    change(tree.path)
+    return solidify(SolidifyInput(tree=tree, store=store, settings=settings, run=run, event=ev, gene=g or gene(),
+                                  mutation=mut or mutation(), summary=summary, branch=branch, approve=approve))
 
 
 def _files(snap: dict[str, object]) -> dict[str, object]:
@@ -92,6 +113,9 @@ def test_success_commits_with_trailers_and_records_everything(ws_path: Path, sto
     assert store.get_run(res.event.id).status == "closed"  # type: ignore[union-attr]
     assert store.list_failed_capsules() == []
     assert not list(ws_path.rglob("__pycache__"))  # validation and canary leave no bytecode behind
+    assert meta.delivery == "landed" and meta.branch == "main" and meta.sandbox == "bwrap"
+    assert list((ws_path / ".gep" / "worktrees").iterdir()) == []  # the clone is gone, and its pins
+    assert git(ws_path, "for-each-ref", "refs/gep/") == ""
 
 
 def test_success_streak_counts_consecutive_successes_of_the_gene(ws_path: Path, store: Store) -> None:
@@ -101,13 +125,20 @@ def test_success_streak_counts_consecutive_successes_of_the_gene(ws_path: Path, 
     assert len(store.list_capsules()) == 2
 
 
-def test_commit_on_evolution_branch(ws_path: Path, store: Store) -> None:
-    base = git(ws_path, "rev-parse", "main").strip()
-    res = cycle(ws_path, store, mutate, branch="gep/evolution")
+def test_commit_on_a_branch_the_user_named(ws_path: Path, store: Store) -> None:
+    before = snapshot(ws_path)
+    res = cycle(ws_path, store, mutate, branch="evolution")
     assert res.event.outcome.status == "success"
-    assert git(ws_path, "rev-parse", "main").strip() == base
-    assert git(ws_path, "rev-parse", "gep/evolution").strip() == res.commit_sha
-    assert res.event.meta.branch == "gep/evolution"
+    assert snapshot(ws_path) == before  # main, HEAD and the user's tree as they were
+    assert git(ws_path, "rev-parse", "evolution").strip() == res.commit_sha
+    assert git(ws_path, "rev-parse", "evolution^").strip() == before["head"]
+    m = res.event.meta
+    assert (m.branch, m.delivery) == ("evolution", "kept") and m.merge_command == f"git -C {ws_path} merge evolution"
+    # a later cycle may not put its commit on an "evolution" that moved on: kept on its own branch instead
+    again = cycle(ws_path, store, lambda p: (p / "more.py").write_text("Z = 3\n"), ev=event("evt_2_b"),
+                  branch="evolution")
+    assert again.event.meta.branch == "gep/evt_2_b" and "evolution exists" in (again.event.meta.delivery_note or "")
+    assert git(ws_path, "rev-parse", "evolution").strip() == res.commit_sha
 
 
 def test_secrets_in_the_change_do_not_reach_the_capsule(ws_path: Path, store: Store) -> None:
@@ -120,11 +151,16 @@ def test_secrets_in_the_change_do_not_reach_the_capsule(ws_path: Path, store: St
 # ------------------------------------------------------------------ failure and rollback
 
 
-def test_failed_validation_rolls_back_and_keeps_user_files(ws_path: Path, store: Store) -> None:
+def test_failed_validation_discards_the_clone_and_saves_the_change(ws_path: Path, store: Store) -> None:
     before = snapshot(ws_path)
     res = cycle(ws_path, store, break_app)
     assert res.event.outcome.status == "failed" and res.commit_sha is None
-    assert snapshot(ws_path) == before  # tracked restored, created removed, notes/.venv/debug.log/data kept
+    assert snapshot(ws_path) == before  # the user's tree was never touched: notes/.venv/debug.log/data as they were
+    assert list((ws_path / ".gep" / "worktrees").iterdir()) == [] and git(ws_path, "for-each-ref", "refs/gep/") == ""
+    patch = Path(res.event.meta.rescued_patch or "")
+    assert patch.parent == ws_path / ".gep" / "rescued" and "return a - b" in patch.read_text()
+    assert res.event.meta.rescue_command == f"git -C {ws_path} apply {patch}"
+    git(ws_path, "apply", "--check", str(patch))  # the printed line brings the change back
     reasons = res.event.meta.failure_reasons
     assert reasons and reasons[0].startswith("validation: python check.py exited 1")
     assert res.event.meta.validation_ok is False and res.event.meta.empty_cycle is False
@@ -260,138 +296,109 @@ def test_empty_change_is_recorded_as_empty_not_success(ws_path: Path, store: Sto
     assert store.list_failed_capsules() == [] and store.list_capsules() == []
 
 
-# ------------------------------------------------------------------ --allow-dirty
+# ------------------------------------------------------------------ the user's work, before and during the cycle
 
 
 @pytest.mark.parametrize("change,outcome", [(mutate, "success"), (break_app, "failed")])
-def test_allow_dirty_restores_user_edits_byte_for_byte(ws_path: Path, store: Store,
-                                                       change: Callable[[Path], None], outcome: str) -> None:
-    user_dirty_edits(ws_path)
+def test_uncommitted_work_is_never_touched_whatever_the_outcome(ws_path: Path, store: Store,
+                                                                 change: Callable[[Path], None], outcome: str) -> None:
+    user_dirty_edits(ws_path)  # a dirty tree no longer blocks a cycle
     before = snapshot(ws_path)
-    res = cycle(ws_path, store, change, allow_dirty=True)
+    res = cycle(ws_path, store, change)
     assert res.event.outcome.status == outcome
     after = snapshot(ws_path)
     for rel in ("README.md", "check.py", "draft.md", "notes.txt", ".venv/lib/site.py", "debug.log"):
         assert _files(after)[rel] == _files(before)[rel], rel
     assert git(ws_path, "diff", "--cached", "--name-only").split() == ["check.py", "draft.md"]
     assert git(ws_path, "diff", "--name-only").split() == ["README.md"]
-    assert after["stash"] == ""
+    assert after["stash"] == "" and after["git"] == before["git"]
     if outcome == "success":
         # the user's work never enters the engine's commit
         committed = set(git(ws_path, "show", "--name-only", "--format=", "HEAD").split())
-        assert committed.isdisjoint({"README.md", "check.py", "draft.md"})
+        assert committed == {"app.py", "feature.py", "pkg/sub/new.py", "slow.py"}
     else:
         assert after == before
 
 
-def test_allow_dirty_cycle_may_not_touch_the_users_files(ws_path: Path, store: Store) -> None:
+def test_work_the_user_does_during_the_cycle_stays_and_their_commit_is_built_on(ws_path: Path, store: Store) -> None:
+    def agent_and_user(clone: Path) -> None:
+        mutate(clone)  # the agent, in its clone
+        (ws_path / "README.md").write_text("hello\nedited while the cycle ran\n")  # the user, meanwhile
+        (ws_path / "new_idea.txt").write_text("mine\n")
+        (ws_path / "lib.py").write_text("Y = 2\n")
+        git(ws_path, "add", "lib.py")
+        git(ws_path, "commit", "-q", "-m", "the user's commit during the cycle")
+
+    user_commit_before = git(ws_path, "rev-parse", "HEAD").strip()
+    res = cycle(ws_path, store, agent_and_user)
+    assert res.event.outcome.status == "success", res.event.meta.failure_reasons
+    log = git(ws_path, "log", "--format=%s", "-3").splitlines()
+    assert log[:2] == ["gep(repair): add a docstring to add()", "the user's commit during the cycle"]
+    assert git(ws_path, "rev-parse", "HEAD~2").strip() == user_commit_before
+    assert (ws_path / "README.md").read_text() == "hello\nedited while the cycle ran\n"
+    assert (ws_path / "new_idea.txt").read_text() == "mine\n" and (ws_path / "lib.py").is_file()
+    m = res.event.meta
+    assert m.delivery == "landed" and "rebased onto it" in (m.delivery_note or "")  # and validated again
+    assert git(ws_path, "status", "--porcelain").splitlines() == [" M README.md", "?? new_idea.txt", "?? notes.txt"]
+
+
+def test_a_change_to_a_file_holding_the_users_edits_is_kept_on_its_branch(ws_path: Path, store: Store) -> None:
     user_dirty_edits(ws_path)
     before = snapshot(ws_path)
-    res = cycle(ws_path, store, lambda p: (p / "README.md").write_text("rewritten by the agent\n"),
-                allow_dirty=True)
-    assert res.event.outcome.status == "failed"
-    assert any("uncommitted changes (--allow-dirty): README.md" in r for r in res.event.meta.failure_reasons)
-    assert snapshot(ws_path) == before
+    res = cycle(ws_path, store, lambda p: (p / "README.md").write_text("rewritten by the agent\n"))
+    assert res.event.outcome.status == "success"
+    assert snapshot(ws_path) == before  # the user's edit of README.md is never overwritten
+    m = res.event.meta
+    assert (m.delivery, m.branch) == ("kept", f"gep/{res.event.id}")
+    assert m.merge_command == f"git -C {ws_path} merge gep/{res.event.id}"
+    assert "README.md" in (m.delivery_note or "")
+    assert git(ws_path, "show", f"gep/{res.event.id}:README.md") == "rewritten by the agent\n"
 
 
-# ------------------------------------------------------------------ kept files: the user's untracked files, .git/
+def test_a_file_of_the_cycle_where_the_user_has_an_untracked_one_is_never_overwritten(ws_path: Path,
+                                                                                      store: Store) -> None:
+    before = snapshot(ws_path)
+    res = cycle(ws_path, store, lambda p: (p / "notes.txt").write_text("the agent's notes\n"))
+    assert res.event.outcome.status == "success" and res.event.meta.delivery == "kept"
+    assert snapshot(ws_path) == before and (ws_path / "notes.txt").read_text() == "my own untracked notes\n"
 
 
-def _git_meta(p: Path) -> dict[str, object]:
-    """.git/config, info/ and every hook, byte for byte (what a planted hook or alias would change)."""
-    gd = p / ".git"
-    out: dict[str, object] = {"config": (gd / "config").read_bytes()}
-    for f in sorted((gd / "hooks").rglob("*")):
-        out[f"hooks/{f.relative_to(gd / 'hooks')}"] = (f.read_bytes(), f.stat().st_mode & 0o777)
-    return out
-
-
-@pytest.mark.parametrize("how", ["modified", "deleted", "chmod"])
-def test_a_users_untracked_file_changed_by_the_cycle_fails_and_is_restored(ws_path: Path, store: Store,
-                                                                          how: str) -> None:
+def test_the_agents_own_git_in_its_clone_fails_the_cycle_and_never_reaches_the_user(ws_path: Path,
+                                                                                   store: Store) -> None:
     before = snapshot(ws_path)
 
-    def change(p: Path) -> None:
-        mutate(p)  # an otherwise valid change
-        if how == "modified":
-            (p / "notes.txt").write_text("rewritten by the agent\n")
-        elif how == "deleted":
-            (p / "notes.txt").unlink()
-        else:
-            (p / "notes.txt").chmod(0o755)
-
-    res = cycle(ws_path, store, change)
-    assert res.event.outcome.status == "failed" and res.commit_sha is None
-    verb = "deleted" if how == "deleted" else "changed"
-    assert (f"constraint: {verb} a file that was untracked before the cycle (yours): notes.txt"
-            in res.event.meta.failure_reasons)
-    assert res.failed_capsule is not None and any("notes.txt" in v for v in res.failed_capsule.constraint_violations)
-    assert snapshot(ws_path) == before  # notes.txt back byte for byte (and mode)
-    if how == "modified":  # the cycle's version is kept, not destroyed
-        rescued = ws_path / ".gep" / "rescued" / res.event.id / "notes.txt"
-        assert rescued.read_text() == "rewritten by the agent\n"
-
-
-def test_a_change_to_a_users_untracked_file_alone_is_a_failure_not_an_empty_cycle(ws_path: Path,
-                                                                                 store: Store) -> None:
-    before = snapshot(ws_path)
-    res = cycle(ws_path, store, lambda p: (p / "notes.txt").write_text("x\n"))
-    assert res.event.outcome.status == "failed" and res.event.meta.empty_cycle is False
-    assert snapshot(ws_path) == before
-
-
-def test_staging_a_users_untracked_file_fails_and_never_commits_it(ws_path: Path, store: Store) -> None:
-    before = snapshot(ws_path)
-
-    def stage(p: Path) -> None:
+    def commit_and_branch(p: Path) -> None:
         mutate(p)
-        git(p, "add", "notes.txt")
+        git(p, "add", "-A")
+        git(p, "commit", "-q", "-m", "the agent committed on its own")
+        git(p, "branch", "-D", "main")
 
-    res = cycle(ws_path, store, stage)
+    res = cycle(ws_path, store, commit_and_branch)
     assert res.event.outcome.status == "failed"
-    assert ("constraint: staged a file that was untracked before the cycle (yours): notes.txt"
-            in res.event.meta.failure_reasons)
-    assert snapshot(ws_path) == before
-
-
-def test_tampering_with_git_hooks_and_config_fails_and_is_undone(ws_path: Path, store: Store) -> None:
-    hooks = ws_path / ".git" / "hooks"
-    hooks.mkdir(exist_ok=True)
-    (hooks / "post-checkout").write_text("#!/bin/sh\necho the user's own hook\n")
-    (hooks / "post-checkout").chmod(0o755)
-    meta_before, before = _git_meta(ws_path), snapshot(ws_path)
-
-    def tamper(p: Path) -> None:
-        mutate(p)
-        (p / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
-        (p / ".git" / "hooks" / "pre-commit").chmod(0o755)
-        (p / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
-        with (p / ".git" / "config").open("a") as fh:
-            fh.write("[core]\n\tfsmonitor = touch /tmp/pwned\n")
-
-    res = cycle(ws_path, store, tamper)
-    assert res.event.outcome.status == "failed" and res.commit_sha is None
     reasons = res.event.meta.failure_reasons
-    for shown in (".git/config (modified)", ".git/hooks/post-checkout (modified)", ".git/hooks/pre-commit (added)"):
-        assert f"constraint: forbidden path touched: {shown}" in reasons
-    assert res.report.results == []  # a change that broke a constraint is never executed
-    assert _git_meta(ws_path) == meta_before
-    assert snapshot(ws_path) == before
-    rescued = ws_path / ".gep" / "rescued" / res.event.id / ".git" / "hooks" / "pre-commit"
-    assert "pwned" in rescued.read_text()
+    assert any(r.startswith("constraint: git: the agent moved HEAD in its copy") for r in reasons), reasons
+    assert "constraint: git: the agent deleted refs/heads/main in its copy" in reasons
+    assert snapshot(ws_path) == before and git(ws_path, "rev-parse", "main").strip() == before["head"]
 
 
-def test_a_user_file_too_large_to_copy_is_detected_but_left_alone(ws_path: Path, store: Store,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    import gep.constants as C
+def test_hooks_and_config_planted_in_the_clone_never_run_and_never_reach_the_user(ws_path: Path,
+                                                                                 store: Store) -> None:
+    marker = ws_path.parent / "pwned"
+    meta_before = snapshot(ws_path)["git"]
 
-    monkeypatch.setattr(C, "KEPT_FILE_MAX_BYTES", 10)
-    (ws_path / "big.dat").write_text("x" * 100)
-    res = cycle(ws_path, store, lambda p: (p / "big.dat").write_text("y" * 100))
-    assert res.event.outcome.status == "failed"
-    assert ("constraint: changed a file that was untracked before the cycle (yours): big.dat "
-            "(too large to keep a copy: not restored)") in res.event.meta.failure_reasons
-    assert (ws_path / "big.dat").read_text() == "y" * 100  # no copy to restore from: left as it is
+    def plant(p: Path) -> None:
+        mutate(p)
+        for hook in ("pre-commit", "post-checkout", "reference-transaction", "post-merge"):
+            (p / ".git" / "hooks").mkdir(exist_ok=True)
+            (p / ".git" / "hooks" / hook).write_text(f"#!/bin/sh\ntouch {marker}\n")
+            (p / ".git" / "hooks" / hook).chmod(0o755)
+        with (p / ".git" / "config").open("a") as fh:
+            fh.write(f"[core]\n\tfsmonitor = touch {marker}\n\thooksPath = .git/hooks\n")
+
+    res = cycle(ws_path, store, plant)
+    assert res.event.outcome.status == "success", res.event.meta.failure_reasons
+    assert not marker.exists()
+    assert snapshot(ws_path)["git"] == meta_before  # the user's .git/config and hooks as they were
 
 
 # ------------------------------------------------------------------ what validation itself writes
@@ -424,3 +431,70 @@ def test_validation_that_changes_tracked_or_changed_files_fails(ws_path: Path, s
     assert (f"validation: the commands changed the workspace they checked: {target}"
             in res.event.meta.failure_reasons)
     assert snapshot(ws_path) == before
+
+
+# ------------------------------------------------------------------ prompt mode: a person's change, in place
+
+
+def test_a_persons_failed_change_stays_and_the_cycle_keeps_awaiting(ws_path: Path, store: Store) -> None:
+    user_dirty_edits(ws_path)
+    ev = event()
+    tree, run = begin(ws_path, store, ev, Settings(), "in_place")
+    break_app(ws_path)  # the person's attempt
+    edited = snapshot(ws_path)
+    inp = SolidifyInput(tree=tree, store=store, settings=Settings(), run=run, event=ev, gene=gene(),
+                        mutation=mutation(), summary="fix add")
+    res = solidify(inp)
+    assert res.event.outcome.status == "awaiting_changes" and res.commit_sha is None
+    assert snapshot(ws_path) == edited  # nothing rolled back
+    m = res.event.meta
+    assert m.solidify_attempts == 1 and m.failure_reasons[0].startswith("validation: python check.py exited 1")
+    assert m.not_run is None  # a verdict: the change fails
+    assert store.get_run(ev.id).status == "awaiting_changes" and store.list_failed_capsules() == []  # type: ignore[union-attr]
+    (ws_path / "app.py").write_text('def add(a, b):\n    """Sum."""\n    return a + b\n')  # the person fixes it
+    again = solidify(inp.model_copy(update={"event": res.event,
+                                            "tree": CycleTree.resume(open_repo(ws_path), ev.id, "in_place")}))
+    assert again.event.outcome.status == "success", again.event.meta.failure_reasons
+    assert set(git(ws_path, "show", "--name-only", "--format=", "HEAD").split()) == {
+        "app.py", "helper.py", "newpkg/mod.py"}
+    # the person's other uncommitted work stays uncommitted, as it was
+    assert git(ws_path, "diff", "--cached", "--name-only").split() == ["check.py", "draft.md"]
+    assert (ws_path / "README.md").read_text() == "hello\nwork in progress\n"
+
+
+@pytest.mark.parametrize("command, settings, says", [
+    ("python -m no_such_checker -q", Settings(python_modules=["no_such_checker"]),
+     "the Python module no_such_checker is not installed for `python`: install it (pip install no_such_checker), "
+     'or set the validation commands this workspace runs in gep.toml (validation = ["..."])'),
+    ("no-such-program --check", Settings(command_allowlist=["no-such-program"]),
+     "`no-such-program` is not installed (not found on PATH): install it, or set the validation commands"),
+    ("python -m timeit 1", Settings(), "`python -m timeit 1` is not allowed here (python -m timeit"),
+    ("python sleepy.py out.pid", Settings(validation_timeout_s=0.5), "ran past the validation timeout: raise "
+     "validation_timeout_s in gep.toml"),
+], ids=["module", "program", "allowlist", "timeout"])
+def test_validation_that_cannot_run_is_not_a_verdict(ws_path: Path, store: Store, command: str, settings: Settings,
+                                                     says: str) -> None:
+    ev = event()
+    tree, run = begin(ws_path, store, ev, settings, "in_place")
+    mutate(ws_path)
+    edited = snapshot(ws_path)
+    res = solidify(SolidifyInput(tree=tree, store=store, settings=settings, run=run, event=ev,
+                                 gene=gene([command]), mutation=mutation()))
+    assert res.event.outcome.status == "awaiting_changes"
+    assert {k: v for k, v in snapshot(ws_path).items() if k not in ("files", "status")} == \
+        {k: v for k, v in edited.items() if k not in ("files", "status")}  # nothing rolled back (out.pid aside)
+    assert res.event.meta.not_run is not None and res.event.meta.not_run.startswith(
+        "validation could not run here: ") and says in res.event.meta.not_run, res.event.meta.not_run
+    assert store.get_run(ev.id).status == "awaiting_changes"  # type: ignore[union-attr]
+
+
+def test_a_persons_change_to_a_file_with_earlier_uncommitted_edits_is_left_to_them(ws_path: Path,
+                                                                                  store: Store) -> None:
+    user_dirty_edits(ws_path)
+    res = cycle(ws_path, store, lambda p: (mutate(p), (p / "README.md").write_text("hello\nmore\n")),
+                mode="in_place")
+    assert res.event.outcome.status == "success", res.event.meta.failure_reasons
+    assert "README.md" not in git(ws_path, "show", "--name-only", "--format=", "HEAD").split()
+    assert ("not committed (had your uncommitted edits before the cycle (commit it yourself)): README.md"
+            in (res.event.meta.constraint_warnings or []))
+    assert (ws_path / "README.md").read_text() == "hello\nmore\n"

@@ -14,6 +14,7 @@ from sqlalchemy import event as sa_event
 from sqlalchemy import text
 
 from gep.errors import StoreError
+from gep.git import ensure_gep_dir, open_repo
 from gep.hashing import verify_asset_id
 from gep.models import (
     SCHEMA_VERSION,
@@ -27,7 +28,6 @@ from gep.models import (
     ValidationReport,
 )
 from gep.store import Store
-from gep.git import ensure_gep_dir, open_repo
 
 # The same checks run against PostgreSQL in tests/test_store_postgres.py.
 

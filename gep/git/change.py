@@ -1,22 +1,25 @@
 """What a cycle changed: per file status, lines and bytes, committable or not, and the blast radius.
 
-Bytes are the size of what the change writes (the new content of added and modified files; a symlink
-counts its target's length; deletions count 0), so a byte cap stops a huge file whatever its line count.
+Bytes are the bytes of the lines the change adds and deletes (whole files for added, deleted and binary
+ones; a symlink counts its target's length), so a byte cap stops a huge file whatever its line count, while
+a one-line edit of a large file counts one line.
 Ignored files the change made or touched are part of the radius (a ``.env`` written by a cycle is seen) but
 never of the commit.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gep.git.plumbing import Git
+from gep.git.plumbing import SAFE_CONFIG, Git, batched
 from gep.git.repo import GEP_DIR
 
 Kind = Literal["tracked", "ignored", "refused"]
@@ -101,7 +104,45 @@ def tree_diff(g: Git, a: str, b: str) -> list[FileChange]:
         res = g.run("cat-file", "--batch-check=%(objectsize)", input="".join(s + "\n" for s in shas).encode())
         for rel, size in zip(sizes, res.text.split(), strict=True):
             out[rel].bytes = int(size)
+    text = [f.path for f in out.values() if f.status != "added" and (f.added or f.deleted)]
+    for rel, size in line_bytes(g, a, b, text).items():  # modified text files: the lines changed
+        out[rel].bytes = size
     return sorted(out.values(), key=lambda f: f.path)
+
+
+def line_bytes(g: Git, a: str, b: str, paths: list[str]) -> dict[str, int]:
+    """Bytes of the added and deleted lines of ``paths`` between two trees, streamed from one ``-U0`` diff (a
+    huge change is never held in memory)."""
+    out: dict[str, int] = {}
+    for chunk in batched(paths):
+        _count_lines(g, a, b, chunk, out)
+    return out
+
+
+def _count_lines(g: Git, a: str, b: str, paths: list[str], out: dict[str, int]) -> None:
+    argv = ["git", *[x for item in SAFE_CONFIG for x in ("-c", item)], "diff-tree", "-r", "-p", "-U0",
+            "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", a, b, "--", *paths]
+    with subprocess.Popen(argv, cwd=g.cwd, env=g._env({"GIT_LITERAL_PATHSPECS": "1"}), stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        current, in_hunk = "", False
+        for line in proc.stdout:
+            if line.startswith(b"diff --git "):
+                current, in_hunk = "", False
+            elif line.startswith(b"+++ ") and not in_hunk:
+                current = _diff_path(line[4:])
+            elif line.startswith(b"@@"):
+                in_hunk = True
+            elif in_hunk and current and line[:1] in (b"+", b"-"):
+                out[current] = out.get(current, 0) + len(line) - 1 + (0 if line.endswith(b"\n") else 1)
+
+
+def _diff_path(raw: bytes) -> str:
+    """The path of a ``+++ b/<path>`` line (C-quoted by git when it holds special characters)."""
+    text = raw.rstrip(b"\n")
+    if text.startswith(b'"'):
+        text = codecs.escape_decode(text[1:-1])[0]  # type: ignore[attr-defined]
+    return os.fsdecode(text[2:]) if text.startswith(b"b/") else ""
 
 
 def file_lines_bytes(path: Path) -> tuple[int, int]:
