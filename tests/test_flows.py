@@ -124,10 +124,11 @@ def test_command_agent_fix_commits(prefect_server, example_ws: Path, tmp_path: P
     assert flow_run(event.meta.flow_run_id).state_name == "Completed"
 
 
-def test_command_agent_that_breaks_tests_is_rolled_back(prefect_server, example_ws: Path, tmp_path: Path):
+def test_command_agent_that_breaks_tests_is_discarded_and_saved(prefect_server, example_ws: Path, tmp_path: Path):
     from flows.cycle import evolution_cycle
 
     (example_ws / "my_notes.txt").write_text("mine, untracked\n")
+    (example_ws / "README.md").write_text("my uncommitted edit\n")  # a dirty tree no longer blocks a cycle
     before = git(example_ws, "rev-parse", "HEAD")
     original = (example_ws / "stats.py").read_bytes()
     event = evolution_cycle(workspace=str(example_ws), mutator="command",
@@ -138,6 +139,10 @@ def test_command_agent_that_breaks_tests_is_rolled_back(prefect_server, example_
     assert (example_ws / "stats.py").read_bytes() == original
     assert not (example_ws / "notes_from_agent.txt").exists()
     assert (example_ws / "my_notes.txt").read_text() == "mine, untracked\n"
+    assert (example_ws / "README.md").read_text() == "my uncommitted edit\n"
+    patch = Path(event.meta.rescued_patch)
+    assert "return ordered[0]" in patch.read_text() and patch.parent == example_ws / ".gep" / "rescued"
+    assert event.meta.sandbox == "bwrap" and event.meta.mutator == "command"
     with Store.for_workspace(example_ws) as store:
         report = store.get_validation_report(event.validation_report_id)
         failed = store.list_failed_capsules()
@@ -369,3 +374,58 @@ def test_the_flow_runs_the_engines_stage_list(prefect_server, example_ws: Path, 
         runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[event.meta.flow_run_id])))
     names = {r.name.rsplit("-", 1)[0] for r in runs}
     assert names == {"collect sources", "analyse history", "gate", "select", "build mutation", "record"}
+
+
+def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(prefect_server, example_ws: Path,
+                                                                            tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from gep.cli import app
+
+    stats = example_ws / "stats.py"
+    stats.write_text(stats.read_text() + "# my own edit, uncommitted\n")  # the agent's file: never overwritten
+    key = "sk-ant-api03-" + "K" * 40
+    cmd = agent(tmp_path, "fix", FIX_AGENT) + f" --api-key {key}"  # a key on the agent's command line
+    result = CliRunner().invoke(app, ["cycle", "-w", str(example_ws), "--mutator", "command", "--agent-cmd", cmd])
+    assert result.exit_code == 0, result.stderr
+    [event] = events(example_ws)
+    branch = f"gep/{event.id}"
+    assert (event.meta.delivery, event.meta.branch) == ("kept", branch)
+    assert f"merge it with: git -C {example_ws} merge {branch}" in result.stdout
+    assert stats.read_text().endswith("# my own edit, uncommitted\n")
+    history = CliRunner().invoke(app, ["history", "-w", str(example_ws)])
+    assert f"{event.id} kept on {branch}: git -C {example_ws} merge {branch}" in history.stdout
+    # the key stays out of the flow run's parameters, the event and the run record
+    params = flow_run(event.meta.flow_run_id).parameters
+    assert key not in str(params) and "--api-key [REDACTED]" in params["agent_cmd"]
+    assert key not in event.model_dump_json() and "[REDACTED]" in event.meta.mutator_result.rationale
+    from sqlalchemy import text
+
+    with Store.for_workspace(example_ws) as store, store.engine.begin() as conn:
+        assert key not in str(conn.execute(text("SELECT data FROM runs")).all())
+
+
+def test_cli_solidify_keeps_a_failed_change_then_abandon_saves_it(prefect_server, example_ws: Path):
+    from typer.testing import CliRunner
+
+    from gep.cli import app
+
+    assert CliRunner().invoke(app, ["cycle", "-w", str(example_ws), "--mutator", "prompt"]).exit_code == 0
+    stats = example_ws / "stats.py"
+    attempt = stats.read_text().replace("return ordered[mid]", "return ordered[0]")
+    stats.write_text(attempt)
+    failed = CliRunner().invoke(app, ["solidify", "-w", str(example_ws)])
+    assert failed.exit_code == 1 and stats.read_text() == attempt  # the person's edit stays
+    # (Prefect's own log handler may complain on stderr about CliRunner's closed streams: only gep's lines count)
+    lines = [line for line in failed.stderr.splitlines() if line.startswith("gep:")]
+    assert len(lines) == 1 and lines[0].startswith("gep: validation failed (attempt 1); your edits are kept")
+    assert "reason: validation:" in failed.stdout
+    again = CliRunner().invoke(app, ["solidify", "-w", str(example_ws)])
+    assert again.exit_code == 1 and "(attempt 2)" in again.stderr
+    gave_up = CliRunner().invoke(app, ["solidify", "-w", str(example_ws), "--abandon"])
+    assert gave_up.exit_code == 0, gave_up.stderr
+    [event] = events(example_ws)
+    assert event.outcome.status == "abandoned" and "ordered[mid]" in stats.read_text()  # its paths put back
+    assert f"bring it back with: git -C {example_ws} apply {event.meta.rescued_patch}" in gave_up.stdout
+    git(example_ws, "apply", event.meta.rescued_patch)
+    assert stats.read_text() == attempt  # the printed line brings the change back
