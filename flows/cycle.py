@@ -29,7 +29,8 @@ SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same work
 
 
 class ReviewDecision(RunInput):
-    """Shown in the Prefect UI when a review-mode cycle waits: approve commits, reject rolls back."""
+    """Shown in the Prefect UI when a review-mode cycle waits: approve commits, reject discards the change
+    (saved as a patch under .gep/rescued/)."""
 
     approve: bool = False
     note: str = ""

@@ -72,10 +72,6 @@ COMMIT_SUBJECT_CHARS = 72
 COMMIT_SIGNALS_CHARS = 200
 RECOVERY_LOG_DEPTH = 50  # commits searched for a crashed cycle's GEP-Event trailer
 FAILURE_REASON_CHARS = 2_000
-# baseline copies of files git does not track (the user's untracked files, .git/config, hooks): kept as
-# blobs so rollback can put them back; bigger ones are only fingerprinted (size, mtime): detected, not restored
-KEPT_FILE_MAX_BYTES = 8 * 1024 * 1024
-KEPT_TOTAL_MAX_BYTES = 64 * 1024 * 1024
 
 # --- prompt and mutators (configurable defaults)
 PROMPT_CONTEXT_CHARS = 8_000

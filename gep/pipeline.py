@@ -119,7 +119,8 @@ def run_cycle(request: CycleRequest, env: Mapping[str, str] | None = None, clock
 
 def solidify_pending(request: CycleRequest, env: Mapping[str, str] | None = None, clock: Clock = utc_now,
                      hooks: Hooks | None = None) -> EvolutionEvent | None:
-    """Finish the cycle awaiting changes on ``request.workspace``: check, then commit or roll back."""
+    """Finish the cycle awaiting changes on ``request.workspace``: check, then commit; a failed change stays
+    and the cycle keeps awaiting (``request.abandon_pending``: give it up, saved as a patch)."""
     ctx = open_cycle(request, resume=True, env=env, clock=clock)
     assert ctx is not None
     try:

@@ -88,7 +88,7 @@ _PROTOCOL = """\
 You make ONE change to the workspace of an AI agent so that it works measurably better. The engine has
 already read the workspace, extracted signals, chosen a gene (a reusable strategy) and built a mutation;
 the cycle context after this protocol gives them. You make the change. The engine then validates it,
-commits or rolls it back, and records every GEP object (EvolutionEvent, Capsule, Gene) itself: do not
+commits it or sets it aside, and records every GEP object (EvolutionEvent, Capsule, Gene) itself: do not
 write those objects or any protocol files.
 
 ## Rules
