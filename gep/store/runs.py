@@ -1,0 +1,65 @@
+"""A workspace's cycle runs (what crash recovery reads) and its small typed state (personality, ...)."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel
+from sqlmodel import col, select
+
+from gep.models import CycleRun
+from gep.store.base import StoreBase
+from gep.store.engine import store_errors
+from gep.store.tables import RunRow, StateRow
+from gep.store.upsert import upsert
+
+M = TypeVar("M", bound=BaseModel)
+
+OPEN_RUN_STATUSES = ("running", "awaiting_changes")
+
+
+class RunsMixin(StoreBase):
+    @store_errors
+    def save_run(self, run: CycleRun) -> None:
+        with self.writing() as s:
+            upsert(s, RunRow, {"workspace_id": self.workspace_id, "event_id": run.event_id},
+                   {"status": run.status, "data": run.model_dump_json()})
+
+    @store_errors
+    def open_runs(self) -> list[CycleRun]:
+        """Runs not closed: running (maybe crashed) or awaiting changes."""
+        with self.session() as s:
+            # IN over the open statuses reads the status index; "!= 'closed'" would scan every closed run
+            rows = s.exec(select(RunRow.data).where(RunRow.workspace_id == self.workspace_id,
+                                                    col(RunRow.status).in_(OPEN_RUN_STATUSES))).all()
+            return [CycleRun.model_validate_json(data) for data in rows]
+
+    @store_errors
+    def get_run(self, event_id: str) -> CycleRun | None:
+        with self.session() as s:
+            row = s.get(RunRow, (self.workspace_id, event_id))
+            return CycleRun.model_validate_json(row.data) if row else None
+
+    @store_errors
+    def close_run(self, event_id: str) -> None:
+        with self.writing() as s:
+            row = s.get(RunRow, (self.workspace_id, event_id))
+            if row is not None:
+                run = CycleRun.model_validate_json(row.data)
+                run.status = "closed"
+                row.status = "closed"
+                row.data = run.model_dump_json()
+                s.add(row)
+
+    # ---------------------------------------------------------------- small typed state
+
+    @store_errors
+    def get_state(self, key: str, cls: type[M]) -> M | None:
+        with self.session() as s:
+            row = s.get(StateRow, (self.workspace_id, key))
+            return cls.model_validate_json(row.data) if row else None
+
+    @store_errors
+    def set_state(self, key: str, value: BaseModel) -> None:
+        with self.writing() as s:
+            upsert(s, StateRow, {"workspace_id": self.workspace_id, "key": key}, {"data": value.model_dump_json()})
