@@ -49,6 +49,7 @@ from gep.models import (
     iso,
     utc_now,
 )
+from gep.outcomes import TERMINAL
 from gep.selector import select_gene_and_capsule
 from gep.store import Store
 from gep.store.codec import load
@@ -58,7 +59,6 @@ from gep.workspace_id import WorkspaceIdentity
 
 TARGET = 1.2
 END = utc_now() - timedelta(hours=1)  # every simulated history ends here
-TERMINAL = {"success", "failed", "empty", "abandoned", "interrupted"}  # what the cycle gives the selector
 SITUATIONS = [["log_error", "errsig:TypeError: Cannot read properties of undefined", "recurring_error"],
               ["perf_bottleneck", "log_error"], ["capability_gap", "user_feature_request:export as csv"],
               ["log_error", "errsig:ENOENT: no such file /srv/app/config.json"], ["protocol_drift"], []]

@@ -81,7 +81,7 @@ def test_parallel_writers_keep_counters_cycle_numbers_and_parents_consistent(url
             events = store.list_events(limit=10_000)[::-1]
             assert store.count_events() == len(events) == n * writers_here
             # cycle numbers 1..N with no gap or repeat, and each event's parent is the one before it
-            assert [e.meta["cycle"] for e in events] == list(range(1, len(events) + 1))
+            assert [e.meta.cycle for e in events] == list(range(1, len(events) + 1))
             assert [e.parent for e in events] == [None] + [e.id for e in events[:-1]]
             assert all(e.outcome.status in ("success", "failed") for e in events)
             assert store.open_runs() == []
@@ -90,7 +90,7 @@ def test_parallel_writers_keep_counters_cycle_numbers_and_parents_consistent(url
             assert _outcomes(history) == len(events)
     with Store.for_workspace(homes["bulk"], settings) as bulk:
         assert bulk.count_events() == 4 * n * 3 + 1 == len(bulk.list_events(limit=10_000))
-        assert bulk.get_event("rewritten_by_all").meta["by"] in {"w0", "w1", "w2", "w3"}
+        assert bulk.get_event("rewritten_by_all").meta.model_extra["by"] in {"w0", "w1", "w2", "w3"}
         assert bulk.get_gene("gene_shared").summary in {"w0", "w1", "w2", "w3"}
         assert len(bulk.list_genes()) == 1
 

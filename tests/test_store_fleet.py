@@ -47,7 +47,7 @@ def record(store: Store, tag: str, n: int) -> None:
                                        meta={"cycle": store.count_events() + 1}))
         store.upsert_capsule(Capsule(id=f"cap_{i}", gene="gene_x", trigger=[tag], summary=f"{tag} {i}"))
         store.add_failed_capsule(FailedCapsule(id=f"fail_{i}", gene="gene_x", trigger=[tag]))
-        store.add_validation_report(ValidationReport(id=f"vr_{i}", commands=[tag]))
+        store.add_validation_report(ValidationReport(id=f"vr_{i}", commands=[tag], overall_ok=True))
         store.save_run(CycleRun(event_id=f"evt_{i}", workspace=tag, head_sha=tag,
                                 status="awaiting_changes" if i == n - 1 else "closed"))
     store.set_state("personality.current", PersonalityState(rigor=0.1 * n))
@@ -63,7 +63,7 @@ def test_each_workspace_sees_only_its_own_rows(url: str, tmp_path: Path) -> None
             # cycle numbers, event parents and the loop rules' history are per workspace
             events = store.recent_events(10)
             assert [e.id for e in events] == [f"evt_{i}" for i in range(n)]
-            assert [e.meta["cycle"] for e in events] == list(range(1, n + 1))
+            assert [e.meta.cycle for e in events] == list(range(1, n + 1))
             assert [e.parent for e in events] == [None] + [f"evt_{i}" for i in range(n - 1)]
             assert {s for e in events for s in e.signals} == {tag}
             assert store.count_events() == n and store.last_event_id() == f"evt_{n - 1}"

@@ -17,7 +17,6 @@ from test_memory_graph import same_advice
 
 import gep.store.prune as prune_module
 from gep.config import Settings
-from gep.cycle import SOLIDIFY_TERMINAL
 from gep.memory_graph import memory_advice
 from gep.models import (
     BlastRadius,
@@ -31,6 +30,7 @@ from gep.models import (
     iso,
     utc_now,
 )
+from gep.outcomes import TERMINAL
 from gep.selector import NOT_A_CYCLE, select_gene_and_capsule
 from gep.store import PRUNE_HOOKS, Store, after_cycle
 from gep.store.memory import FOLD_KEEP
@@ -82,7 +82,8 @@ def simulate(store: Store, n: int, seed: int, days: float = 100.0) -> None:
             store.add_failed_capsule(FailedCapsule(id=f"fail_{i:05d}", gene=gene, trigger=sit, created_at=at))
         if i % 6 == 0:
             ev.validation_report_id = f"vr_{i:05d}"
-            store.add_validation_report(ValidationReport(id=ev.validation_report_id, commands=["pytest"]))
+            store.add_validation_report(ValidationReport(id=ev.validation_report_id, commands=["pytest"],
+                                                         overall_ok=True))
         if i % 5 == 0:
             store.save_run(CycleRun(event_id=ev.id, workspace="w", head_sha="a", status="closed"))
         events.append(ev)
@@ -91,7 +92,7 @@ def simulate(store: Store, n: int, seed: int, days: float = 100.0) -> None:
 
 def selection(store: Store, signals: Sequence[str], seed: int) -> tuple[object, ...]:
     """What a cycle would select from this store (its loop rules read the newest events whole)."""
-    recent = [e for e in store.recent_events(C_WINDOW) if e.outcome.status in SOLIDIFY_TERMINAL]
+    recent = [e for e in store.recent_events(C_WINDOW) if e.outcome.status in TERMINAL]
     sel = select_gene_and_capsule(genes=GENES, capsules=store.list_capsules(),
                                   failed_capsules=store.list_failed_capsules(), signals=signals,
                                   recent_events=recent, settings=Settings(), rng=random.Random(seed), now=utc_now())
@@ -134,7 +135,7 @@ def test_prune_by_age_keeps_young_events_and_the_newest_window(tmp_path: Path) -
         report = store.prune(keep_days=60, now=END)  # 600 events are younger
         kept = store.list_events(limit=1000)
         assert report.events == 200 and len(kept) == report.kept_events == 600
-        assert min(e.meta["at"] for e in kept) >= iso(END - timedelta(days=60))
+        assert min(e.meta.at for e in kept) >= iso(END - timedelta(days=60))
         report = store.prune(keep_days=10, now=END)  # 100 events are younger: the newest window stays
         assert report.events == 100 and report.kept_events == FOLD_KEEP
 
@@ -208,7 +209,7 @@ def test_after_cycle_prunes_as_the_settings_say(tmp_path: Path) -> None:
 
 
 def test_ban_window_statuses_are_what_the_cycle_gives_the_selector() -> None:
-    assert set(prune_module.BAN_WINDOW_STATUSES) == SOLIDIFY_TERMINAL - NOT_A_CYCLE
+    assert set(prune_module.BAN_WINDOW_STATUSES) == TERMINAL - NOT_A_CYCLE
 
 
 def test_bad_limits_are_refused(tmp_path: Path) -> None:

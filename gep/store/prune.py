@@ -31,7 +31,7 @@ from gep.store.tables import CapsuleRow, EventRow, FailedCapsuleRow, RunRow, Val
 
 PRUNE_KEEP_EVENTS = 10_000  # `gep store prune` without a limit from its flags or the settings
 LISTED = 200  # Store.list_capsules / list_failed_capsules: what selection reads
-# the statuses of the events the cycle gives the selector's ban window (gep.cycle.SOLIDIFY_TERMINAL minus
+# the statuses of the events the cycle gives the selector's ban window (gep.outcomes.TERMINAL minus
 # gep.selector.NOT_A_CYCLE; tests/test_store_prune.py checks they agree)
 BAN_WINDOW_STATUSES = ("success", "failed", "empty", "abandoned", "interrupted")
 _BATCH = 5_000
