@@ -93,21 +93,22 @@ class StoreBase:
     def enter(self, identity: WorkspaceIdentity) -> None:
         """Scope this store to ``identity``: register the workspace (path and name kept current) and, when
         it is the first workspace in this database, adopt the rows that predate workspace scoping."""
+        self.workspace_id, self.workspace_name = identity.id, identity.name
+        with self.session() as s:
+            row = s.get(WorkspaceRow, identity.id)
+            if row is not None and (row.path, row.name) == (identity.path, identity.name):
+                return  # registered as it is: nothing to write
         now = iso(utc_now())
         with self.writing() as s:
             if s.get_bind().dialect.name == "postgresql":
                 s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _REGISTER_LOCK})
             first = s.exec(select(WorkspaceRow.id).limit(1)).first() is None
-            values = {"path": identity.path, "name": identity.name, "updated_at": now}
-            row = s.get(WorkspaceRow, identity.id)
-            if row is None or (row.path, row.name) != (identity.path, identity.name):
-                upsert(s, WorkspaceRow, {"id": identity.id}, values, on_insert={"created_at": now})
+            upsert(s, WorkspaceRow, {"id": identity.id},
+                   {"path": identity.path, "name": identity.name, "updated_at": now}, on_insert={"created_at": now})
             if first:
                 for table in SCOPED_TABLES:
                     s.execute(text(f"UPDATE {table.__tablename__} SET workspace_id = :w "
                                    "WHERE workspace_id = :legacy"), {"w": identity.id, "legacy": UNSCOPED})
-        self.workspace_id = identity.id
-        self.workspace_name = identity.name
 
     def close(self) -> None:
         self.engine.dispose()
