@@ -157,10 +157,14 @@ def laplace(success: float, total: float) -> float:
 
 
 def outcome_kind(event: EvolutionEvent) -> str | None:
-    """"success", "failed", "empty", or None when the event has no usable outcome."""
+    """"success", "failed", "empty", or None when the event has no usable outcome. A committed fix whose
+    trigger came back (``meta.fix_verdict`` "did_not_hold", as gep.selector.judged counts it) failed:
+    folded summaries must count it as selection does."""
     status = event.outcome.status
     if status not in OUTCOME_STATUSES:
         return None
+    if status == "success" and event.meta.fix_verdict == "did_not_hold":
+        return "failed"
     if status == "success" and event.is_empty_cycle:
         return "empty"
     return status

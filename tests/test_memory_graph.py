@@ -123,6 +123,14 @@ def test_events_without_an_outcome_are_ignored(status):
     assert a.stats("gene_a").attempts == 0 and a.stats("gene_a").prior_attempts == 0
 
 
+def test_a_fix_that_did_not_hold_counts_as_a_failure():
+    held, undone = ev(1, "gene_a", "success"), ev(2, "gene_a", "success")
+    undone.meta.fix_verdict = "did_not_hold"
+    a = advice([held, undone]).stats("gene_a")
+    assert (a.successes, a.failures) == (1, 1)
+    assert sum(s.failed for s in summarize([held, undone])) == 1
+
+
 def test_bad_timestamp_counts_as_now():
     assert advice([ev(1, "gene_a", "failed", at="not a time")]).stats("gene_a").evidence_fail == 1.0
 
@@ -199,6 +207,8 @@ def random_history(rng: random.Random, n: int, future: bool = False) -> list[Evo
             else iso(NOW - timedelta(days=200 * (1 - i / n), seconds=rng.randrange(3600)))
         ev_ = ev(i, rng.choice(GENE_IDS + [None]), "success" if status == "empty" else status,
                  signals=rng.choice(SITUATIONS), empty=status == "empty", at=at or "")
+        if rng.random() < 0.1:
+            ev_.meta.fix_verdict = "did_not_hold"
         out.append(ev_)
     return out
 
