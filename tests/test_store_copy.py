@@ -9,7 +9,7 @@ import pytest
 from conftest import init_repo
 from sqlmodel import delete
 from store_backends import BACKENDS, backend_url
-from test_store_prune import GENES, gep, simulate
+from test_store_prune import GENES, cli, gep, one_line_exit_2, simulate
 
 from gep.assets import export_assets
 from gep.config import Settings
@@ -91,5 +91,4 @@ def test_gep_store_copy(tmp_path: Path) -> None:
                        (["--workspace", str(ws), "--to", f"sqlite:///{ws / '.gep' / 'gep.db'}"], "own store"),
                        (["--workspace", str(ws), "--to", "nosuch://x"], "bad database URL"),
                        (["--workspace", str(ws)], "--to")):
-        done = gep("store", "copy", *args)
-        assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        one_line_exit_2(cli("store", "copy", *args), says)
