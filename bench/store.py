@@ -1,67 +1,204 @@
-"""Time one cycle's history read with 100 and with 1,000,000 stored events, and print the ratio.
+"""The store at scale: pruning keeps selection, and one workspace's reads ignore the rest of the fleet.
 
-A cycle reads: the last 10 events, the last event id (parent), the event count, genes, capsules, failed
-capsules, open runs and the personality state. With indexes these cost the same however long the history
-is; the target ratio is under 1.2.
+1. Prune: one simulated history of --events events (1,000,000) recorded by two workspaces of one database;
+   one of them is pruned to --keep (10,000) events. For every situation the selector is asked about, the
+   pruned store selects exactly what the unpruned one does (gene, capsule, bans), and the memory graph's
+   advice from the pruned store's summaries is the advice from all the raw events of the unpruned one.
+2. Fleet: one workspace's cycle reads (loop-rule reads, and the memory graph's history) timed in a database
+   where it has 1 neighbour and in one where it has 999 (--workspaces), each with --per-workspace events;
+   the ratio target is under 1.2.
 
-    .venv/bin/python bench/store.py                 # SQLite in a temp dir, 100 vs 1,000,000 events
-    .venv/bin/python bench/store.py --large 200000  # quicker
-    .venv/bin/python bench/store.py --url postgresql+psycopg2://...  # large side in an EMPTY database
+    .venv/bin/python bench/store.py                      # SQLite in a temp dir (about 20 minutes)
+    .venv/bin/python bench/store.py --events 200000 --workspaces 200 --per-workspace 300   # quicker
+    .venv/bin/python bench/store.py --url postgresql+psycopg2://user@host/db   # works in fresh schemas there
 
-Bulk insert goes through Store.add_events in large batches (about a minute for a million events).
+Exit status 1 when a selection differs or a ratio misses its target.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gep.models import (  # noqa: E402
+from sqlalchemy import create_engine, text
+from sqlmodel import col, select
+
+from gep.config import Settings
+from gep.memory_graph import MemoryAdvice, SituationSummary, memory_advice, merge_summaries, summarize
+from gep.models import (
     BlastRadius,
     Capsule,
-    CycleRun,
     EvolutionEvent,
     FailedCapsule,
     Gene,
     Outcome,
     PersonalityState,
+    iso,
+    utc_now,
 )
-from gep.store import Store  # noqa: E402
+from gep.outcomes import TERMINAL
+from gep.selector import select_gene_and_capsule
+from gep.store import Store
+from gep.store.codec import load
+from gep.store.memory import FOLD_KEEP
+from gep.store.tables import EventRow
+from gep.workspace_id import WorkspaceIdentity
 
 TARGET = 1.2
+END = utc_now() - timedelta(hours=1)  # every simulated history ends here
+SITUATIONS = [["log_error", "errsig:TypeError: Cannot read properties of undefined", "recurring_error"],
+              ["perf_bottleneck", "log_error"], ["capability_gap", "user_feature_request:export as csv"],
+              ["log_error", "errsig:ENOENT: no such file /srv/app/config.json"], ["protocol_drift"], []]
+GENES = [Gene(id="gene_repair_from_errors", signals_match=["log_error", "errsig", "recurring_error"]),
+         Gene(id="gene_perf_bottleneck", signals_match=["perf_bottleneck", "log_error"]),
+         Gene(id="gene_capability_gap", signals_match=["capability_gap", "user_feature_request"]),
+         Gene(id="gene_optimize_code_quality", signals_match=["protocol_drift", "log_error"])]
+# how well each gene does in each situation (the hidden world)
+SKILL = {(s, g.id): random.Random(f"{s}:{g.id}").uniform(0.1, 0.9) for s in range(len(SITUATIONS)) for g in GENES}
 
 
-def events(start: int, stop: int) -> Iterator[EvolutionEvent]:
-    for i in range(start, stop):
-        yield EvolutionEvent(
-            id=f"evt_{i:09d}", parent=f"evt_{i - 1:09d}" if i else None, intent="repair",
-            signals=["log_error", "errsig:TypeError: Cannot read properties of undefined", "recurring_error"],
-            genes_used=["gene_repair_from_errors"], blast_radius=BlastRadius(files=2, lines=17),
-            outcome=Outcome(status="failed" if i % 4 == 0 else "success", score=0.85),
-            meta={"at": "2024-06-10T06:13:20.000Z", "signal_key": "errsig|log_error|recurring_error"},
-        )
+def history(n: int, end: datetime, seed: int = 7) -> Iterator[tuple[EvolutionEvent, Capsule | FailedCapsule | None]]:
+    """n cycles over two years up to ``end``; every 100th success leaves a capsule, failure a failed capsule."""
+    rng = random.Random(seed)
+    start = end - timedelta(days=730)
+    for i in range(n):
+        s = rng.randrange(len(SITUATIONS))
+        gene = rng.choice(GENES).id
+        at = iso(start + timedelta(days=730 * i / n))
+        status = "success" if rng.random() < SKILL[(s, gene)] else rng.choice(["failed", "failed", "empty"])
+        ev = EvolutionEvent(id=f"evt_{i:09d}", signals=SITUATIONS[s], genes_used=[gene],
+                            outcome=Outcome(status="success" if status == "empty" else status, score=0.85),
+                            blast_radius=BlastRadius(files=2, lines=17) if status == "success" else BlastRadius(),
+                            meta={"at": at, "empty_cycle": status == "empty"})
+        extra: Capsule | FailedCapsule | None = None
+        if i % 100 == 0 and status == "success":
+            extra = Capsule(id=f"capsule_{i:09d}", gene=gene, trigger=SITUATIONS[s], summary="fix")
+            ev.capsule_id = extra.id
+        elif i % 100 == 0 and status == "failed":
+            extra = FailedCapsule(id=f"failed_{i:09d}", gene=gene, trigger=SITUATIONS[s], created_at=at)
+        yield ev, extra
 
 
-def fill(store: Store, upto: int) -> None:
-    have = store.count_events()
-    if upto <= have:
+def record(store: Store, n: int, end: datetime, label: str) -> None:
+    t0, batch = time.perf_counter(), []
+    for ev, extra in history(n, end):
+        batch.append(ev)
+        if isinstance(extra, Capsule):
+            store.upsert_capsule(extra)
+        elif isinstance(extra, FailedCapsule):
+            store.add_failed_capsule(extra)
+        if len(batch) >= 50_000:
+            store.add_events(batch)
+            batch = []
+            print(f"  {label}: {store.count_events():,} events ({time.perf_counter() - t0:.0f}s)", flush=True)
+    store.add_events(batch)
+
+
+@contextmanager
+def database(url: str | None, tmp: Path, name: str) -> Iterator[str]:
+    """A SQLite file in ``tmp``, or a fresh schema of the PostgreSQL database at ``url`` (dropped after)."""
+    if url is None:
+        yield f"sqlite:///{tmp / name}.db"
         return
-    t0 = time.perf_counter()
-    step = 50_000
-    for start in range(have, upto, step):
-        store.add_events(events(start, min(upto, start + step)))
-        if upto - have > step:
-            print(f"  inserted {min(upto, start + step):,} events ({time.perf_counter() - t0:.0f}s)", flush=True)
+    schema = f"gep_bench_{name}_{uuid.uuid4().hex[:6]}"
+    admin = create_engine(url)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield f"{url}{'&' if '?' in url else '?'}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
 
 
-def cycle_read(store: Store) -> None:
+def workspace(store: Store, name: str) -> Store:
+    view = store.scoped("")
+    view.enter(WorkspaceIdentity(id=str(uuid.uuid4()), path=f"/fleet/{name}", name=name))
+    return view
+
+
+# ------------------------------------------------------------------ 1. prune keeps selection
+
+
+def raw_summaries(store: Store, now: datetime) -> list[SituationSummary]:
+    """What the memory graph learns from every raw event of ``store`` (read in pages, summarised as of now)."""
+    folded: dict[tuple[str, str], SituationSummary] = {}
+    last = 0
+    while True:
+        with store.session() as s:
+            rows = s.exec(select(EventRow.seq, EventRow.data)
+                          .where(EventRow.workspace_id == store.workspace_id, col(EventRow.seq) > last)
+                          .order_by(col(EventRow.seq)).limit(20_000)).all()
+        if not rows:
+            return list(folded.values())
+        last = rows[-1][0] or 0
+        for x in summarize((load(EvolutionEvent, d) for _, d in rows), ref=now):
+            key = (x.key, x.gene_id)
+            folded[key] = merge_summaries(folded[key], x) if key in folded else x
+
+
+def selection(store: Store, signals: list[str], now: datetime, seed: int) -> tuple[object, ...]:
+    recent = [e for e in store.recent_events(FOLD_KEEP) if e.outcome.status in TERMINAL]
+    sel = select_gene_and_capsule(genes=GENES, capsules=store.list_capsules(),
+                                  failed_capsules=store.list_failed_capsules(), signals=signals,
+                                  recent_events=recent, settings=Settings(), rng=random.Random(seed), now=now)
+    return (sel.gene.id if sel.gene else None, sel.capsule.id if sel.capsule else None,
+            sorted((b.gene_id, b.source, b.cycles_left) for b in sel.decision.bans_applied))
+
+
+def same(a: MemoryAdvice, b: MemoryAdvice) -> bool:
+    ints = [(g.gene_id, g.attempts, g.successes, g.failures, g.empties, g.prior_attempts) for g in a.genes]
+    return (a.preferred_gene_id, a.banned_gene_ids) == (b.preferred_gene_id, b.banned_gene_ids) and ints == \
+        [(g.gene_id, g.attempts, g.successes, g.failures, g.empties, g.prior_attempts) for g in b.genes] and all(
+        abs(x.expected - y.expected) <= 2e-6 for x, y in zip(a.genes, b.genes, strict=True))
+
+
+def bench_prune(url: str, n: int, keep: int) -> bool:
+    end = END
+    with Store.open(url) as db:
+        whole, pruned = workspace(db, "unpruned"), workspace(db, "pruned")
+        record(whole, n, end, "unpruned")
+        record(pruned, n, end, "pruned")
+        t0 = time.perf_counter()
+        report = pruned.prune(keep_events=keep)
+        print(f"prune to {keep:,} events: {time.perf_counter() - t0:.0f}s; {report.summary()}", flush=True)
+        history_ = pruned.memory_history()
+        now, ok, checked = utc_now(), True, 0
+        raw = raw_summaries(whole, now)
+        for signals in [*SITUATIONS, ["log_error"], ["recurring_error", "perf_bottleneck"]]:
+            whole_advice = memory_advice(events=[], summaries=raw, signals=signals, genes=GENES, now=now)
+            pruned_advice = memory_advice(events=history_.events, summaries=history_.summaries, signals=signals,
+                                          genes=GENES, now=now)
+            ok &= same(whole_advice, pruned_advice)
+            for seed in range(5):
+                ok &= selection(whole, signals, now, seed) == selection(pruned, signals, now, seed)
+                checked += 1
+        print(f"{checked} selections and {checked // 5} memory-graph advices, unpruned ({n:,} events) vs "
+              f"pruned ({report.kept_events:,} events + {len(history_.summaries)} summaries): "
+              f"{'identical' if ok else 'DIFFERENT'}")
+        a, b = time_reads([whole, pruned], 100)
+        print(f"loop-rule reads: unpruned {a * 1e3:.2f} ms, pruned {b * 1e3:.2f} ms")
+    return ok
+
+
+# ------------------------------------------------------------------ 2. one workspace among many
+
+
+def loop_reads(store: Store) -> None:
     store.recent_events(10)
     store.last_event_id()
     store.count_events()
@@ -72,62 +209,77 @@ def cycle_read(store: Store) -> None:
     store.get_state("personality.current", PersonalityState)
 
 
-def time_reads(stores: list[Store], rounds: int) -> list[float]:
-    """Median time of one cycle read per store, measured in alternating rounds so that load from other
-    processes on the machine affects every size alike."""
-    for store in stores:  # warm caches the same way for every size
-        for _ in range(10):
-            cycle_read(store)
+def memory_read(store: Store) -> None:
+    store.memory_history()
+
+
+def time_reads(stores: list[Store], rounds: int, read: Callable[[Store], None] = loop_reads) -> list[float]:
+    """Median time of one read per store, in alternating rounds (other load on the machine hits all alike)."""
+    for store in stores:
+        for _ in range(5):
+            read(store)
     samples: list[list[float]] = [[] for _ in stores]
     for _ in range(rounds):
         for i, store in enumerate(stores):
             t0 = time.perf_counter()
-            cycle_read(store)
+            read(store)
             samples[i].append(time.perf_counter() - t0)
     return [statistics.median(s) for s in samples]
 
 
-def seed_other_tables(store: Store) -> None:
-    for i in range(20):
-        store.upsert_gene(Gene(id=f"gene_{i:02d}", signals_match=["error"], strategy=["fix"]))
-    for i in range(50):
-        store.upsert_capsule(Capsule(id=f"capsule_{i}", gene="gene_00", trigger=["log_error"], summary="ok"))
-        store.add_failed_capsule(FailedCapsule(id=f"failed_{i}", gene="gene_00", diff_snapshot="+x"))
-    for i in range(200):
-        store.save_run(CycleRun(event_id=f"run_{i}", workspace="/w", head_sha="abc", status="closed"))
-    store.save_run(CycleRun(event_id="run_open", workspace="/w", head_sha="abc", status="awaiting_changes"))
-    store.set_state("personality.current", PersonalityState())
+def fleet(url: str, others: int, per: int) -> Store:
+    """A database with the target workspace and ``others`` more, each with ``per`` events."""
+    db = Store.open(url)
+    t0 = time.perf_counter()
+    for i in range(others):
+        workspace(db, f"ws{i:04d}").add_events(ev for ev, _ in history(per, END, seed=i))
+    target = workspace(db, "target")
+    record(target, per, END, "target")
+    target.set_state("personality.current", PersonalityState())
+    target.memory_history()  # fold now, so that timing reads only read
+    print(f"fleet of {others + 1} workspaces x {per:,} events: {time.perf_counter() - t0:.0f}s", flush=True)
+    return target
+
+
+def bench_fleet(small_url: str, large_url: str, workspaces: int, per: int, rounds: int) -> bool:
+    small, large = fleet(small_url, 1, per), fleet(large_url, workspaces - 1, per)
+    ok = True
+    try:
+        for label, read in (("loop-rule reads", loop_reads), ("memory-graph history", memory_read)):
+            a, b = time_reads([small, large], rounds, read)
+            ok &= b / a < TARGET
+            print(f"{label}: with 1 other workspace {a * 1e3:.2f} ms, with {workspaces - 1} others "
+                  f"{b * 1e3:.2f} ms, ratio {b / a:.2f} (target < {TARGET})")
+    finally:
+        small.close()
+        large.close()
+    return ok
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--small", type=int, default=100)
-    ap.add_argument("--large", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=300, help="timed cycle reads per size (median is reported)")
-    ap.add_argument("--url", help="database URL (default: SQLite in a temp dir)")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--keep", type=int, default=10_000)
+    ap.add_argument("--workspaces", type=int, default=1_000)
+    ap.add_argument("--per-workspace", type=int, default=1_000)
+    ap.add_argument("--rounds", type=int, default=200, help="timed reads per database (median is reported)")
+    ap.add_argument("--url", default=os.environ.get("GEP_TEST_POSTGRES_URL"),
+                    help="PostgreSQL database to work in (default: GEP_TEST_POSTGRES_URL, else SQLite)")
+    ap.add_argument("--sqlite", action="store_true", help="SQLite even when GEP_TEST_POSTGRES_URL is set")
+    ap.add_argument("--skip-prune", action="store_true")
+    ap.add_argument("--skip-fleet", action="store_true")
     args = ap.parse_args()
-
-    with tempfile.TemporaryDirectory(prefix="gep-bench-") as tmp:
-        small_url = f"sqlite:///{Path(tmp) / 'small.db'}"
-        large_url = args.url or f"sqlite:///{Path(tmp) / 'large.db'}"
-        with Store.open(small_url) as small_store, Store.open(large_url) as large_store:
-            if large_store.count_events():
-                print("the database must start empty", file=sys.stderr)
-                return 2
-            for store, n in ((small_store, args.small), (large_store, args.large)):
-                seed_other_tables(store)
-                t0 = time.perf_counter()
-                fill(store, n)
-                print(f"stored {n:,} events in {time.perf_counter() - t0:.0f}s", flush=True)
-            small, large = time_reads([small_store, large_store], args.repeat)
-        print(f"cycle read with {args.small:>9,} events: {small * 1e3:.3f} ms")
-        print(f"cycle read with {args.large:>9,} events: {large * 1e3:.3f} ms  ({large_url.split(':')[0]})")
-        if not args.url:
-            size = sum(p.stat().st_size for p in Path(tmp).glob("large.db*"))
-            print(f"database size with {args.large:,} events: {size / 1e6:.0f} MB")
-    ratio = large / small
-    print(f"ratio: {ratio:.2f} (target < {TARGET})")
-    return 0 if ratio < TARGET else 1
+    args.url = None if args.sqlite else args.url or None
+    print(f"database: {'PostgreSQL' if args.url else 'SQLite'}", flush=True)
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="gep-bench-") as tmp, ExitStack() as stack:
+        if not args.skip_prune:
+            ok &= bench_prune(stack.enter_context(database(args.url, Path(tmp), "prune")), args.events, args.keep)
+        if not args.skip_fleet:
+            small = stack.enter_context(database(args.url, Path(tmp), "fleet_small"))
+            large = stack.enter_context(database(args.url, Path(tmp), "fleet_large"))
+            ok &= bench_fleet(small, large, args.workspaces, args.per_workspace, args.rounds)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gep.commands.store_cmd import store_app
 from gep.errors import GepError
 
 app = typer.Typer(
@@ -61,6 +62,9 @@ def friendly(fn: F) -> F:
             raise fail(f"{type(exc).__name__}: {text} (set GEP_DEBUG=1 for the traceback)", 1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+app.add_typer(store_app(friendly), name="store")
 
 
 def _emit_json(obj: Any) -> None:

@@ -36,6 +36,12 @@ class Settings(BaseModel):
 
     # store
     database_url: str | None = None
+    # a fleet sharing one database: offer other workspaces' capsules to this one's selection
+    share_capsules: bool = False
+    # prune this workspace's store after each cycle (gep.store.after_cycle): keep the newest N events
+    # and/or those younger than N days (unset: never prune; `gep store prune` does it on demand)
+    prune_keep_events: int | None = Field(default=None, ge=0)
+    prune_keep_days: float | None = Field(default=None, ge=0)
 
     # sources
     log_globs: list[str] = Field(default_factory=lambda: ["logs/**/*.log"])

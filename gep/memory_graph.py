@@ -157,10 +157,14 @@ def laplace(success: float, total: float) -> float:
 
 
 def outcome_kind(event: EvolutionEvent) -> str | None:
-    """"success", "failed", "empty", or None when the event has no usable outcome."""
+    """"success", "failed", "empty", or None when the event has no usable outcome. A committed fix whose
+    trigger came back (``meta.fix_verdict`` "did_not_hold", as gep.selector.judged counts it) failed:
+    folded summaries must count it as selection does."""
     status = event.outcome.status
     if status not in OUTCOME_STATUSES:
         return None
+    if status == "success" and event.meta.fix_verdict == "did_not_hold":
+        return "failed"
     if status == "success" and event.is_empty_cycle:
         return "empty"
     return status
@@ -218,27 +222,151 @@ class MemoryAdvice(BaseModel):
         return GeneStats(gene_id=gene_id)
 
 
+# ------------------------------------------------------------------ situation summaries
+
+
+class SituationSummary(BaseModel):
+    """What events say about one gene in one signal situation, folded into counts and decayed sums.
+
+    The memory graph gives the same advice from a summary as from the events it folds, so the store can
+    prune old events and keep their summaries (gep/store/memory.py). Decayed sums are kept as of ``ref_at``:
+    a dated outcome weighs ``0.5 ** ((ref_at - at) / half_life)`` there, and at any later ``now`` every one
+    of them has decayed by the same factor, so one multiplication ages the whole sum. Outcomes without a
+    time weigh 1 at any age (as :func:`decay_weight`). Exact for outcomes stamped before ``ref_at`` and a
+    ``now`` not before it; an outcome stamped after ``ref_at`` (a clock ahead) decays from ``ref_at`` on.
+    """
+
+    key: str  # compute_signal_key of the situation signals
+    signals: list[str]  # the situation's normalised signals, for similarity
+    gene_id: str
+    success: int = 0
+    failed: int = 0
+    empty: int = 0
+    last_at: str | None = None  # newest dated outcome (ISO-8601, full precision)
+    ref_at: str | None = None
+    edge_success: float = 0.0  # EDGE_HALF_LIFE_DAYS
+    edge_fail: float = 0.0  # failures and empties alike
+    prior_success: float = 0.0  # GENE_PRIOR_HALF_LIFE_DAYS
+    prior_fail: float = 0.0
+    undated_success: int = 0
+    undated_fail: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.success + self.failed + self.empty
+
+
+class MemoryHistory(BaseModel):
+    """The memory graph's whole input as the store keeps it: summaries of folded events, then the events
+    recorded since (oldest first). Together they stand for every event the workspace recorded."""
+
+    summaries: list[SituationSummary] = Field(default_factory=list)
+    events: list[EvolutionEvent] = Field(default_factory=list)
+
+
+def _situation(ev: EvolutionEvent) -> tuple[str, str, str, datetime | None] | None:
+    """(signal key, gene, outcome kind, time) of an event the memory graph learns from, else None."""
+    if not ev.genes_used:
+        return None
+    kind = outcome_kind(ev)
+    if kind is None:
+        return None
+    return compute_signal_key(situation_signals(ev.signals)), ev.genes_used[0], kind, event_time(ev)
+
+
+def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref: datetime | None) -> None:
+    ok = kind == "success"
+    if kind == "success":
+        summary.success += 1
+    elif kind == "failed":
+        summary.failed += 1
+    else:
+        summary.empty += 1
+    if at is None:
+        summary.undated_success += ok
+        summary.undated_fail += not ok
+        return
+    last = parse_at(summary.last_at)
+    if last is None or at > last:
+        summary.last_at = at.isoformat()
+    w_edge, w_prior = decay_weight(at, ref or at, C.EDGE_HALF_LIFE_DAYS), \
+        decay_weight(at, ref or at, C.GENE_PRIOR_HALF_LIFE_DAYS)
+    if ok:
+        summary.edge_success += w_edge
+        summary.prior_success += w_prior
+    else:
+        summary.edge_fail += w_edge
+        summary.prior_fail += w_prior
+
+
+def summarize(events: Iterable[EvolutionEvent], ref: datetime | None = None) -> list[SituationSummary]:
+    """One summary per (situation, gene) of the events that carry an outcome, in order of first appearance.
+
+    ``ref``: the time the decayed sums are as of; default the newest event time (events stamped after
+    ``ref`` weigh 1, as events in the future do for :func:`decay_weight`)."""
+    seen = [(ev, s) for ev in events if (s := _situation(ev)) is not None]
+    if ref is None:
+        dated = [at for _, (_, _, _, at) in seen if at is not None]
+        ref = max(dated) if dated else None
+    out: dict[tuple[str, str], SituationSummary] = {}
+    for ev, (key, gid, kind, at) in seen:
+        summary = out.get((key, gid))
+        if summary is None:
+            signals = sorted(set(normalize_signals(situation_signals(ev.signals))))
+            summary = out[(key, gid)] = SituationSummary(key=key, signals=signals, gene_id=gid,
+                                                         ref_at=ref.isoformat() if ref else None)
+        _add_outcome(summary, kind, at, ref)
+    return list(out.values())
+
+
+def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummary:
+    """One summary of what ``a`` and ``b`` (same situation and gene) folded, as of the later reference."""
+    ra, rb = parse_at(a.ref_at), parse_at(b.ref_at)
+    ref = max((r for r in (ra, rb) if r is not None), default=None)
+    lasts = [t for t in (parse_at(a.last_at), parse_at(b.last_at)) if t is not None]
+    out = SituationSummary(key=a.key, signals=a.signals, gene_id=a.gene_id, success=a.success + b.success,
+                           failed=a.failed + b.failed, empty=a.empty + b.empty,
+                           last_at=max(lasts).isoformat() if lasts else None,
+                           ref_at=ref.isoformat() if ref else None,
+                           undated_success=a.undated_success + b.undated_success,
+                           undated_fail=a.undated_fail + b.undated_fail)
+    for s, r in ((a, ra), (b, rb)):
+        edge = decay_weight(r, ref, C.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
+        prior = decay_weight(r, ref, C.GENE_PRIOR_HALF_LIFE_DAYS) if ref and r else 1.0
+        out.edge_success += s.edge_success * edge
+        out.edge_fail += s.edge_fail * edge
+        out.prior_success += s.prior_success * prior
+        out.prior_fail += s.prior_fail * prior
+    return out
+
+
 # ------------------------------------------------------------------ advice
 
 
 class _Edge:
-    __slots__ = ("success", "fail", "empty", "last")
+    """What the summaries of one situation (or of every situation, for a gene's prior) say as of ``now``."""
+
+    __slots__ = ("success", "fail", "empty", "last", "edge_s", "edge_f", "prior_s", "prior_f")
 
     def __init__(self) -> None:
-        self.success = 0
-        self.fail = 0
-        self.empty = 0
+        self.success = self.fail = self.empty = 0
         self.last: datetime | None = None
+        self.edge_s = self.edge_f = self.prior_s = self.prior_f = 0.0
 
-    def add(self, kind: str, at: datetime | None) -> None:
-        if kind == "success":
-            self.success += 1
-        elif kind == "failed":
-            self.fail += 1
-        else:
-            self.empty += 1
-        if at is not None and (self.last is None or at > self.last):
-            self.last = at
+    def add(self, s: SituationSummary, now: datetime) -> None:
+        self.success += s.success
+        self.fail += s.failed
+        self.empty += s.empty
+        last = parse_at(s.last_at)
+        if last is not None and (self.last is None or last > self.last):
+            self.last = last
+        ref = parse_at(s.ref_at)
+        edge = decay_weight(ref, now, C.EDGE_HALF_LIFE_DAYS)
+        prior = decay_weight(ref, now, C.GENE_PRIOR_HALF_LIFE_DAYS)
+        self.edge_s += s.edge_success * edge + s.undated_success
+        self.edge_f += s.edge_fail * edge + s.undated_fail
+        self.prior_s += s.prior_success * prior + s.undated_success
+        self.prior_f += s.prior_fail * prior + s.undated_fail
 
     @property
     def total(self) -> int:
@@ -248,113 +376,101 @@ class _Edge:
         return laplace(self.success, self.total) * decay_weight(self.last, now, half_life)
 
 
+class _Graph:
+    """The summaries of the wanted genes grouped by situation, with each situation's similarity."""
+
+    def __init__(self, summaries: Iterable[SituationSummary], current: Sequence[str], wanted: set[str],
+                 now: datetime) -> None:
+        self.sim_by_key: dict[str, float] = {compute_signal_key(current): 1.0}
+        self.edges: dict[tuple[str, str], _Edge] = {}
+        self.priors: dict[str, _Edge] = {}
+        self.other: dict[str, _Edge] = {}  # dissimilar situations, per gene
+        for s in summaries:
+            if s.gene_id not in wanted:
+                continue
+            if s.key not in self.sim_by_key:
+                self.sim_by_key[s.key] = jaccard(current, s.signals)
+            self.priors.setdefault(s.gene_id, _Edge()).add(s, now)
+            similar = self.sim_by_key[s.key] >= C.SIGNAL_KEY_JACCARD_MIN
+            target = self.edges.setdefault((s.key, s.gene_id), _Edge()) if similar \
+                else self.other.setdefault(s.gene_id, _Edge())
+            target.add(s, now)
+
+    def similar_keys(self) -> list[SimilarKey]:
+        return sorted((SimilarKey(key=k, similarity=round(s, 4)) for k, s in self.sim_by_key.items()
+                       if s >= C.SIGNAL_KEY_JACCARD_MIN), key=lambda x: -x.similarity)
+
+    def evidence(self, gid: str) -> tuple[float, float]:
+        """Similarity-weighted, decayed successes and failures of ``gid`` in similar situations."""
+        s = f = 0.0
+        for (key, g), edge in self.edges.items():
+            if g == gid:
+                s += self.sim_by_key[key] * edge.edge_s
+                f += self.sim_by_key[key] * edge.edge_f
+        return s, f
+
+
+def _gene_stats(graph: _Graph, gid: str, now: datetime) -> GeneStats:
+    st = GeneStats(gene_id=gid)
+    for (key, g), edge in graph.edges.items():
+        if g != gid:
+            continue
+        st.best = max(st.best, edge.value(now, C.EDGE_HALF_LIFE_DAYS) * graph.sim_by_key[key])
+        st.attempts = max(st.attempts, edge.total)
+        st.successes += edge.success
+        st.failures += edge.fail
+        st.empties += edge.empty
+    prior = graph.priors.get(gid)
+    if prior is not None:
+        st.prior = prior.value(now, C.GENE_PRIOR_HALF_LIFE_DAYS)
+        st.prior_attempts = prior.total
+    st.score = st.best + st.prior * 0.12 if st.best > 0 else st.prior * 0.4
+    s, f = graph.evidence(gid)
+    st.evidence_success, st.evidence_fail = round(s, 6), round(f, 6)
+    a, b = 1.0 + s, 1.0 + f
+    other = graph.other.get(gid)
+    if other is not None and other.edge_s + other.edge_f > 0 and s + f < C.MEMORY_BAN_MIN_EVIDENCE:
+        other_p = laplace(other.edge_s, other.edge_s + other.edge_f)
+        a += C.GENE_PRIOR_PSEUDO_COUNT * other_p
+        b += C.GENE_PRIOR_PSEUDO_COUNT * (1.0 - other_p)
+    st.alpha, st.beta = round(a, 6), round(b, 6)
+    st.expected = round(a / (a + b), 6)
+    return st
+
+
+def _ban_reason(graph: _Graph, gid: str) -> str | None:
+    """Why ``gid`` is banned for the situation (low decayed success here, or everywhere), else None."""
+    s, f = graph.evidence(gid)
+    edge_n, edge_p = s + f, laplace(s, s + f)
+    prior = graph.priors.get(gid)
+    ps, prior_n = (prior.prior_s, prior.prior_s + prior.prior_f) if prior else (0.0, 0.0)
+    if edge_n >= C.MEMORY_BAN_MIN_EVIDENCE and edge_p < C.MEMORY_BAN_P:
+        return f"memory: expected success {edge_p:.2f} over {edge_n:.1f} weighted attempts in similar situations"
+    if edge_n < C.MEMORY_BAN_MIN_EVIDENCE and prior_n >= C.PRIOR_BAN_MIN_EVIDENCE \
+            and laplace(ps, prior_n) < C.PRIOR_BAN_P:
+        return f"memory: expected success {laplace(ps, prior_n):.2f} over {prior_n:.1f} " \
+               f"weighted attempts in any situation"
+    return None
+
+
 def memory_advice(
     *,
     events: Sequence[EvolutionEvent],
     signals: Sequence[str],
     genes: Sequence[Gene],
     now: datetime,
+    summaries: Sequence[SituationSummary] = (),
 ) -> MemoryAdvice:
-    """Per-gene outcome statistics for the current signals, a preferred gene and low-success bans."""
+    """Per-gene outcome statistics for the current signals, a preferred gene and low-success bans.
+
+    ``summaries`` stand for events folded earlier (a :class:`MemoryHistory`'s), ``events`` for the ones
+    after them: the advice is the same as from all of those events given one by one."""
     current = situation_signals(signals)
-    cur_key = compute_signal_key(current)
-    gene_ids = [g.id for g in genes]
-    wanted = set(gene_ids)
-
-    sim_by_key: dict[str, float] = {cur_key: 1.0}
-    edges: dict[tuple[str, str], _Edge] = {}
-    priors: dict[str, _Edge] = {}
-    ev_s: dict[str, float] = {}
-    ev_f: dict[str, float] = {}
-    prior_s: dict[str, float] = {}
-    prior_f: dict[str, float] = {}
-    other_s: dict[str, float] = {}
-    other_f: dict[str, float] = {}
-
-    for ev in events:
-        if not ev.genes_used:
-            continue
-        gid = ev.genes_used[0]
-        kind = outcome_kind(ev)
-        if gid not in wanted or kind is None:
-            continue
-        sig = situation_signals(ev.signals)
-        key = compute_signal_key(sig)
-        if key not in sim_by_key:
-            sim_by_key[key] = jaccard(current, sig)
-        sim = sim_by_key[key]
-        at = event_time(ev)
-
-        priors.setdefault(gid, _Edge()).add(kind, at)
-        w_prior = decay_weight(at, now, C.GENE_PRIOR_HALF_LIFE_DAYS)
-        if kind == "success":
-            prior_s[gid] = prior_s.get(gid, 0.0) + w_prior
-        else:
-            prior_f[gid] = prior_f.get(gid, 0.0) + w_prior
-
-        if sim < C.SIGNAL_KEY_JACCARD_MIN:
-            w_other = decay_weight(at, now, C.EDGE_HALF_LIFE_DAYS)
-            if kind == "success":
-                other_s[gid] = other_s.get(gid, 0.0) + w_other
-            else:
-                other_f[gid] = other_f.get(gid, 0.0) + w_other
-            continue
-        edges.setdefault((key, gid), _Edge()).add(kind, at)
-        w = sim * decay_weight(at, now, C.EDGE_HALF_LIFE_DAYS)
-        if kind == "success":
-            ev_s[gid] = ev_s.get(gid, 0.0) + w
-        else:
-            ev_f[gid] = ev_f.get(gid, 0.0) + w
-
-    similar = sorted(
-        (SimilarKey(key=k, similarity=round(s, 4)) for k, s in sim_by_key.items() if s >= C.SIGNAL_KEY_JACCARD_MIN),
-        key=lambda x: -x.similarity,
-    )
-
-    stats: list[GeneStats] = []
-    banned: list[str] = []
-    reasons: dict[str, str] = {}
-    for gid in dict.fromkeys(gene_ids):
-        st = GeneStats(gene_id=gid)
-        for (key, g), edge in edges.items():
-            if g != gid:
-                continue
-            st.best = max(st.best, edge.value(now, C.EDGE_HALF_LIFE_DAYS) * sim_by_key[key])
-            st.attempts = max(st.attempts, edge.total)
-            st.successes += edge.success
-            st.failures += edge.fail
-            st.empties += edge.empty
-        if gid in priors:
-            st.prior = priors[gid].value(now, C.GENE_PRIOR_HALF_LIFE_DAYS)
-            st.prior_attempts = priors[gid].total
-        st.score = st.best + st.prior * 0.12 if st.best > 0 else st.prior * 0.4
-
-        s, f = ev_s.get(gid, 0.0), ev_f.get(gid, 0.0)
-        ps, pf = prior_s.get(gid, 0.0), prior_f.get(gid, 0.0)
-        st.evidence_success, st.evidence_fail = round(s, 6), round(f, 6)
-        a, b = 1.0 + s, 1.0 + f
-        os_, of_ = other_s.get(gid, 0.0), other_f.get(gid, 0.0)
-        if os_ + of_ > 0 and s + f < C.MEMORY_BAN_MIN_EVIDENCE:
-            other_p = laplace(os_, os_ + of_)
-            a += C.GENE_PRIOR_PSEUDO_COUNT * other_p
-            b += C.GENE_PRIOR_PSEUDO_COUNT * (1.0 - other_p)
-        st.alpha, st.beta = round(a, 6), round(b, 6)
-        st.expected = round(a / (a + b), 6)
-        stats.append(st)
-
-        edge_n = ev_s.get(gid, 0.0) + ev_f.get(gid, 0.0)
-        edge_p = laplace(ev_s.get(gid, 0.0), edge_n)
-        prior_n = ps + pf
-        if edge_n >= C.MEMORY_BAN_MIN_EVIDENCE and edge_p < C.MEMORY_BAN_P:
-            banned.append(gid)
-            reasons[gid] = f"memory: expected success {edge_p:.2f} over {edge_n:.1f} weighted attempts " \
-                           f"in similar situations"
-        elif edge_n < C.MEMORY_BAN_MIN_EVIDENCE and prior_n >= C.PRIOR_BAN_MIN_EVIDENCE \
-                and laplace(ps, prior_n) < C.PRIOR_BAN_P:
-            banned.append(gid)
-            reasons[gid] = f"memory: expected success {laplace(ps, prior_n):.2f} over {prior_n:.1f} " \
-                           f"weighted attempts in any situation"
-
+    gene_ids = list(dict.fromkeys(g.id for g in genes))
+    graph = _Graph([*summaries, *summarize(events, ref=now)], current, set(gene_ids), now)
+    stats = [_gene_stats(graph, gid, now) for gid in gene_ids]
+    reasons = {gid: r for gid in gene_ids if (r := _ban_reason(graph, gid)) is not None}
+    banned = list(reasons)
     ranked = sorted((st for st in stats if st.score > 0), key=lambda st: -st.score)
     preferred = ranked[0].gene_id if ranked else None
     explanation: list[str] = []
@@ -362,5 +478,6 @@ def memory_advice(
         explanation.append(f"memory_prefer:{preferred}")
     if banned:
         explanation.append("memory_ban:" + ",".join(banned[:6]))
-    return MemoryAdvice(signal_key=cur_key, similar_keys=similar, preferred_gene_id=preferred,
-                        banned_gene_ids=banned, ban_reasons=reasons, genes=stats, explanation=explanation)
+    return MemoryAdvice(signal_key=compute_signal_key(current), similar_keys=graph.similar_keys(),
+                        preferred_gene_id=preferred, banned_gene_ids=banned, ban_reasons=reasons, genes=stats,
+                        explanation=explanation)

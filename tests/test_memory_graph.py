@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from gep.memory_graph import (
+    MemoryAdvice,
+    SituationSummary,
     compute_signal_key,
     jaccard,
     memory_advice,
+    merge_summaries,
     normalize_error_signature,
     stable_hash,
+    summarize,
 )
 from gep.models import BlastRadius, EvolutionEvent, Gene, Outcome, iso
 
@@ -118,6 +123,14 @@ def test_events_without_an_outcome_are_ignored(status):
     assert a.stats("gene_a").attempts == 0 and a.stats("gene_a").prior_attempts == 0
 
 
+def test_a_fix_that_did_not_hold_counts_as_a_failure():
+    held, undone = ev(1, "gene_a", "success"), ev(2, "gene_a", "success")
+    undone.meta.fix_verdict = "did_not_hold"
+    a = advice([held, undone]).stats("gene_a")
+    assert (a.successes, a.failures) == (1, 1)
+    assert sum(s.failed for s in summarize([held, undone])) == 1
+
+
 def test_bad_timestamp_counts_as_now():
     assert advice([ev(1, "gene_a", "failed", at="not a time")]).stats("gene_a").evidence_fail == 1.0
 
@@ -174,3 +187,75 @@ def test_record_in_other_situations_is_one_pseudo_observation():
     own = advice([ev(i, "gene_a", "success", signals=other) for i in range(5)]
                  + [ev(9, "gene_a", "failed"), ev(10, "gene_a", "failed")]).stats("gene_a")
     assert own.expected == pytest.approx(1 / 4)
+
+
+# ------------------------------------------------------------------ summaries stand for the events they fold
+
+SITUATIONS = [["log_error", "errsig:TypeError: x is undefined at /a/b.py:12"], ["perf_bottleneck"],
+              ["log_error", "recurring_error"], ["capability_gap", "user_feature_request:add a flag"], [],
+              ["log_error", "errsig:TypeError: x is undefined at /c/d.py:99", "consecutive_failure_streak_3"]]
+GENE_IDS = ["gene_a", "gene_b", "gene_c"]
+
+
+def random_history(rng: random.Random, n: int, future: bool = False) -> list[EvolutionEvent]:
+    """n events over 200 days (some undated, some without an outcome; ``future``: some stamped after NOW)."""
+    out = []
+    for i in range(n):
+        status = rng.choice(["success", "success", "failed", "empty", "running", "skipped"])
+        when = rng.random()
+        at = None if when < 0.05 else iso(NOW + timedelta(hours=1)) if future and when > 0.9 \
+            else iso(NOW - timedelta(days=200 * (1 - i / n), seconds=rng.randrange(3600)))
+        ev_ = ev(i, rng.choice(GENE_IDS + [None]), "success" if status == "empty" else status,
+                 signals=rng.choice(SITUATIONS), empty=status == "empty", at=at or "")
+        if rng.random() < 0.1:
+            ev_.meta.fix_verdict = "did_not_hold"
+        out.append(ev_)
+    return out
+
+
+def fold(events: list[EvolutionEvent], rng: random.Random) -> list[SituationSummary]:
+    """Summaries of ``events`` folded in random batches, merged as the store merges them (as of the fold's
+    time, NOW, or of each batch's newest event)."""
+    folded: dict[tuple[str, str], SituationSummary] = {}
+    i = 0
+    while i < len(events):
+        step = rng.randrange(1, 60)
+        for s in summarize(events[i:i + step], ref=rng.choice([NOW, None])):
+            key = (s.key, s.gene_id)
+            folded[key] = merge_summaries(folded[key], s) if key in folded else s
+        i += step
+    return list(folded.values())
+
+
+def same_advice(a: MemoryAdvice, b: MemoryAdvice) -> None:
+    assert (a.preferred_gene_id, a.banned_gene_ids, a.ban_reasons, a.explanation, a.signal_key) == \
+        (b.preferred_gene_id, b.banned_gene_ids, b.ban_reasons, b.explanation, b.signal_key)
+    assert a.similar_keys == b.similar_keys
+    for x, y in zip(a.genes, b.genes, strict=True):
+        assert (x.gene_id, x.attempts, x.prior_attempts, x.successes, x.failures, x.empties) == \
+            (y.gene_id, y.attempts, y.prior_attempts, y.successes, y.failures, y.empties)
+        for field in ("best", "prior", "score", "evidence_success", "evidence_fail", "alpha", "beta", "expected"):
+            assert getattr(x, field) == pytest.approx(getattr(y, field), rel=1e-9, abs=2e-6), field
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_summaries_give_the_advice_of_the_events_they_fold(seed: int) -> None:
+    rng = random.Random(seed)
+    genes = [Gene(id=g) for g in GENE_IDS]
+    events = random_history(rng, rng.randrange(50, 400))
+    cut = rng.randrange(len(events))
+    events[cut:] = random_history(rng, len(events) - cut, future=True)  # clocks ahead: not folded yet
+    summaries = fold(events[:cut], rng)
+    later = NOW + timedelta(days=rng.choice([0, 3, 40]))
+    for signals in [*SITUATIONS, ["log_error"], ["recurring_error", "perf_bottleneck"]]:
+        whole = memory_advice(events=events, signals=signals, genes=genes, now=later)
+        split = memory_advice(events=events[cut:], summaries=summaries, signals=signals, genes=genes, now=later)
+        same_advice(whole, split)
+    assert sum(s.total for s in summaries) == sum(1 for e in events[:cut] if e.genes_used
+                                                  and e.outcome.status in ("success", "failed"))
+
+
+def test_summary_json_round_trip_keeps_the_advice() -> None:
+    events = random_history(random.Random(7), 200, future=True)
+    summaries = [SituationSummary.model_validate_json(s.model_dump_json()) for s in summarize(events, ref=NOW)]
+    same_advice(advice(events), memory_advice(events=[], summaries=summaries, signals=SIG, genes=GENES, now=NOW))

@@ -7,11 +7,14 @@ import logging
 from pathlib import Path
 
 import pytest
+from conftest import init_repo
 from sqlalchemy import inspect, text
+from sqlalchemy.engine import Engine
 
-from gep.migrations import MIGRATIONS, applied, migrate, unknown_migrations
-from gep.models import EvolutionEvent, Outcome
+from gep.config import Settings
+from gep.models import EvolutionEvent, Outcome, PersonalityState
 from gep.store import Store, make_engine
+from gep.store.migrations import MIGRATIONS, applied, migrate, unknown_migrations
 
 ALL = [name for name, _ in MIGRATIONS]
 
@@ -28,8 +31,8 @@ def test_blank_database_gets_every_migration(tmp_path: Path) -> None:
         tables = set(inspect(conn).get_table_names())
         indexes = {ix["name"] for ix in inspect(conn).get_indexes("events")}
     assert {"events", "genes", "capsules", "failed_capsules", "validation_reports", "runs", "state",
-            "counters", "schema_migrations"} <= tables
-    assert {"ix_events_status_seq", "ix_events_flow_run"} <= indexes
+            "counters", "workspaces", "memory_summaries", "schema_migrations"} <= tables
+    assert {"ix_events_ws_id", "ix_events_ws_seq", "ix_events_ws_status_seq", "ix_events_flow_run"} == indexes
     engine.dispose()
 
 
@@ -49,7 +52,8 @@ def test_oldest_schema_with_data_is_upgraded_without_loss(tmp_path: Path) -> Non
                      {"d": json.dumps({"event_id": "evt_old", "workspace": "/w", "head_sha": "a", "status": "closed"})})
     engine.dispose()
 
-    with Store.open(url) as store:
+    # opened by a workspace: the rows written under the oldest schema are adopted by it
+    with Store.for_workspace(init_repo(tmp_path / "ws"), Settings(database_url=url)) as store:
         with store.engine.connect() as conn:
             assert applied(conn) == sorted(ALL)
         # the data written under the oldest schema is all there, and the new counter counted it
@@ -61,6 +65,58 @@ def test_oldest_schema_with_data_is_upgraded_without_loss(tmp_path: Path) -> Non
         store.add_event(EvolutionEvent(id="evt_new", outcome=Outcome(status="failed")))
         assert [e.id for e in store.recent_events()] == ["evt_old", "evt_new"]
         assert store.count_events() == 2
+
+
+def _old_rows(engine: Engine) -> None:
+    """Rows as the last single-workspace version (schema 004) wrote them, in every table."""
+    with engine.begin() as conn:
+        for i in range(5):
+            conn.execute(text("INSERT INTO events (id, created_at, intent, status, gene_id, data) VALUES "
+                              "(:id, '2024-01-01T00:00:00.000Z', 'repair', 'success', 'g', :d)"),
+                         {"id": f"evt_{i}", "d": json.dumps({"type": "EvolutionEvent", "id": f"evt_{i}",
+                                                             "parent": f"evt_{i - 1}" if i else None})})
+        conn.execute(text("UPDATE counters SET value = 5 WHERE name = 'events'"))
+        conn.execute(text("INSERT INTO capsules (id, gene_id, data) VALUES ('cap_1', 'g', :d)"),
+                     {"d": json.dumps({"type": "Capsule", "id": "cap_1", "gene": "g"})})
+        conn.execute(text("INSERT INTO failed_capsules (id, gene_id, data) VALUES ('fail_1', 'g', :d)"),
+                     {"d": json.dumps({"type": "Capsule", "id": "fail_1", "gene": "g"})})
+        conn.execute(text("INSERT INTO validation_reports (id, data) VALUES ('vr_1', :d)"),
+                     {"d": json.dumps({"type": "ValidationReport", "id": "vr_1", "commands": [], "overall_ok": True})})
+        conn.execute(text("INSERT INTO runs (event_id, status, data) VALUES ('evt_4', 'awaiting_changes', :d)"),
+                     {"d": json.dumps({"event_id": "evt_4", "workspace": "/w", "head_sha": "a",
+                                       "status": "awaiting_changes"})})
+        conn.execute(text("INSERT INTO state (key, data) VALUES ('personality.current', :d)"),
+                     {"d": PersonalityState(rigor=0.9).model_dump_json()})
+        conn.execute(text("INSERT INTO genes (id, source, updated_at, data) VALUES ('g', 'workspace', 'x', :d)"),
+                     {"d": json.dumps({"type": "Gene", "id": "g"})})
+
+
+def test_single_workspace_database_is_adopted_by_the_first_workspace_that_opens_it(tmp_path: Path) -> None:
+    url = url_for(tmp_path)
+    engine = make_engine(url)
+    migrate(engine, upto="004_drop_duplicate_id_indexes")
+    _old_rows(engine)
+    engine.dispose()
+    settings = Settings(database_url=url)
+    first, second = init_repo(tmp_path / "first"), init_repo(tmp_path / "second")
+    with Store.for_workspace(first, settings) as a:
+        # everything the single-workspace store held is the first workspace's now, in the same order
+        assert [e.id for e in a.recent_events()] == [f"evt_{i}" for i in range(5)]
+        assert a.count_events() == 5 and a.last_event_id() == "evt_4"
+        assert [c.id for c in a.list_capsules()] == ["cap_1"] and len(a.list_failed_capsules()) == 1
+        assert a.get_validation_report("vr_1") is not None
+        assert [r.event_id for r in a.open_runs()] == ["evt_4"]
+        assert a.get_state("personality.current", PersonalityState).rigor == 0.9
+        a.add_event(EvolutionEvent(id="evt_5", parent=a.last_event_id()))
+        assert a.count_events() == 6
+    with Store.for_workspace(second, settings) as b:  # a later workspace starts empty ...
+        assert b.recent_events() == [] and b.count_events() == 0 and b.open_runs() == []
+        assert b.list_capsules() == [] and b.get_state("personality.current", PersonalityState) is None
+        assert b.get_gene("g") is not None  # ... but genes are the fleet's
+    with Store.for_workspace(first, settings) as a:  # re-opening adopts nothing twice
+        assert a.count_events() == 6 and a.get_event("evt_5").parent == "evt_4"
+    with Store.open(url) as unscoped:
+        assert unscoped.recent_events() == []  # nothing was left behind unowned
 
 
 def test_reopening_is_idempotent(tmp_path: Path) -> None:
@@ -88,7 +144,7 @@ def test_database_from_a_newer_version_opens_untouched_with_a_warning(tmp_path: 
             conn.execute(text("CREATE TABLE lessons (id TEXT PRIMARY KEY, data TEXT NOT NULL)"))
             conn.execute(text("INSERT INTO lessons VALUES ('l1', '{}')"))
             conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES ('900_lessons', 'x')"))
-    with caplog.at_level(logging.WARNING, logger="gep.migrations"):
+    with caplog.at_level(logging.WARNING, logger="gep.store.migrations"):
         store = Store.open(url)
     try:
         assert store.unknown_migrations == ["900_lessons"]

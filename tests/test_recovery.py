@@ -7,6 +7,7 @@ a second recovery finds nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -354,9 +355,9 @@ def test_an_unreadable_runs_row_is_moved_aside_and_never_blocks(tmp_path: Path) 
     with Store.for_workspace(ws) as store:
         with store.engine.begin() as conn:
             conn.execute(text("UPDATE runs SET data = '{not json' WHERE event_id = :id"), {"id": dead})
-            conn.execute(text("INSERT INTO runs (event_id, status, data) VALUES ('evt_gone', 'running', "
-                              "'{\"event_id\": \"evt_gone\", \"workspace\": \"/x\", \"head_sha\": \"" + "d" * 40
-                              + "\"}')"))
+            conn.execute(text("INSERT INTO runs (workspace_id, event_id, status, data) VALUES (:ws, 'evt_gone', "
+                              "'running', :data)"), {"ws": store.workspace_id, "data": json.dumps(
+                                  {"event_id": "evt_gone", "workspace": "/x", "head_sha": "d" * 40})})
     done = recover(ws)
     assert any(w.startswith(f"the run record of cycle {dead} could not be read and was moved aside")
                for w in done.warnings), done.warnings

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import git
-from sqlalchemy import event as sa_event
 from sqlalchemy import text
 
 from gep.errors import StoreError
@@ -146,39 +142,7 @@ def test_for_workspace_uses_dot_gep_or_the_configured_url(tmp_path: Path) -> Non
     assert other.is_file()
 
 
-# ------------------------------------------------------------------ a cycle's reads use indexes
-
-
-def test_cycle_queries_do_not_scan_or_sort_the_events(store: Store) -> None:
-    store.add_events(ev(i) for i in range(50))
-    statements: list[tuple[str, object]] = []
-
-    def capture(_conn, _cursor, statement, parameters, _context, _many):  # noqa: ANN001
-        if statement.lstrip().upper().startswith("SELECT"):
-            statements.append((statement, parameters))
-
-    sa_event.listen(store.engine, "before_cursor_execute", capture)
-    try:
-        store.recent_events(10)
-        store.list_events(limit=10, status="failed")
-        store.last_event_id()
-        store.count_events()
-        store.open_runs()
-        store.list_genes()
-        store.list_capsules()
-        store.list_failed_capsules()
-    finally:
-        sa_event.remove(store.engine, "before_cursor_execute", capture)
-    assert len(statements) == 8
-    with store.engine.connect() as conn:
-        for sql, params in statements:
-            plan = " | ".join(r[-1] for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, params).fetchall())
-            assert "TEMP B-TREE" not in plan, (sql, plan)  # no sort of the whole table
-            if "FROM runs" in sql:
-                assert "USING INDEX ix_runs_status" in plan, plan
-            if "status = " in sql and "FROM events" in sql:
-                assert "USING INDEX ix_events_status_seq" in plan, plan
-            assert "count(" not in sql.lower(), sql  # the event count comes from a counter row
+# A cycle's reads use the workspace's indexes: tests/test_store_fleet.py.
 
 
 # ------------------------------------------------------------------ errors: one line, no password
@@ -261,33 +225,4 @@ def test_ensure_gep_dir_appends_to_an_exclude_file_without_final_newline(repo: P
     assert exclude.read_text() == "*.tmp\n/.gep/\n"
 
 
-# ------------------------------------------------------------------ two processes, one SQLite file
-
-_WRITER = textwrap.dedent("""
-    import sys
-    from gep.models import EvolutionEvent, Outcome
-    from gep.store import Store
-    url, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    with Store.open(url) as store:
-        for i in range(n):
-            store.add_event(EvolutionEvent(id=f"{tag}_{i}", outcome=Outcome(status="success")))
-            if i % 10 == 0:
-                store.recent_events(10)
-        store.add_events(EvolutionEvent(id=f"{tag}_bulk_{i}") for i in range(n))
-""")
-
-
-def test_two_processes_writing_events_lose_nothing(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'gep.db'}"  # not created yet: both processes also race to migrate it
-    n = 150
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, url, tag, str(n)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("a", "b")]
-    for p in procs:
-        _, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err
-    with Store.open(url) as s:
-        assert s.count_events() == 4 * n
-        ids = {e.id for e in s.list_events(limit=10 * n)}
-    assert ids == {f"{t}_{k}{i}" for t in "ab" for k in ("", "bulk_") for i in range(n)}
+# Many processes writing at once (SQLite and PostgreSQL): tests/test_store_concurrency.py.

@@ -6,40 +6,28 @@ Each test works in its own schema, dropped afterwards. Skipped cleanly when no s
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
+from store_backends import NO_PG, pg_schema_url
 from test_store import check_events, check_genes_capsules, check_runs_state
 
 from gep.assets import export_assets, import_assets
-from gep.migrations import MIGRATIONS, applied, migrate
-from gep.models import EvolutionEvent
+from gep.config import Settings
+from gep.models import EvolutionEvent, PersonalityState
 from gep.store import Store, make_engine
+from gep.store.migrations import MIGRATIONS, applied, migrate
 
-PG_URL = os.environ.get("GEP_TEST_POSTGRES_URL")
-pytestmark = [pytest.mark.postgres,
-              pytest.mark.skipif(not PG_URL, reason="GEP_TEST_POSTGRES_URL not set (see .ci/postgres.sh)")]
+pytestmark = [pytest.mark.postgres, NO_PG]
 REFERENCE = Path(__file__).parent / "fixtures" / "reference_assets"
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    """A URL whose connections work in a fresh, empty schema."""
-    assert PG_URL
-    schema = "t_" + uuid.uuid4().hex[:12]
-    admin = create_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    sep = "&" if "?" in PG_URL else "?"
-    yield f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}"
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    with pg_schema_url() as url:
+        yield url
 
 
 @pytest.fixture
@@ -84,6 +72,30 @@ def test_migrations_from_blank_oldest_and_again(pg_url: str) -> None:
             assert applied(conn) == sorted(name for name, _ in MIGRATIONS)
     with Store.open(pg_url) as s:  # re-open: nothing re-applied, nothing lost
         assert s.count_events() == 2 and s.unknown_migrations == []
+
+
+def test_rows_from_before_workspaces_are_adopted_by_the_first_workspace(pg_url: str, tmp_path: Path) -> None:
+    engine = make_engine(pg_url)
+    migrate(engine, upto="004_drop_duplicate_id_indexes")  # the last single-workspace schema
+    with engine.begin() as conn:
+        for i in range(3):
+            conn.execute(text("INSERT INTO events (id, created_at, intent, status, data) VALUES "
+                              "(:id, 'x', 'repair', 'success', :d)"),
+                         {"id": f"evt_{i}", "d": json.dumps({"type": "EvolutionEvent", "id": f"evt_{i}"})})
+        conn.execute(text("UPDATE counters SET value = 3 WHERE name = 'events'"))
+        conn.execute(text("INSERT INTO state (key, data) VALUES ('personality.current', '{}')"))
+    engine.dispose()
+    settings = Settings(database_url=pg_url)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with Store.for_workspace(tmp_path / "a", settings) as a, Store.for_workspace(tmp_path / "b", settings) as b:
+        assert [e.id for e in a.recent_events()] == ["evt_0", "evt_1", "evt_2"] and a.count_events() == 3
+        assert a.get_state("personality.current", PersonalityState) is not None
+        assert b.get_state("personality.current", PersonalityState) is None
+        assert b.recent_events() == [] and b.count_events() == 0
+        a.add_event(EvolutionEvent(id="evt_3"))  # the sequence continues after the copied rows
+        b.add_event(EvolutionEvent(id="evt_0"))  # the same id in another workspace is another event
+        assert a.last_event_id() == "evt_3" and a.count_events() == 4 and b.count_events() == 1
 
 
 def test_database_from_a_newer_version_opens_untouched(pg_url: str) -> None:

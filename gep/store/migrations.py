@@ -2,7 +2,8 @@
 
 Each migration is plain DDL that works on SQLite and PostgreSQL. Never edit a released migration:
 append a new one. Tests (tests/test_migrations.py) run them from a blank database, from the oldest schema
-with data in it, twice in a row, and on a database a newer version migrated further.
+with data in it, twice in a row, and on a database a newer version migrated further;
+tests/test_store_schema.py checks that the tables they make are the ones gep/store/tables.py declares.
 """
 
 from __future__ import annotations
@@ -15,10 +16,16 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from gep.models import iso, utc_now
+from gep.store.engine import WRITE_FLAG
 
 
 def _autoinc(conn: Connection) -> str:
     return "BIGSERIAL PRIMARY KEY" if conn.dialect.name == "postgresql" else "INTEGER PRIMARY KEY AUTOINCREMENT"
+
+
+def _seq(conn: Connection) -> str:
+    return "BIGSERIAL PRIMARY KEY" if conn.dialect.name == "postgresql" \
+        else "INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT"
 
 
 def _m001_initial(conn: Connection) -> None:
@@ -61,11 +68,80 @@ def _m004_drop_duplicate_id_indexes(conn: Connection) -> None:
         conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
 
 
+# 005: table -> (its columns as created, the columns copied from the old table). Rows that predate the
+# workspace column get workspace_id '' until the first workspace that opens the store adopts them.
+_FLEET_TABLES: dict[str, tuple[str, str]] = {
+    "events": ("seq {seq}, workspace_id TEXT NOT NULL, id TEXT NOT NULL, created_at TEXT NOT NULL, "
+               "intent TEXT NOT NULL, status TEXT NOT NULL, gene_id TEXT, flow_run_id TEXT, data TEXT NOT NULL",
+               "seq, id, created_at, intent, status, gene_id, flow_run_id, data"),
+    "capsules": ("seq {seq}, workspace_id TEXT NOT NULL, id TEXT NOT NULL, gene_id TEXT, data TEXT NOT NULL",
+                 "seq, id, gene_id, data"),
+    "failed_capsules": ("seq {seq}, workspace_id TEXT NOT NULL, id TEXT NOT NULL, gene_id TEXT, "
+                        "data TEXT NOT NULL", "seq, id, gene_id, data"),
+    "validation_reports": ("seq {seq}, workspace_id TEXT NOT NULL, id TEXT NOT NULL, data TEXT NOT NULL",
+                           "seq, id, data"),
+    "runs": ("workspace_id TEXT NOT NULL, event_id TEXT NOT NULL, status TEXT NOT NULL, data TEXT NOT NULL, "
+             "PRIMARY KEY (workspace_id, event_id)", "event_id, status, data"),
+    "state": ("workspace_id TEXT NOT NULL, key TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (workspace_id, key)",
+              "key, data"),
+    "counters": ("workspace_id TEXT NOT NULL, name TEXT NOT NULL, value BIGINT NOT NULL, "
+                 "PRIMARY KEY (workspace_id, name)", "name, value"),
+    # shared by the fleet; rebuilt only because SQLite let 001's "id TEXT PRIMARY KEY" hold NULL
+    "genes": ("id TEXT NOT NULL PRIMARY KEY, source TEXT NOT NULL, updated_at TEXT NOT NULL, data TEXT NOT NULL",
+              "id, source, updated_at, data"),
+}
+_FLEET_INDEXES = (
+    "CREATE UNIQUE INDEX ix_events_ws_id ON events (workspace_id, id)",
+    "CREATE INDEX ix_events_ws_seq ON events (workspace_id, seq)",
+    "CREATE INDEX ix_events_ws_status_seq ON events (workspace_id, status, seq)",
+    "CREATE INDEX ix_events_flow_run ON events (flow_run_id)",
+    "CREATE UNIQUE INDEX ix_capsules_ws_id ON capsules (workspace_id, id)",
+    "CREATE INDEX ix_capsules_ws_seq ON capsules (workspace_id, seq)",
+    "CREATE UNIQUE INDEX ix_failed_capsules_ws_id ON failed_capsules (workspace_id, id)",
+    "CREATE INDEX ix_failed_capsules_ws_seq ON failed_capsules (workspace_id, seq)",
+    "CREATE UNIQUE INDEX ix_validation_reports_ws_id ON validation_reports (workspace_id, id)",
+    "CREATE INDEX ix_validation_reports_ws_seq ON validation_reports (workspace_id, seq)",
+    "CREATE INDEX ix_runs_ws_status ON runs (workspace_id, status)",
+    "CREATE UNIQUE INDEX ix_memory_summaries_ws_key ON memory_summaries (workspace_id, situation, gene_id)",
+    "CREATE INDEX ix_memory_summaries_ws_seq ON memory_summaries (workspace_id, seq)",
+)
+
+
+def _rebuild(conn: Connection, table: str, columns: str, copied: str) -> None:
+    """Re-create ``table`` with ``columns`` and copy its rows (SQLite cannot drop a column's UNIQUE)."""
+    new = f"{table}_v5"
+    conn.execute(text(f"CREATE TABLE {new} ({columns.format(seq=_seq(conn))})"))
+    if "workspace_id" in columns:
+        conn.execute(text(f"INSERT INTO {new} (workspace_id, {copied}) SELECT '', {copied} FROM {table}"))
+    else:
+        conn.execute(text(f"INSERT INTO {new} ({copied}) SELECT {copied} FROM {table}"))
+    conn.execute(text(f"DROP TABLE {table}"))
+    conn.execute(text(f"ALTER TABLE {new} RENAME TO {table}"))
+    if conn.dialect.name == "postgresql" and copied.startswith("seq"):
+        # the copied seq values were given explicitly: the new sequence continues after them
+        conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'), "
+                          f"COALESCE((SELECT MAX(seq) FROM {table}), 0) + 1, false)"))
+
+
+def _m005_workspaces(conn: Connection) -> None:
+    # One database for a fleet: every workspace row carries its workspace (gep/workspace_id.py), ids are
+    # unique per workspace, and the memory graph's summaries of pruned events get their table.
+    for table, (columns, copied) in _FLEET_TABLES.items():
+        _rebuild(conn, table, columns, copied)
+    conn.execute(text("CREATE TABLE workspaces (id TEXT NOT NULL PRIMARY KEY, path TEXT NOT NULL, "
+                      "name TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL)"))
+    conn.execute(text(f"CREATE TABLE memory_summaries (seq {_seq(conn)}, workspace_id TEXT NOT NULL, "
+                      "situation TEXT NOT NULL, gene_id TEXT NOT NULL, data TEXT NOT NULL)"))
+    for ddl in _FLEET_INDEXES:
+        conn.execute(text(ddl))
+
+
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_indexes", _m002_indexes),
     ("003_counters", _m003_counters),
     ("004_drop_duplicate_id_indexes", _m004_drop_duplicate_id_indexes),
+    ("005_workspaces", _m005_workspaces),
 ]
 
 _LOCK_KEY = 0x6E70_6D69  # PostgreSQL advisory lock held while migrating ("gep mi")
@@ -87,14 +163,14 @@ def unknown_migrations(conn: Connection) -> list[str]:
 def _locked(engine: Engine) -> Iterator[Connection]:
     """One transaction that excludes other migrating processes (SQLite: BEGIN IMMEDIATE; PostgreSQL: a lock)."""
     with engine.connect() as conn:
-        conn.info["gep_write"] = True  # gep.store's SQLite "begin" hook then issues BEGIN IMMEDIATE
+        conn.info[WRITE_FLAG] = True  # the SQLite "begin" hook then issues BEGIN IMMEDIATE
         try:
             with conn.begin():
                 if conn.dialect.name == "postgresql":
                     conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
                 yield conn
         finally:
-            conn.info.pop("gep_write", None)
+            conn.info.pop(WRITE_FLAG, None)
 
 
 def migrate(engine: Engine, upto: str | None = None) -> list[str]:

@@ -1,0 +1,138 @@
+"""The tables, as SQLModel classes for queries. The migrations (gep/store/migrations.py) create them;
+tests/test_store_schema.py checks that both agree, on SQLite and PostgreSQL.
+
+Every row that belongs to a workspace carries its ``workspace_id`` (see gep/workspace_id.py) and every
+query of one workspace reads through an index that starts with it. Genes are shared by the fleet.
+Each object is kept whole as JSON in ``data`` (gep/store/codec.py) next to the few columns queries use.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Index, Integer, Text
+from sqlmodel import Field, SQLModel
+
+# BIGSERIAL on PostgreSQL; SQLite's rowid alias must be spelled INTEGER
+SEQ = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def _seq() -> int | None:
+    return Field(default=None, primary_key=True, sa_type=SEQ)  # type: ignore[no-any-return]
+
+
+def _text(*, primary_key: bool = False, nullable: bool = False) -> str:
+    return Field(primary_key=primary_key, nullable=nullable, sa_type=Text)  # type: ignore[no-any-return]
+
+
+def _opt_text() -> str | None:
+    return Field(default=None, nullable=True, sa_type=Text)  # type: ignore[no-any-return]
+
+
+def _ws_indexes(table: str) -> tuple[Index, Index]:
+    """One object per id in a workspace; a workspace's rows in insertion order."""
+    return (Index(f"ix_{table}_ws_id", "workspace_id", "id", unique=True),
+            Index(f"ix_{table}_ws_seq", "workspace_id", "seq"))
+
+
+class WorkspaceRow(SQLModel, table=True):
+    __tablename__ = "workspaces"
+    id: str = _text(primary_key=True)
+    path: str = _text()
+    name: str = _text()
+    created_at: str = _text()
+    updated_at: str = _text()
+
+
+class EventRow(SQLModel, table=True):
+    __tablename__ = "events"
+    __table_args__ = (*_ws_indexes("events"),
+                      Index("ix_events_ws_status_seq", "workspace_id", "status", "seq"),
+                      Index("ix_events_flow_run", "flow_run_id"),
+                      {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    id: str = _text()
+    created_at: str = _text()
+    intent: str = _text()
+    status: str = _text()
+    gene_id: str | None = _opt_text()
+    flow_run_id: str | None = _opt_text()
+    data: str = _text()
+
+
+class GeneRow(SQLModel, table=True):
+    __tablename__ = "genes"
+    id: str = _text(primary_key=True)
+    source: str = Field(default="workspace", sa_type=Text)
+    updated_at: str = _text()
+    data: str = _text()
+
+
+class CapsuleRow(SQLModel, table=True):
+    __tablename__ = "capsules"
+    __table_args__ = (*_ws_indexes("capsules"), {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    id: str = _text()
+    gene_id: str | None = _opt_text()
+    data: str = _text()
+
+
+class FailedCapsuleRow(SQLModel, table=True):
+    __tablename__ = "failed_capsules"
+    __table_args__ = (*_ws_indexes("failed_capsules"), {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    id: str = _text()
+    gene_id: str | None = _opt_text()
+    data: str = _text()
+
+
+class ValidationReportRow(SQLModel, table=True):
+    __tablename__ = "validation_reports"
+    __table_args__ = (*_ws_indexes("validation_reports"), {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    id: str = _text()
+    data: str = _text()
+
+
+class RunRow(SQLModel, table=True):
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_ws_status", "workspace_id", "status"),)
+    workspace_id: str = _text(primary_key=True)
+    event_id: str = _text(primary_key=True)
+    status: str = _text()
+    data: str = _text()
+
+
+class StateRow(SQLModel, table=True):
+    __tablename__ = "state"
+    workspace_id: str = _text(primary_key=True)
+    key: str = _text(primary_key=True)
+    data: str = _text()
+
+
+class CounterRow(SQLModel, table=True):
+    __tablename__ = "counters"
+    workspace_id: str = _text(primary_key=True)
+    name: str = _text(primary_key=True)
+    value: int = Field(default=0, sa_type=BigInteger)
+
+
+class MemorySummaryRow(SQLModel, table=True):
+    """One SituationSummary (gep/memory_graph.py): a gene's outcomes in one signal situation, folded."""
+
+    __tablename__ = "memory_summaries"
+    __table_args__ = (Index("ix_memory_summaries_ws_key", "workspace_id", "situation", "gene_id", unique=True),
+                      Index("ix_memory_summaries_ws_seq", "workspace_id", "seq"),
+                      {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    situation: str = _text()  # sha256 of the signal key (keys can be longer than an index entry may be)
+    gene_id: str = _text()
+    data: str = _text()
+
+
+# the tables whose rows belong to one workspace (and move with it: adoption, copy)
+SCOPED_TABLES: tuple[type[SQLModel], ...] = (EventRow, CapsuleRow, FailedCapsuleRow, ValidationReportRow, RunRow,
+                                             StateRow, CounterRow, MemorySummaryRow)
