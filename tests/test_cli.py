@@ -196,3 +196,15 @@ def test_unwritable_engine_state_is_one_line(repo: Path):
     (repo / ".gep").write_text("a file where the engine's folder should be\n")
     one_line_error(run("history", "--workspace", str(repo)), "cannot write engine state", ".gep")
     one_line_error(run("cycle", "--workspace", str(repo), "--mutator", "prompt"), "cannot write engine state")
+
+
+@pytest.mark.timeout(120)
+def test_refused_starts_store_nothing_and_print_one_line(repo: Path):
+    console_error(console("cycle", "-w", str(repo), "--allow-dirty"), "--allow-dirty")  # gone: a dirty tree runs
+    (repo / ".git" / "MERGE_HEAD").write_text(subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo,
+                                                            capture_output=True, text=True).stdout)
+    console_error(console("cycle", "-w", str(repo), "--mutator", "prompt"), "a merge is in progress")
+    console_error(console("cycle", "-w", str(repo), "--mutator", "command", "--agent-cmd", "true",
+                          "--branch", "bad..name"), "'bad..name' is not a valid branch name")
+    with Store.for_workspace(repo) as store:
+        assert store.count_events() == 0 and store.open_runs() == []

@@ -232,3 +232,23 @@ def test_a_models_or_agents_cycle_is_refused_without_bwrap_unless_the_user_said_
     (example_ws / "gep.toml").write_text('sandbox = "none"\n')  # the user accepts the risk
     event = run_cycle(CycleRequest(workspace=example_ws, mutator="command", agent_cmd=cmd), env=dict(os.environ))
     assert event is not None and event.outcome.status == "empty"
+
+
+def test_gep_solidify_runs_with_the_settings_the_cycle_started_with(example_ws: Path) -> None:
+    from gep.context import open_cycle
+
+    (example_ws / "gep.toml").write_text('validation = ["python -m compileall -q ."]\n')
+    pending = run_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env=dict(os.environ))
+    assert pending is not None and pending.outcome.status == "awaiting_changes"
+    (example_ws / "gep.toml").write_text('sandbox = "none"\ncommand_allowlist = ["python", "sh"]\n'
+                                         'validation = ["sh evil.sh"]\n')
+    ctx = open_cycle(CycleRequest(workspace=example_ws), resume=True, env=dict(os.environ))
+    assert ctx is not None
+    try:
+        assert (ctx.settings.sandbox, ctx.settings.validation) == ("auto", ["python -m compileall -q ."])
+        assert "sh" not in ctx.settings.command_allowlist
+    finally:
+        ctx.close()
+    done = solidify_pending(CycleRequest(workspace=example_ws), env=dict(os.environ))
+    assert done is not None and done.outcome.status == "awaiting_changes"  # and the change to gep.toml fails it
+    assert "constraint: forbidden path touched: gep.toml" in (done.meta.failure_reasons or [])

@@ -272,7 +272,7 @@ def test_protocol_high_risk_and_intent_mismatch(ws_path: Path, store: Store) -> 
     assert "protocol: intent_mismatch_with_mutation:optimize!=repair" in reasons
 
 
-def test_review_rejection_rolls_back(ws_path: Path, store: Store) -> None:
+def test_review_rejection_discards_the_change(ws_path: Path, store: Store) -> None:
     before = snapshot(ws_path)
     seen: list[ReviewRequest] = []
     res = cycle(ws_path, store, mutate, approve=lambda r: seen.append(r) or False)
