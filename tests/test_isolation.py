@@ -136,3 +136,19 @@ def test_crlf_with_text_auto_keeps_the_users_bytes(ws: Path) -> None:
     assert (ws / "README.md").read_bytes() == b"hello\r\nmy CRLF work in progress\r\n"
     assert (ws / "app.py").read_bytes() == b"def add(a, b):\n    return b + a\n"
     assert git(ws, "status", "--porcelain", "--", "app.py") == ""
+
+
+def test_a_change_rebased_onto_the_users_commit_is_validated_again(ws: Path) -> None:
+    """The user commits a stricter check while the agent works: the change passed the old check in the clone,
+    is rebased onto the user's commit, fails the new one, and never lands."""
+    stricter = ("u = pathlib.Path.cwd().parents[2]; (u / 'check.py').write_text(\"import sys; "
+                "sys.exit(0 if 'a + b' in open('app.py').read() else 1)\\n\"); "
+                "g = ['git', '-C', str(u), '-c', 'user.name=U', '-c', 'user.email=u@x']; "
+                "subprocess.run(g + ['commit', '-q', '-m', 'stricter check', '--', 'check.py'], check=True)")
+    event = cycle(ws, GOOD, stricter)
+    assert event.outcome.status == "failed"
+    assert any(r.startswith("after rebasing onto your new commits: validation: python check.py exited 1")
+               for r in event.meta.failure_reasons or []), event.meta.failure_reasons
+    assert git(ws, "log", "-1", "--format=%s").strip() == "stricter check"
+    assert (ws / "app.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert "return b + a" in Path(event.meta.rescued_patch or "").read_text()
