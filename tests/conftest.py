@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -52,6 +53,17 @@ def outside() -> Iterator[Path]:
     d = Path(tempfile.mkdtemp(prefix="gep-outside-", dir="/var/tmp"))
     yield d
     shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A socket on the host that a sandboxed attack tries to reach (the network must be cut)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(5)
+    s.settimeout(0.5)
+    yield s
+    s.close()
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,6 +170,34 @@ def progress(ws: Path, what: str) -> None:
 def read_progress(ws: Path) -> list[str]:
     p = ws.parent / "progress"
     return [line for line in p.read_text().split("\n") if line] if p.exists() else []
+
+
+def run_and_kill(argv: list[str], ws: Path, kill_after: float | None = None,
+                 meanwhile: Callable[[subprocess.Popen[bytes]], None] | None = None) -> tuple[int, float]:
+    """Run a driver: (exit code, seconds from its "start" progress line to its end). ``kill_after``: SIGKILL it
+    that many seconds after it started; ``meanwhile(proc)`` runs once it started (and may kill it)."""
+    import time
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while "start" not in read_progress(ws) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        if meanwhile is not None:
+            meanwhile(proc)
+        try:
+            proc.wait(kill_after)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+        _out, err = proc.communicate(timeout=120)
+        elapsed = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode in (0, -signal.SIGKILL), err.decode()
+    return proc.returncode, elapsed
 
 
 def break_app(path: Path) -> None:

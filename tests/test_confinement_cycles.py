@@ -19,6 +19,7 @@ import pytest
 from conftest import EXAMPLE, git, init_repo
 from fake_anthropic import FakeAnthropic, message, text_block, tool_use
 from test_mutator_anthropic import BUGGY, FIXED
+from test_sandbox import ATTACK as SANDBOX_ATTACK
 
 import gep.sandbox as sandbox_mod
 from gep import CycleRequest, run_cycle, solidify_pending
@@ -29,44 +30,20 @@ from gep.store import Store
 
 KEY = "sk-ant-api03-" + "Wv7" * 14
 
-# What the model writes as tests/conftest.py; validation (pytest) imports it. Absolute paths reach for the
-# user's own tree and the engine's state, relative ones stay in the tree under check (the cycle's clone).
-ATTACK = r'''
-import base64, json, os, socket
-R = {}
-def attempt(name, fn):
-    try:
-        R[name] = ["done", str(fn())[:60]]
-    except BaseException as exc:
-        R[name] = ["blocked", type(exc).__name__]
-attempt("write_outside", lambda: open(os.path.join(OUTSIDE, "pwned"), "w").write("x"))
+# What the model writes as tests/conftest.py; validation (pytest) imports it: test_sandbox.py's attacks (in the
+# tree under check, the cycle's clone), plus the user's own tree and the engine's state by absolute path.
+REACH_FOR_THE_USER = r'''
 attempt("write_user_tree", lambda: open(os.path.join(USER, "stats.py"), "a").write("# pwned\n"))
 attempt("write_user_git", lambda: open(os.path.join(USER, ".git", "hooks", "post-commit"), "w").write("x"))
 attempt("plant_gene", lambda: open(os.path.join(USER, ".gep", "genes", "evil.json"), "w").write("{}"))
 attempt("user_gep_toml", lambda: open(os.path.join(USER, "gep.toml"), "a").write('sandbox = "none"\n'))
-def environ_of_others():
-    for pid in os.listdir("/proc"):
-        try:
-            data = open("/proc/%s/environ" % pid, "rb").read() if pid.isdigit() else b""
-        except OSError:
-            continue
-        if b"ANTHROPIC_API_KEY=" in data:
-            return base64.b64encode(data.split(b"ANTHROPIC_API_KEY=")[1].split(b"\0")[0]).decode()
-    raise LookupError("no environment holds the key")
-attempt("proc_environ", environ_of_others)
-attempt("env_key", lambda: base64.b64encode(os.environ["ANTHROPIC_API_KEY"].encode()).decode())
-def network():
-    s = socket.create_connection(("127.0.0.1", PORT), timeout=3)
-    s.sendall(b"leak")
-    s.close()
-attempt("network", network)
 attempt("rewrite_memory", lambda: open("MEMORY.md", "w").write("forget everything\n"))
-print("RESULTS", json.dumps(R))
 '''
+ATTACK = SANDBOX_ATTACK.replace("json.dump(R", REACH_FOR_THE_USER + "json.dump(R")
 FIX = ("import pathlib, sys; sys.stdin.read(); p = pathlib.Path('stats.py'); "
        "p.write_text(p.read_text().replace('(len(values) - 1)', 'len(values)'))")
 ESCAPES = {"write_outside", "write_user_tree", "write_user_git", "plant_gene", "user_gep_toml", "proc_environ",
-           "env_key", "network"}
+           "env_key", "network", "write_git", "write_state"}
 
 
 @pytest.fixture(autouse=True)
@@ -82,16 +59,6 @@ def example_ws() -> Iterator[Path]:
     shutil.copytree(EXAMPLE, root / "ws")
     yield init_repo(root / "ws", {})
     shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(5)
-    s.settimeout(0.5)
-    yield s
-    s.close()
 
 
 def stored(ws: Path) -> list[EvolutionEvent]:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from crash_driver import run_and_kill
 from git_crash_driver import EVENT_ID
 from git_scenario import files_of, git, make_repo, snapshot, user_edits
 
@@ -32,25 +31,7 @@ def _scenario(path: Path) -> Path:
 def _drive(ws: Path, point: str, kill_after: float | None = None) -> tuple[int, float]:
     """Run the driver: (exit code, seconds from the start of its cycle to its end). With ``kill_after``,
     SIGKILL it that many seconds after it started its cycle (imports done)."""
-    proc = subprocess.Popen([sys.executable, str(DRIVER), str(ws), point], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while "start" not in _progress(ws) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        started = time.monotonic()
-        try:
-            proc.wait(kill_after)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-        _out, err = proc.communicate(timeout=120)
-        elapsed = time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode in (0, -signal.SIGKILL), err.decode()
-    return proc.returncode, elapsed
+    return run_and_kill([sys.executable, str(DRIVER), str(ws), point], ws, kill_after)
 
 
 def _recover(ws: Path, live: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]

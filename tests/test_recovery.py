@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from crash_driver import make_scenario, person_edits, read_progress, snapshot, user_dirty_edits
+from crash_driver import make_scenario, person_edits, read_progress, run_and_kill, snapshot, user_dirty_edits
 
 from gep import pipeline as P
 from gep.api import recover
@@ -52,27 +52,8 @@ def scenario(path: Path) -> Path:
 def drive(ws: Path, run: str, point: str, kill_after: float | None = None) -> tuple[int, float]:
     """Run the driver: (exit code, seconds from its start line to its end). ``kill_after``: SIGKILL it that
     many seconds after it started; ``in_validation``: once the slow check is running."""
-    proc = subprocess.Popen([sys.executable, str(DRIVER), str(ws), run, point], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while "start" not in read_progress(ws) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        started = time.monotonic()
-        if point == "in_validation":
-            _kill_in_validation(ws, proc)
-        try:
-            proc.wait(kill_after)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-        _out, err = proc.communicate(timeout=120)
-        elapsed = time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode in (0, -signal.SIGKILL), err.decode()
-    return proc.returncode, elapsed
+    meanwhile = (lambda proc: _kill_in_validation(ws, proc)) if point == "in_validation" else None
+    return run_and_kill([sys.executable, str(DRIVER), str(ws), run, point], ws, kill_after, meanwhile)
 
 
 def _kill_in_validation(ws: Path, proc: subprocess.Popen[bytes]) -> None:

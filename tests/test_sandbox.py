@@ -72,16 +72,6 @@ def engine_with_key() -> Iterator[int]:
     proc.wait()
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(5)
-    s.settimeout(0.5)
-    yield s
-    s.close()
-
-
 def _venv_path(monkeypatch: pytest.MonkeyPatch) -> None:
     # `python` in validation commands: this interpreter, which has pytest
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
