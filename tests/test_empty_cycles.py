@@ -101,7 +101,7 @@ def test_an_abandoned_prompt_cycle_is_empty_only_if_nothing_was_changed(example_
     before = stats.read_text()
     if edit:
         stats.write_text(before + "\n# started, then given up\n")
-    run_cycle(
+    new = run_cycle(
         CycleRequest(workspace=example_ws, mutator="prompt", seed=2, abandon_pending=True),
         env=dict(os.environ),
     )
@@ -110,7 +110,9 @@ def test_an_abandoned_prompt_cycle_is_empty_only_if_nothing_was_changed(example_
     assert stats.read_text() == before  # only the cycle's paths put back ...
     assert abandoned.meta.empty_cycle is (not edit)
     assert abandoned.blast_radius.files == (1 if edit else 0)
-    if edit:  # ... after the edit was saved as a patch that brings it back
+    if edit:  # ... after the edit was saved as a patch that brings it back, which the new cycle says
         assert "# started, then given up" in Path(abandoned.meta.rescued_patch or "").read_text()
+        assert (f"abandoned {pending.id}: your change is saved in {abandoned.meta.rescued_patch}; bring it back "
+                f"with: git -C {example_ws} apply {abandoned.meta.rescued_patch}") in (new.meta.start_notes or [])
     else:
         assert abandoned.meta.rescued_patch is None
