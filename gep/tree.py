@@ -173,12 +173,23 @@ class CycleTree:
         for f in tree_diff(self.repo.git(), before.change.tree, after.change.tree):
             p = self.path / f.path
             if f.status == "added" and f.path not in deleted and _created_since(p, started):
-                p.unlink()
-                prune_empty_dirs(self.path, f.path)
+                self._set_aside(f.path)
                 removed.append(f.path)
             else:
                 drift.append(f.path)
         return removed, drift
+
+    def _set_aside(self, rel: str) -> None:
+        """A file validation created: deleted from a clone (the engine's); in a person's tree moved to
+        ``.gep/rescued/<event>-validation/`` instead (a file of theirs made in the same seconds is never lost)."""
+        p = self.path / rel
+        if self.in_place is not None:
+            dest = self.repo.engine_dir("rescued") / f"{self.in_place.event_id}-validation" / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(p, dest)
+        else:
+            p.unlink()
+        prune_empty_dirs(self.path, rel)
 
     # ---------------------------------------------------------------- ending
 

@@ -498,3 +498,16 @@ def test_a_persons_change_to_a_file_with_earlier_uncommitted_edits_is_left_to_th
     assert ("not committed (had your uncommitted edits before the cycle (commit it yourself)): README.md"
             in (res.event.meta.constraint_warnings or []))
     assert (ws_path / "README.md").read_text() == "hello\nmore\n"
+
+
+def test_what_validation_writes_in_a_persons_tree_is_set_aside_not_deleted(ws_path: Path, store: Store) -> None:
+    def change(p: Path) -> None:
+        (p / "feature.py").write_text("VALUE = 1\n")
+        (p / "check.py").write_text("import os\nos.makedirs('reports', exist_ok=True)\n"
+                                    "open('reports/out.txt', 'w').write('x')\n")
+
+    res = cycle(ws_path, store, change, mode="in_place")
+    assert res.event.outcome.status == "success", res.event.meta.failure_reasons
+    assert res.event.meta.validation_artifacts_removed == ["reports/out.txt"] and not (ws_path / "reports").exists()
+    kept = ws_path / ".gep" / "rescued" / f"{res.event.id}-validation" / "reports" / "out.txt"
+    assert kept.read_text() == "x"  # in a person's tree nothing is deleted: a file of theirs could be among them
