@@ -298,5 +298,5 @@ def glob_files(base: Path, pattern: str, *, skip_names: frozenset[str] = frozens
 
     if not top.is_dir():
         return []
-    return [w.path for w in walk(top, prune=prune, warnings=warnings, root=root)
-            if not w.is_dir and rx.fullmatch(w.rel)]
+    return sorted(w.path for w in walk(top, prune=prune, warnings=warnings, root=root)
+                  if not w.is_dir and rx.fullmatch(w.rel))
