@@ -431,6 +431,7 @@ def signals_cmd(
         out.print(table)
     if report.malformed:
         err.print(f"gep: {report.malformed} malformed line(s) skipped", markup=False, highlight=False)
+    _warn(report.warnings)
 
 
 # ------------------------------------------------------------------ serve

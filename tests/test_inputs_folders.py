@@ -213,6 +213,14 @@ def test_a_trap_as_a_days_signals_file_is_skipped_when_writing_and_reading(tmp_p
     assert [s.type for s in read.signals] == ["emotion"] and warned(read.warnings, f"{DAY}.jsonl", kind)
 
 
+def test_gep_signals_names_a_skipped_day_file_and_succeeds(tmp_path: Path, outside: Path) -> None:
+    plant(tmp_path / "memory" / "growth" / "signals" / f"{DAY}.jsonl", "fifo", outside)
+    res = subprocess.run([str(GEP), "signals", "--workspace", str(tmp_path), "--json"], capture_output=True,
+                         text=True, timeout=25)
+    assert (res.returncode, res.stdout, res.stderr.splitlines()) == (
+        0, "[]\n", [f"gep: warning: memory/growth/signals/{DAY}.jsonl: skipped: a FIFO"])
+
+
 @pytest.mark.parametrize("kind", ["fifo", "zero", "random"])
 def test_a_trap_as_the_seen_index_or_the_capture_log_never_blocks(tmp_path: Path, outside: Path, kind: str) -> None:
     state = tmp_path / ".gep" / "behavior"
