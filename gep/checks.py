@@ -13,6 +13,7 @@ from gep import constants as C
 from gep.assets import is_valid_gene_id
 from gep.canary import CanaryResult
 from gep.config import CONFIG_FILE, GEP_DIR, Settings
+from gep.inputs import Unreadable, read_capped
 from gep.models import CycleRun, EvolutionEvent, Gene, Intent, Mutation, RiskLevel, ValidationReport
 from gep.mutation import is_high_risk_mutation_allowed, is_high_risk_personality
 from gep.sanitize import redact
@@ -84,7 +85,10 @@ def _protected_violations(workspace: Workspace, run: CycleRun, change: FileChang
         return [f"protected file deleted: {change.path}"]
     if not target.is_file() or target.is_symlink():
         return [f"protected file replaced by something that is not a regular file: {change.path}"]
-    new = target.read_bytes()
+    try:
+        new = read_capped(target, C.PROTECTED_FILE_MAX_BYTES)
+    except Unreadable as exc:  # swapped for a FIFO since, or too large to compare
+        return [f"protected file not checked ({exc.reason}): {change.path}"]
     if not new.strip():
         return [f"protected file emptied: {change.path}"]
     if editable:
