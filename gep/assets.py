@@ -21,6 +21,10 @@ Import policy:
   characters): anything else stops the import (AssetError naming the file and the id), as it stops loading
   ``.gep/genes/``. A gene with the id of one of the engine's seed genes is not imported (listed in
   ``ImportReport.rejected``, unless identical to the seed): an import never replaces the engine's genes.
+- An asset file must be a regular file of at most 512 MB (a FIFO, a device or a bigger file stops the import
+  with an AssetError naming it). In a genes folder, a file that is not a regular file (a FIFO, a symlink to
+  ``/dev/zero``), a symlink out of the workspace or a file over 1 MB is skipped with a warning instead:
+  reading it would hang or fill the memory, and one planted file must not stop every cycle.
 - Importing the same files again adds nothing. Genes and capsules with a known id are replaced by the file's
   version; events and validation reports already stored are left as they are (history is append-only).
 Export writes the stored JSON objects back exactly as stored, formatted as the reference formats them
@@ -29,20 +33,25 @@ Export writes the stored JSON objects back exactly as stored, formatted as the r
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from gep import constants as C
 from gep.config import gep_dir
 from gep.errors import AssetError
 from gep.hashing import compute_asset_id, js_dumps, verify_asset_id
+from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular, read_text_capped
 from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport
+from gep.records import InputWarning
 from gep.store import Store
 
 M = TypeVar("M", bound=BaseModel)
@@ -93,13 +102,23 @@ def _json_type(value: Any) -> str:
         type(value), "a number")
 
 
-def _read_json(path: Path) -> Any:
+def _cannot_read(path: Path, exc: OSError) -> AssetError:
+    if isinstance(exc, Unreadable):
+        return AssetError(f"{path}: not read: {exc.reason}")
+    return AssetError(f"{path}: cannot read ({exc.strerror or exc})")
+
+
+def _read_json(path: Path, cap: int = C.ASSET_FILE_MAX_BYTES, within: Path | None = None) -> Any:
+    """The JSON in ``path``; :class:`gep.inputs.Unreadable` when it is not a regular file (inside
+    ``within``) of at most ``cap`` bytes, for the caller to skip it or refuse it."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_text_capped(path, cap, within=within)
     except UnicodeDecodeError:
         raise AssetError(f"{path}: not UTF-8 text") from None
+    except Unreadable:
+        raise
     except OSError as exc:
-        raise AssetError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise _cannot_read(path, exc) from None
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -107,11 +126,15 @@ def _read_json(path: Path) -> Any:
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise AssetError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    with fh:
+    with ExitStack() as stack:
+        try:
+            binary = stack.enter_context(open_regular(path))
+            size = os.fstat(binary.fileno()).st_size
+        except OSError as exc:
+            raise _cannot_read(path, exc) from None
+        if size > C.ASSET_FILE_MAX_BYTES:
+            raise _cannot_read(path, Unreadable(path, f"larger than {C.ASSET_FILE_MAX_BYTES:,} bytes"))
+        fh = stack.enter_context(io.TextIOWrapper(binary, encoding="utf-8"))
         try:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
@@ -127,10 +150,11 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
 # ------------------------------------------------------------------ gene files
 
 
-def load_gene_file(path: Path | str) -> Gene:
-    """One gene from a JSON file; AssetError naming the file and the field when it is malformed."""
+def load_gene_file(path: Path | str, within: Path | None = None) -> Gene:
+    """One gene from a JSON file; AssetError naming the file and the field when it is malformed, or
+    :class:`gep.inputs.Unreadable` when it is no regular file (inside ``within``) of at most 1 MB."""
     path = Path(path)
-    obj = _read_json(path)
+    obj = _read_json(path, C.GENE_FILE_MAX_BYTES, within)
     gene = _check_gene_id(_validate(Gene, obj, str(path)), str(path))
     if isinstance(obj.get("asset_id"), str) and obj["asset_id"] and not verify_asset_id(obj):
         raise AssetError(f"{path}: field 'asset_id': does not match the gene's content "
@@ -138,15 +162,26 @@ def load_gene_file(path: Path | str) -> Gene:
     return gene
 
 
-def load_genes_dir(directory: Path | str) -> list[Gene]:
-    """Every ``*.json`` gene in ``directory`` (sorted by file name; none when the folder does not exist)."""
+def load_genes_dir(directory: Path | str, warnings: list[InputWarning] | None = None,
+                   within: Path | None = None) -> list[Gene]:
+    """Every ``*.json`` gene in ``directory`` (sorted by file name; none when the folder does not exist).
+
+    A FIFO, a device, a symlink out of ``within`` (default: the folder) or a file over 1 MB is skipped and
+    noted in ``warnings`` (None: the log); a malformed gene raises AssetError."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
+    within = Path(within) if within is not None else directory
     genes: list[Gene] = []
     seen: dict[str, Path] = {}
-    for path in sorted(directory.glob("*.json")):
-        gene = load_gene_file(path)
+    for path in glob_files(directory, "*.json", warnings=warnings, root=within):
+        if path.is_dir():
+            continue
+        try:
+            gene = load_gene_file(path, within=within)
+        except Unreadable as exc:
+            note(warnings, exc.warning(within))
+            continue
         if gene.id in seen:
             raise AssetError(f"{path}: gene id '{gene.id}' is already defined in {seen[gene.id].name}")
         seen[gene.id] = path
@@ -167,16 +202,18 @@ def workspace_genes_dir(workspace: Path | str) -> Path:
     return gep_dir(workspace) / "genes"
 
 
-def workspace_genes(workspace: Path | str, store: Store) -> list[Gene]:
+def workspace_genes(workspace: Path | str, store: Store, warnings: list[InputWarning] | None = None) -> list[Gene]:
     """Genes a cycle selects from: seed genes, then store genes, then ``<workspace>/.gep/genes/*.json``.
 
     A later source overrides an earlier gene with the same id in place, so the order stays stable: seeds by
-    file name, then new store genes by id, then new workspace files by file name.
+    file name, then new store genes by id, then new workspace files by file name. Gene files skipped (see
+    :func:`load_genes_dir`) are noted in ``warnings``.
     """
     merged: dict[str, Gene] = {}
     # a stored gene with an id no import accepts any more (stored before ids were checked) is left out
     stored = [g for g in store.list_genes() if is_valid_gene_id(g.id)]
-    for gene in [*load_genes_dir(seed_genes_dir()), *stored, *load_genes_dir(workspace_genes_dir(workspace))]:
+    local = load_genes_dir(workspace_genes_dir(workspace), warnings, within=Path(workspace).resolve())
+    for gene in [*load_genes_dir(seed_genes_dir(), warnings), *stored, *local]:
         merged[gene.id] = gene
     return list(merged.values())
 
@@ -251,7 +288,10 @@ class ExportReport(BaseModel):
 
 
 def _list_in(path: Path, key: str) -> list[Any]:
-    doc = _read_json(path)
+    try:
+        doc = _read_json(path)
+    except Unreadable as exc:
+        raise _cannot_read(path, exc) from None
     if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
         raise AssetError(f"{path}: expected an object with a '{key}' array")
     return doc[key]
@@ -288,11 +328,16 @@ def _accept(obj: dict[str, Any], path: Path, report: ImportReport, allow_mismatc
 
 
 def _present(path: Path) -> bool:
-    """Whether an asset file is there; something else by that name is an error, never silently skipped."""
+    """Whether an asset file is there; something else by that name (a folder, a FIFO, a device) is an
+    error, never silently skipped."""
     if not path.exists():
         return False
-    if not path.is_file():
-        raise AssetError(f"{path}: not a file")
+    try:
+        check_regular(path)
+    except Unreadable as exc:
+        raise AssetError(f"{path}: not a file ({exc.reason})") from None
+    except OSError as exc:
+        raise _cannot_read(path, exc) from None
     return True
 
 

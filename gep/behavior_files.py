@@ -10,6 +10,9 @@ An exchange is captured once however often it is read: its key is looked up in `
 file (deleting ``.gep/`` does not duplicate what was written). At most :data:`~gep.behavior.MAX_PER_DAY`
 signals per day and source are written; the rest are counted as capped.
 
+Every file here is read and appended to through :mod:`gep.inputs`: a FIFO, a device or a symlink out of the
+workspace in its place is skipped (named in the report's ``warnings``), never waited on or written through.
+
 :func:`record` and :func:`read_signals` are what the cycle (and later the store) call.
 """
 
@@ -28,7 +31,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from gep import constants as C
 from gep.behavior import MAX_PER_DAY, Detected, StoredSignal
+from gep.inputs import Unreadable, append_regular, glob_files, note, open_regular, read_text_capped
+from gep.records import InputWarning
 from gep.sanitize import redact
 
 SIGNALS_DIR = Path("memory") / "growth" / "signals"
@@ -46,12 +52,14 @@ class RecordReport(BaseModel):
     new: int = 0  # exchanges not read before by this pass (now marked)
     written: list[StoredSignal] = Field(default_factory=list)
     capped: int = 0  # signals over the daily cap of their source, not written
+    warnings: list[InputWarning] = Field(default_factory=list)  # files skipped (a FIFO, a device ...)
 
 
 class ReadReport(BaseModel):
     signals: list[StoredSignal] = Field(default_factory=list)
     malformed: int = 0  # lines skipped: not JSON, or not a valid signal
     files: int = 0
+    warnings: list[InputWarning] = Field(default_factory=list)  # files skipped (a FIFO, a device ...)
 
 
 def signals_dir(workspace: Path) -> Path:
@@ -74,10 +82,13 @@ def log(workspace: Path, message: str, now: datetime) -> None:
     """One redacted line in ``.gep/behavior/capture.log`` (kept under 64 KB). Never raises."""
     try:
         path = state_dir(workspace) / "capture.log"
-        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
-            path.write_bytes(path.read_bytes()[-LOG_MAX_BYTES // 2:])
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(f"{now.astimezone(UTC).isoformat(timespec='seconds')} {redact(' '.join(message.split()))}\n")
+        if path.is_file() and not path.is_symlink() and path.stat().st_size > LOG_MAX_BYTES:
+            with open_regular(path) as fh:
+                fh.seek(-(LOG_MAX_BYTES // 2), os.SEEK_END)
+                kept = fh.read(LOG_MAX_BYTES // 2)
+            path.write_bytes(kept)
+        line = f"{now.astimezone(UTC).isoformat(timespec='seconds')} {redact(' '.join(message.split()))}\n"
+        append_regular(path, line.encode("utf-8"))
     except OSError:
         pass
 
@@ -85,7 +96,7 @@ def log(workspace: Path, message: str, now: datetime) -> None:
 @contextmanager
 def locked(workspace: Path, timeout_s: float) -> Iterator[None]:
     """Hold ``.gep/behavior/lock``; :class:`Busy` when it cannot be had within ``timeout_s``."""
-    fd = os.open(state_dir(workspace) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(state_dir(workspace) / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
@@ -101,11 +112,17 @@ def locked(workspace: Path, timeout_s: float) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def seen(workspace: Path, pass_: Pass) -> set[str]:
+def seen(workspace: Path, pass_: Pass, warnings: list[InputWarning] | None = None) -> set[str]:
+    """Keys of the exchanges ``pass_`` has read (none when ``seen`` is missing or unreadable: the day files'
+    keys still keep a signal from being written twice)."""
     path = Path(workspace) / STATE_DIR / "seen"
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_text_capped(path, C.BEHAVIOR_SEEN_MAX_BYTES, within=Path(workspace),
+                                 errors="replace").splitlines()
     except FileNotFoundError:
+        return set()
+    except Unreadable as exc:
+        note(warnings, exc.warning(Path(workspace)))
         return set()
     return {parts[0] for parts in (line.split() for line in lines) if len(parts) == 2 and parts[1] == pass_}
 
@@ -122,11 +139,13 @@ def _parse(line: str) -> StoredSignal | None:
         return None
 
 
-def _read_file(path: Path) -> tuple[list[StoredSignal], int]:
+def _read_file(path: Path, workspace: Path) -> tuple[list[StoredSignal], int]:
+    """(signals, lines that are none) of a day's file; :class:`gep.inputs.Unreadable` when it is no regular
+    file in the workspace of at most ``SIGNALS_FILE_MAX_BYTES``."""
     good: list[StoredSignal] = []
     bad = 0
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_text_capped(path, C.SIGNALS_FILE_MAX_BYTES, within=workspace, errors="replace")
     except FileNotFoundError:
         return good, 0
     for line in text.splitlines():
@@ -139,20 +158,38 @@ def _read_file(path: Path) -> tuple[list[StoredSignal], int]:
     return good, bad
 
 
-def _append(path: Path, lines: list[str]) -> None:
+def _append(path: Path, lines: list[str], workspace: Path) -> None:
     """Append whole lines; a file another tool left without a final newline gets one first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    prefix = ""
     try:
-        prefix = ""
-        size = os.fstat(fd).st_size
-        if size:
-            with path.open("rb") as fh:
+        with open_regular(path, within=workspace) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size:
                 fh.seek(size - 1)
                 prefix = "" if fh.read(1) == b"\n" else "\n"
-        os.write(fd, (prefix + "".join(line + "\n" for line in lines)).encode("utf-8"))
-    finally:
-        os.close(fd)
+    except FileNotFoundError:
+        pass
+    append_regular(path, (prefix + "".join(line + "\n" for line in lines)).encode("utf-8"), within=workspace)
+
+
+def _day_keys(workspace: Path, day: date, warnings: list[InputWarning]) -> tuple[Counter[str], set[str]] | None:
+    """(signals per source, exchange keys) already in the day's file; None when it cannot be read (noted)."""
+    try:
+        existing, _bad = _read_file(_day_file(workspace, day), workspace)
+    except Unreadable as exc:
+        note(warnings, exc.warning(workspace))
+        return None
+    return Counter(s.source for s in existing), {s.key for s in existing if s.key}
+
+
+def _write_days(workspace: Path, out: dict[date, list[str]], report: RecordReport) -> None:
+    for day, lines in out.items():
+        try:
+            _append(_day_file(workspace, day), lines, workspace)
+        except Unreadable as exc:  # replaced by a FIFO or a symlink since it was read
+            note(report.warnings, exc.warning(workspace))
+            report.written = [s for s in report.written if s.at.astimezone(UTC).date() != day]
 
 
 def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rules",
@@ -162,17 +199,19 @@ def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rule
     report = RecordReport(offered=len(detected))
     workspace = Path(workspace)
     with locked(workspace, timeout_s):
-        done = seen(workspace, pass_)
+        done = seen(workspace, pass_, report.warnings)
         fresh = [d for d in {d.key: d for d in detected}.values() if d.key not in done]
-        days: dict[date, tuple[Counter[str], set[str]]] = {}
+        days: dict[date, tuple[Counter[str], set[str]] | None] = {}
         out: dict[date, list[str]] = {}
         for d in fresh:
             for sig in d.signals:
                 day = sig.at.astimezone(UTC).date()
                 if day not in days:
-                    existing, _bad = _read_file(_day_file(workspace, day))
-                    days[day] = (Counter(s.source for s in existing), {s.key for s in existing if s.key})
-                counts, keys = days[day]
+                    days[day] = _day_keys(workspace, day, report.warnings)
+                known = days[day]
+                if known is None:
+                    continue  # the day's file is a FIFO, a device ...: nothing is written there
+                counts, keys = known
                 if d.key in keys:
                     continue  # written before .gep/ lost its index: not again
                 if counts[d.source] >= MAX_PER_DAY:
@@ -182,11 +221,13 @@ def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rule
                 counts[d.source] += 1
                 out.setdefault(day, []).append(stored.model_dump_json(exclude_none=True))
                 report.written.append(stored)
-        for day, lines in out.items():
-            _append(_day_file(workspace, day), lines)
+        _write_days(workspace, out, report)
         if fresh:  # after the signals: a crash in between re-reads the exchange, and the day's keys stop a copy
-            with (state_dir(workspace) / "seen").open("a", encoding="utf-8") as fh:
-                fh.write("".join(f"{d.key} {pass_}\n" for d in fresh))
+            try:
+                append_regular(state_dir(workspace) / "seen", "".join(f"{d.key} {pass_}\n" for d in fresh).encode(),
+                               within=workspace)
+            except Unreadable as exc:
+                note(report.warnings, exc.warning(workspace))
         report.new = len(fresh)
     return report
 
@@ -195,16 +236,18 @@ def read_signals(workspace: Path, *, day: date | None = None, type_: str | None 
                  since: datetime | None = None) -> ReadReport:
     """The signals kept in the workspace (one day, or every day), oldest file first, optionally of one type
     or from ``since`` on. Lines that are not valid signals are counted in ``malformed``."""
-    folder = signals_dir(Path(workspace))
-    if day is not None:
-        paths = [_day_file(Path(workspace), day)]
-    else:
-        paths = sorted(folder.glob("????-??-??.jsonl")) if folder.is_dir() else []
+    workspace = Path(workspace)
     report = ReadReport()
+    if day is not None:
+        paths = [p for p in [_day_file(workspace, day)] if os.path.lexists(p)]
+    else:
+        paths = glob_files(signals_dir(workspace), "????-??-??.jsonl", warnings=report.warnings, root=workspace)
     for path in paths:
-        if not path.is_file():
+        try:
+            good, bad = _read_file(path, workspace)
+        except Unreadable as exc:
+            note(report.warnings, exc.warning(workspace))
             continue
-        good, bad = _read_file(path)
         report.files += 1
         report.malformed += bad
         report.signals += [s for s in good if (type_ is None or s.type == type_)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gep.behavior_files import RecordReport
+    from gep.records import InputWarning
     from gep.sources import SessionExchanges
 
 MAX_PAYLOAD = 4_000_000
@@ -129,9 +130,12 @@ def _worker(args: Sequence[str]) -> int:
     return 0
 
 
-def hook_session(hook: HookInput, now: datetime) -> SessionExchanges | None:
+def hook_session(hook: HookInput, now: datetime,
+                 warnings: list[InputWarning] | None = None) -> SessionExchanges | None:
     """The session as the transcript tells it, with the hook's prompt as its last exchange (None for the
-    engine's own agent sessions)."""
+    engine's own agent sessions). A ``transcript_path`` that is no regular file (a FIFO, a device) is not
+    read (noted in ``warnings``): the prompt alone is the exchange."""
+    from gep.inputs import Unreadable, note
     from gep.sources import (
         SessionExchanges,
         TranscriptExchange,
@@ -142,10 +146,16 @@ def hook_session(hook: HookInput, now: datetime) -> SessionExchanges | None:
 
     session = SessionExchanges(source="claude_code", session_id=hook.session_id)
     path = Path(hook.transcript_path).expanduser() if hook.transcript_path else None
-    if path is not None and path.is_file():
-        if is_engine_session(path):
-            return None
-        session = transcript_exchanges(read_tail(path, TRANSCRIPT_TAIL).text, session_id=hook.session_id or path.stem)
+    if path is not None:
+        try:
+            if is_engine_session(path):
+                return None
+            session = transcript_exchanges(read_tail(path, TRANSCRIPT_TAIL).text,
+                                           session_id=hook.session_id or path.stem)
+        except Unreadable as exc:
+            note(warnings, exc.warning())
+        except OSError:
+            pass  # no transcript (yet)
     last = session.exchanges[-1] if session.exchanges else None
     if last is not None and not session.pending_agent and " ".join(last.user.split()) == " ".join(hook.prompt.split()):
         return session  # the transcript already holds the prompt
@@ -162,10 +172,16 @@ def run_hook(workspace: Path, payload: str, *, now: datetime, timeout_s: float =
     from gep.behavior_files import record
 
     hook = parse_hook(payload)
-    session = hook_session(hook, now) if hook is not None else None
-    if session is None:
-        return None
-    return record(workspace, detect_session(session, now=now, only_last=True), timeout_s=timeout_s)
+    skipped: list[InputWarning] = []
+    session = hook_session(hook, now, skipped) if hook is not None else None
+    report = record(workspace, detect_session(session, now=now, only_last=True),
+                    timeout_s=timeout_s) if session is not None else None
+    if report is not None:
+        skipped += report.warnings
+        report.warnings = skipped
+    for warning in skipped:  # the hook prints nothing: its log is where a skipped file shows
+        _log(workspace, f"capture: {warning}")
+    return report
 
 
 def capture_sessions(workspace: Path, sessions: Sequence[SessionExchanges], *, now: datetime,

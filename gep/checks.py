@@ -110,6 +110,9 @@ def _protected_violations(tree: CycleTree, tc: TreeChange, paths: list[str], edi
         if not now[0].startswith("100"):
             out.append(f"protected file replaced by something that is not a regular file: {rel}")
             continue
+        if tree.blob_size(now[1]) > C.PROTECTED_FILE_MAX_BYTES:
+            out.append(f"protected file not checked (larger than {C.PROTECTED_FILE_MAX_BYTES:,} bytes): {rel}")
+            continue
         data = tree.blob(now[1])
         if not data.strip():
             out.append(f"protected file emptied: {rel}")

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -16,6 +16,9 @@ from rich.table import Table
 
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
+
+if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
+    from gep.records import InputWarning
 
 app = typer.Typer(
     name="gep",
@@ -65,6 +68,12 @@ def friendly(fn: F) -> F:
 
 
 app.add_typer(store_app(friendly), name="store")
+
+
+def _warn(warnings: list[InputWarning]) -> None:
+    """Inputs skipped (a FIFO or a device among the gene files ...): one stderr line each."""
+    for w in warnings:
+        err.print(f"gep: warning: {w}", markup=False, highlight=False)
 
 
 def _emit_json(obj: Any) -> None:
@@ -332,13 +341,15 @@ def genes_list(
         from gep.models import utc_now
         from gep.selector import active_bans
 
+        skipped: list[InputWarning] = []
         with _open_store(workspace) as store:
-            genes = workspace_genes(Path(workspace), store)
+            genes = workspace_genes(Path(workspace), store, skipped)
             events = store.recent_events(500)
             failed = store.list_failed_capsules()
             settings = load_settings(workspace)
         bans = {b.gene_id: b for b in active_bans(recent_events=events, signals=[], settings=settings,
                                                   failed_capsules=failed, genes=genes, now=utc_now())}
+        _warn(skipped)
     else:
         genes = load_genes_dir(seed_genes_dir())
     if as_json:
@@ -365,8 +376,10 @@ def genes_show(
     from gep.assets import load_genes_dir, seed_genes_dir, workspace_genes
 
     if workspace is not None:
+        skipped: list[InputWarning] = []
         with _open_store(workspace) as store:
-            genes = workspace_genes(Path(workspace), store)
+            genes = workspace_genes(Path(workspace), store, skipped)
+        _warn(skipped)
     else:
         genes = load_genes_dir(seed_genes_dir())
     for g in genes:
@@ -470,6 +483,7 @@ def signals_cmd(
         out.print(table)
     if report.malformed:
         err.print(f"gep: {report.malformed} malformed line(s) skipped", markup=False, highlight=False)
+    _warn(report.warnings)
 
 
 # ------------------------------------------------------------------ serve

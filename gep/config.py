@@ -2,6 +2,10 @@
 
 Every field can be set in gep.toml by its name, and from the environment as ``GEP_<NAME>`` (upper case;
 lists as comma-separated values). ``ANTHROPIC_API_KEY`` and ``GEP_DATABASE_URL`` are read as is.
+
+Every number is finite and in a stated range (nan, inf, a negative timeout or a tail of terabytes is a
+one-line ConfigError naming the setting), and gep.toml must be a regular file of at most 1 MB in the
+workspace: a FIFO there would block every command, a symlink to ``/dev/zero`` would fill the memory.
 """
 
 from __future__ import annotations
@@ -10,12 +14,13 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gep import constants as C
 from gep.errors import ConfigError
+from gep.inputs import Unreadable, printable, read_text_capped
 
 GEP_DIR = ".gep"
 CONFIG_FILE = "gep.toml"
@@ -30,9 +35,20 @@ DEFAULT_PROTECTED = [CONFIG_FILE, "MEMORY.md", "USER.md", "AGENTS.md", "CLAUDE.m
 DEFAULT_VALIDATION = ["python -m compileall -q .", "python -m pytest -q"]
 DEFAULT_ENV_DIRS = [".venv", "venv", "node_modules", ".tox"]
 
+# Ranges every numeric setting falls in (tests/test_inputs_settings.py checks that each field has one).
+# Counts and limits that are only compared against:
+Count = Annotated[int, Field(ge=0, le=10**12)]
+# ... that size a buffer or a read: a typo must not allocate terabytes
+TailBytes = Annotated[int, Field(ge=0, le=C.SETTINGS_MAX_TAIL_BYTES)]
+Chars = Annotated[int, Field(ge=0, le=C.SETTINGS_MAX_TAIL_BYTES)]
+Seconds = Annotated[float, Field(gt=0, le=C.SETTINGS_MAX_TIMEOUT_S)]  # a timeout: 0 or less disables nothing
+Hours = Annotated[float, Field(ge=0, le=24 * 366 * 100)]
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+
 
 class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # allow_inf_nan=False: a nan timeout compares false with everything, so it silently disables the timeout
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     # store
     database_url: str | None = None
@@ -40,8 +56,8 @@ class Settings(BaseModel):
     share_capsules: bool = False
     # prune this workspace's store after each cycle (gep.store.after_cycle): keep the newest N events
     # and/or those younger than N days (unset: never prune; `gep store prune` does it on demand)
-    prune_keep_events: int | None = Field(default=None, ge=0)
-    prune_keep_days: float | None = Field(default=None, ge=0)
+    prune_keep_events: int | None = Field(default=None, ge=0, le=10**9)
+    prune_keep_days: float | None = Field(default=None, ge=0, le=36_500)
 
     # sources
     log_globs: list[str] = Field(default_factory=lambda: ["logs/**/*.log"])
@@ -52,81 +68,81 @@ class Settings(BaseModel):
         # {claude_project}: where Claude Code keeps this workspace's sessions (see gep/sources.py)
         default_factory=lambda: ["sessions/**/*.jsonl", ".claude/projects/**/*.jsonl", "{claude_project}/*.jsonl"]
     )
-    log_tail_bytes: int = C.LOG_TAIL_BYTES
-    memory_tail_bytes: int = C.MEMORY_TAIL_BYTES
-    user_tail_bytes: int = C.USER_TAIL_BYTES
-    transcript_tail_bytes: int = C.TRANSCRIPT_TAIL_BYTES
+    log_tail_bytes: TailBytes = C.LOG_TAIL_BYTES
+    memory_tail_bytes: TailBytes = C.MEMORY_TAIL_BYTES
+    user_tail_bytes: TailBytes = C.USER_TAIL_BYTES
+    transcript_tail_bytes: TailBytes = C.TRANSCRIPT_TAIL_BYTES
     # sessions last written longer ago are not read (stale talk is not a signal); 0: no limit
-    transcript_max_age_hours: float = C.TRANSCRIPT_MAX_AGE_HOURS
-    max_source_files: int = C.MAX_SOURCE_FILES
+    transcript_max_age_hours: Hours = C.TRANSCRIPT_MAX_AGE_HOURS
+    max_source_files: int = Field(default=C.MAX_SOURCE_FILES, ge=0, le=1000)
 
     # selection and strategy
     strategy: str | None = None
-    ban_cycles: int = C.BAN_CYCLES
-    dominance_share: float = C.DOMINANCE_SHARE
-    dominance_window: int = C.DOMINANCE_WINDOW
+    ban_cycles: int = Field(default=C.BAN_CYCLES, ge=0, le=100_000)
+    dominance_share: Share = C.DOMINANCE_SHARE
+    dominance_window: int = Field(default=C.DOMINANCE_WINDOW, ge=1, le=100_000)
     # feedback (seed 003): share of a gene's rank taken by its usefulness score; the rest is the memory
     # graph's expected success. Keep it low: a heavy weight makes a filter bubble (drift and the dominance
     # cap still apply)
-    usefulness_weight: float = Field(default=C.USEFULNESS_WEIGHT, ge=0.0, le=1.0)
+    usefulness_weight: Share = C.USEFULNESS_WEIGHT
 
     # lessons (seed 004): recalled for the prompt by recency and strength
-    lesson_recency_weight: float = Field(default=C.LESSON_RECENCY_WEIGHT, ge=0.0, le=1.0)
-    lesson_limit: int = Field(default=C.LESSON_RECALL_LIMIT, ge=0)
-    lesson_prompt_chars: int = Field(default=C.LESSON_PROMPT_CHARS, ge=0)
+    lesson_recency_weight: Share = C.LESSON_RECENCY_WEIGHT
+    lesson_limit: int = Field(default=C.LESSON_RECALL_LIMIT, ge=0, le=10_000)
+    lesson_prompt_chars: Chars = C.LESSON_PROMPT_CHARS
     # unresolved conflicts on one topic that make the next cycle on it ask for a synthesis
-    lesson_synthesis_threshold: int = Field(default=C.LESSON_SYNTHESIS_THRESHOLD, ge=1)
+    lesson_synthesis_threshold: int = Field(default=C.LESSON_SYNTHESIS_THRESHOLD, ge=1, le=10_000)
 
     # solidify
-    hard_cap_files: int = C.HARD_CAP_FILES
-    hard_cap_lines: int = C.HARD_CAP_LINES
-    hard_cap_bytes: int = Field(default=2_000_000, ge=0)  # bytes added + deleted per cycle (2 MB)
+    hard_cap_files: Count = C.HARD_CAP_FILES
+    hard_cap_lines: Count = C.HARD_CAP_LINES
+    hard_cap_bytes: Count = 2_000_000  # bytes added + deleted per cycle (2 MB)
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
     command_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWLIST))
     python_modules: list[str] = Field(default_factory=lambda: list(DEFAULT_PYTHON_MODULES))
     # validation, the canary and the model's run_validation (gep/sandbox.py): "auto" confines them with
     # bubblewrap when it is installed; "bwrap" requires it; "none" runs them unconfined (the user's choice)
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
-    sandbox_memory_mb: int = Field(default=4096, ge=0)  # 0: no limit
-    sandbox_max_processes: int = Field(default=512, ge=0)  # 0: no limit
-    max_output_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)  # a command printing more is killed
+    sandbox_memory_mb: int = Field(default=4096, ge=0, le=2**30)  # 0: no limit
+    sandbox_max_processes: int = Field(default=512, ge=0, le=2**22)  # 0: no limit
+    max_output_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, le=2**40)  # a command printing more is killed
     # extra environment variables validation receives (credential-like names and values are dropped anyway)
     validation_env: list[str] = Field(default_factory=list)
-    validation_timeout_s: float = C.VALIDATION_TIMEOUT_S
+    validation_timeout_s: Seconds = C.VALIDATION_TIMEOUT_S
     # this workspace's validation commands, run instead of every gene's own (empty: each gene's own); for a
     # machine where a gene's checks cannot run (pytest not installed ...)
     validation: list[str] = Field(default_factory=list)
-    output_cap_chars: int = C.OUTPUT_CAP_CHARS
+    output_cap_chars: Chars = C.OUTPUT_CAP_CHARS
     canary: str = "compileall"  # "compileall" (byte-compile changed .py files), "none", or a command
-    lock_timeout_s: float = C.LOCK_TIMEOUT_S
+    lock_timeout_s: float = Field(default=C.LOCK_TIMEOUT_S, ge=0, le=C.SETTINGS_MAX_TIMEOUT_S)  # 0: try once
     branch: str | None = None
 
     # git isolation (gep/git/): folders the checks need that git ignores, linked read-only into a cycle's
     # clone; the largest uncommitted file of a person's that prompt mode copies (bigger: not restorable);
     # how many times a cycle's commit is rebased onto a moving branch before it is kept on gep/<event>
     env_dirs: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_DIRS))
-    snapshot_copy_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    snapshot_copy_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0, le=2**40)
     max_rebases: int = Field(default=3, ge=0, le=20)
 
     # prompt and mutators
     mutator: str | None = None
     model: str = "claude-sonnet-4-6"
-    max_turns: int = C.MAX_TURNS
-    max_tokens_per_cycle: int = C.MAX_TOKENS_PER_CYCLE
-    prompt_context_chars: int = C.PROMPT_CONTEXT_CHARS
+    max_turns: int = Field(default=C.MAX_TURNS, ge=1, le=10_000)
+    max_tokens_per_cycle: Count = C.MAX_TOKENS_PER_CYCLE
+    prompt_context_chars: Chars = C.PROMPT_CONTEXT_CHARS
     agent_cmd: str | None = None
-    agent_timeout_s: float = C.AGENT_TIMEOUT_S
+    agent_timeout_s: Seconds = C.AGENT_TIMEOUT_S
 
     # gene pool (issue 16)
     # validation for genes the engine writes (automatic and distilled genes): the seed genes' Python defaults
     default_validation: list[str] = Field(default_factory=lambda: list(DEFAULT_VALIDATION))
-    distill_min_capsules: int = Field(default=10, ge=1)  # fewer successful capsules: nothing to distil yet
-    distill_min_score: float = Field(default=0.7, ge=0, le=1)  # a capsule succeeded at this outcome score or more
-    distill_interval_hours: float = Field(default=24.0, ge=0)  # at most one distillation attempt per this many hours
+    distill_min_capsules: int = Field(default=10, ge=1, le=10**6)  # fewer successful capsules: nothing to distil yet
+    distill_min_score: Share = 0.7  # a capsule succeeded at this outcome score or more
+    distill_interval_hours: Hours = 24.0  # at most one distillation attempt per this many hours
     # behavioural signals (gep/behavior.py; the Claude pass, gep/llm_signals.py, needs ANTHROPIC_API_KEY)
     llm_signals: bool = False  # ask Claude about the exchanges the rules found nothing in
-    llm_signals_every: int = 10  # ... and about every new exchange on every Nth cycle (0: never)
-    llm_signals_token_budget: int = 20_000  # tokens the Claude pass may use in one cycle
+    llm_signals_every: int = Field(default=10, ge=0, le=10**6)  # ... and about every new exchange on every Nth cycle (0: never)
+    llm_signals_token_budget: Count = 20_000  # tokens the Claude pass may use in one cycle
 
     # prefect
     ui_url: str | None = None
@@ -180,15 +196,25 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _from_toml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
+    """gep.toml's settings ({} when there is none); a ConfigError when it cannot be used."""
+    where = printable(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        text = read_text_capped(path, C.CONFIG_FILE_MAX_BYTES, within=path.parent)
+    except FileNotFoundError:
+        return {}
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    except Unreadable as exc:  # a FIFO, a device, a symlink out, too large
+        raise ConfigError(f"{where}: not read: {exc.reason}") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not valid TOML ({exc})") from None
     table = data.get("gep", data)
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [gep] must be a table")
+        raise ConfigError(f"{where}: [gep] must be a table")
     return {k.replace("-", "_"): v for k, v in table.items()}
 
 

@@ -111,3 +111,18 @@ LESSON_RECENCY_WEIGHT = 0.7  # seed 004: share of recalled lessons chosen by rec
 LESSON_RECALL_LIMIT = 10
 LESSON_SYNTHESIS_THRESHOLD = 3  # unresolved conflicts on one topic before a synthesis is asked for
 LESSON_PROMPT_CHARS = 2_400
+
+# --- reading inputs (gep/inputs.py): what another program may have put where the engine reads
+WALK_MAX_DEPTH = 48  # directory levels a walk goes down (a deeper tree is cut there, with a warning)
+WALK_MAX_ENTRIES = 200_000  # entries one walk looks at before it stops (with a warning)
+INPUT_WARNINGS_MAX = 50  # warnings kept per cycle (the rest are counted in the last one)
+GENE_FILE_MAX_BYTES = 1_000_000  # a gene file (.gep/genes/*.json) over this is skipped
+CONFIG_FILE_MAX_BYTES = 1_000_000  # gep.toml over this is refused
+ASSET_FILE_MAX_BYTES = 512 * 1024 * 1024  # an asset file to import (genes.json, events.jsonl ...)
+SIGNALS_FILE_MAX_BYTES = 16 * 1024 * 1024  # a day's behavioural signals file
+BEHAVIOR_SEEN_MAX_BYTES = 64 * 1024 * 1024  # .gep/behavior/seen (one line per exchange read)
+SETTINGS_MAX_TAIL_BYTES = 64 * 1024 * 1024  # the largest tail a setting may ask to read from one source
+SETTINGS_MAX_TIMEOUT_S = 7 * 24 * 3600  # a longer timeout is a typo (and overflows timers)
+BUILD_FILE_MAX_BYTES = 4 * 1024 * 1024  # package.json or a Makefile read to check a validation command
+PROTECTED_FILE_MAX_BYTES = 64 * 1024 * 1024  # a protected file (MEMORY.md) compared with its baseline
+TOOL_READ_MAX_FILE_BYTES = 8 * 1024 * 1024  # read_file/edit_file refuse larger files (search skips them)

@@ -108,8 +108,21 @@ class SourceFile(BaseModel):
     mtime: float = 0.0
 
 
+class InputWarning(BaseModel):
+    """An input the engine did not read, and why: not a regular file (a FIFO, a device), a symlink out of
+    the folder it was found in, over a size cap, deeper than the walk goes (see gep/inputs.py). ``path`` is
+    shown on one line (control characters escaped) and redacted."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
 class SourcesRecord(BaseModel):
     files: list[SourceFile] = Field(default_factory=list)
+    warnings: list[InputWarning] = Field(default_factory=list)  # inputs skipped (sources and gene files)
 
 
 class PromptSizes(BaseModel):

@@ -26,8 +26,10 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from gep import constants as C
 from gep.config import Settings
 from gep.errors import GepError
+from gep.inputs import Unreadable, read_text_capped
 from gep.models import Gene
 from gep.runner import check_command, resolve_program
 
@@ -183,8 +185,10 @@ def _npm_problem(workspace: Path, args: Sequence[str]) -> str | None:
     if script is None:
         return None
     try:
-        scripts = json.loads(pkg.read_text(encoding="utf-8")).get("scripts") or {}
-    except (ValueError, UnicodeDecodeError, AttributeError):
+        scripts = json.loads(read_text_capped(pkg, C.BUILD_FILE_MAX_BYTES)).get("scripts") or {}
+    except Unreadable as exc:  # a FIFO or a device in its place would block or fill the memory
+        return f"package.json not read: {exc.reason}"
+    except (ValueError, UnicodeDecodeError, AttributeError, OSError):
         return "package.json is not a valid JSON object"
     return None if isinstance(scripts, dict) and script in scripts else f"package.json has no script '{script}'"
 
@@ -217,7 +221,12 @@ def _make_problem(workspace: Path, args: Sequence[str]) -> str | None:
     path = folder / makefile if makefile else next((folder / m for m in _MAKEFILES if (folder / m).is_file()), None)
     if path is None or not path.is_file():
         return f"{makefile or 'Makefile'} not found in the workspace"
-    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = read_text_capped(path, C.BUILD_FILE_MAX_BYTES, errors="replace")
+    except Unreadable as exc:  # a FIFO, a device, too large
+        return f"{path.name} not read: {exc.reason}"
+    except OSError as exc:
+        return f"{path.name} cannot be read ({exc.strerror})"
     if re.search(r"^\s*-?include\s", text, re.MULTILINE) or "%" in text:
         return None  # rules may come from elsewhere or from patterns: not second-guessed
     defined = {name for m in _MAKE_RULE.finditer(text) for name in m.group(1).split()}

@@ -25,7 +25,9 @@ Mapping onto the four texts of ``gep.signals.extract_signals`` (the reference's 
 * ``user_snippet``: the tail of ``user_file`` (USER.md), or ``[USER.md MISSING]``.
 
 Every file is read as a bounded tail: the reader seeks to ``size - cap`` and reads at most ``cap``
-bytes, so a 2 GB log costs what a 2 MB one does. Bytes are decoded as UTF-8 with replacement
+bytes, so a 2 GB log costs what a 2 MB one does. Only regular files are read, and folders are walked
+iteratively to a depth cap (gep/inputs.py): a FIFO, a device, a symlink out of the folder or a tree too deep
+is skipped and named in ``SourceBundle.warnings``. Bytes are decoded as UTF-8 with replacement
 (binary content never raises), a tail that starts mid-line drops that partial line, and every
 returned text has passed through ``gep.sanitize.redact``. Nothing under ``.git/`` or ``.gep/`` is
 read, nor anything a log or memory glob or symlink would reach outside the workspace; a transcript
@@ -47,7 +49,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gep.config import Settings
-from gep.records import SourceFile, SourceKind
+from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular, shown
+from gep.records import InputWarning, SourceFile, SourceKind
 from gep.sanitize import REDACTED, redact
 
 _SKIP_DIRS = frozenset({".git", ".gep"})
@@ -72,6 +75,7 @@ class SourceBundle(BaseModel):
     memory_snippet: str = ""
     user_snippet: str = ""
     files: list[SourceFile] = Field(default_factory=list)
+    warnings: list[InputWarning] = Field(default_factory=list)  # inputs skipped (see gep/inputs.py)
 
 
 # ---------------------------------------------------------------- bounded reading
@@ -86,11 +90,12 @@ class _Tail:
     start: int = 0  # offset in the file of the first byte of ``text``
 
 
-def _tail_bytes(path: Path, cap: int) -> tuple[bytes, int, int, bool]:
+def _tail_bytes(path: Path, cap: int, within: Path | None = None) -> tuple[bytes, int, int, bool]:
     """(data, file size, offset of data in the file, truncated): at most ``cap`` bytes from the end, starting
-    at a character boundary and, when truncated, at the next full line when there is one."""
+    at a character boundary and, when truncated, at the next full line when there is one. Only a regular
+    file (inside ``within`` when given) is read: else :class:`gep.inputs.Unreadable`."""
     cap = max(0, int(cap))
-    with path.open("rb") as fh:
+    with open_regular(path, within=within) as fh:
         size = os.fstat(fh.fileno()).st_size
         start = max(0, size - cap)
         fh.seek(start)
@@ -111,28 +116,39 @@ def _tail_bytes(path: Path, cap: int) -> tuple[bytes, int, int, bool]:
     return data, size, offset, truncated
 
 
-def read_tail(path: Path, cap: int) -> _Tail:
-    """At most ``cap`` bytes from the end of ``path``, decoded with replacement."""
-    data, size, offset, truncated = _tail_bytes(path, cap)
+def read_tail(path: Path, cap: int, within: Path | None = None) -> _Tail:
+    """At most ``cap`` bytes from the end of ``path`` (a regular file, see :func:`_tail_bytes`), decoded
+    with replacement."""
+    data, size, offset, truncated = _tail_bytes(path, cap, within)
     text = data.decode("utf-8", errors="replace").replace("\x00", "")
     return _Tail(text=text, size=size, bytes_read=min(max(0, int(cap)), size), truncated=truncated, start=offset)
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        rel = path.resolve().relative_to(root)
-    except (OSError, ValueError):
-        return False
-    return not (_SKIP_DIRS & set(rel.parts))
 
 
 def _in_skipped(path: Path, root: Path) -> bool:
     """Whether ``path`` (really) lies under the workspace's ``.git/`` or ``.gep/``."""
     try:
         rel = path.resolve().relative_to(root)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):
         return False
     return bool(_SKIP_DIRS & set(rel.parts))
+
+
+def _regular(path: Path, within: Path, root: Path, warnings: list[InputWarning] | None) -> os.stat_result | None:
+    """``path``'s stat when it is a regular file that stays inside ``within`` and out of ``.git/`` and
+    ``.gep/``; else None, with a warning unless it is a folder or is gone."""
+    try:
+        if path.is_dir():
+            return None
+        st = check_regular(path, within=within)
+    except Unreadable as exc:
+        note(warnings, exc.warning(root))
+        return None
+    except (OSError, RuntimeError):  # gone meanwhile, a symlink loop
+        return None
+    if _in_skipped(path, root):
+        note(warnings, InputWarning(path=shown(path, root), reason="skipped: a symlink into .git/ or .gep/"))
+        return None
+    return st
 
 
 CLAUDE_PROJECT = "{claude_project}"
@@ -176,9 +192,11 @@ def _split_pattern(root: Path, pattern: str, outside: bool) -> tuple[Path, str, 
     return base, rest, label
 
 
-def _glob_newest(root: Path, patterns: list[str], limit: int,
-                 outside: bool = False) -> list[tuple[Path, os.stat_result, str]]:
-    """Regular files matched by ``patterns``, newest first, at most ``limit``, each with its label."""
+def _glob_newest(root: Path, patterns: list[str], limit: int, outside: bool = False,
+                 warnings: list[InputWarning] | None = None) -> list[tuple[Path, os.stat_result, str]]:
+    """Regular files matched by ``patterns``, newest first, at most ``limit``, each with its label. What a
+    pattern matches but is not read (a FIFO, a device, a symlink out of the pattern's folder, a tree too deep)
+    is noted in ``warnings``."""
     found: dict[Path, tuple[os.stat_result, str]] = {}
     for pattern in patterns:
         split = _split_pattern(root, pattern, outside)
@@ -189,22 +207,19 @@ def _glob_newest(root: Path, patterns: list[str], limit: int,
             if not base.is_dir():
                 continue
             base = base.resolve()
-            matches = list(base.glob(rest))
-        except (OSError, ValueError):
+        except (OSError, RuntimeError):
             continue
-        for path in matches:
-            if _SKIP_DIRS & set(path.relative_to(base).parts) or path in found:
+        for path in glob_files(base, rest, skip_names=_SKIP_DIRS, warnings=warnings, root=root):
+            if path in found or _SKIP_DIRS & set(path.relative_to(base).parts):
                 continue
-            try:
-                if not path.is_file() or not _inside(path, base) or _in_skipped(path, root):
-                    continue
-                shown = _rel(path, root) if base == root else (
-                    f"{label}/{path.relative_to(base).as_posix()}" if label else redact(path.as_posix()))
-                found[path] = (path.stat(), shown)
-            except OSError:
+            st = _regular(path, base, root, warnings)
+            if st is None:
                 continue
+            label_path = _rel(path, root) if base == root else (
+                f"{label}/{path.relative_to(base).as_posix()}" if label else redact(path.as_posix()))
+            found[path] = (st, label_path)
     ordered = sorted(found.items(), key=lambda item: (-item[1][0].st_mtime, str(item[0])))
-    return [(path, st, shown) for path, (st, shown) in ordered[: max(0, limit)]]
+    return [(path, st, label_path) for path, (st, label_path) in ordered[: max(0, limit)]]
 
 
 # ---------------------------------------------------------------- transcripts
@@ -352,14 +367,18 @@ def _rel(path: Path, root: Path) -> str:
 
 
 def _read_tracked(path: Path, root: Path, cap: int, kind: SourceKind, files: list[SourceFile],
-                  shown: str | None = None) -> str | None:
-    """The bounded tail of ``path``, noted in ``files`` (as ``shown``); None when it cannot be read."""
+                  label: str | None = None, warnings: list[InputWarning] | None = None) -> str | None:
+    """The bounded tail of ``path``, noted in ``files`` (as ``label``); None when it cannot be read (noted
+    in ``warnings`` when it is no longer a regular file)."""
     try:
         tail = read_tail(path, cap)
         mtime = path.stat().st_mtime
+    except Unreadable as exc:
+        note(warnings, exc.warning(root))
+        return None
     except OSError:
         return None
-    files.append(SourceFile(path=shown or _rel(path, root), kind=kind, size=tail.size, bytes_read=tail.bytes_read,
+    files.append(SourceFile(path=label or _rel(path, root), kind=kind, size=tail.size, bytes_read=tail.bytes_read,
                             truncated=tail.truncated, mtime=mtime))
     return tail.text
 
@@ -367,29 +386,32 @@ def _read_tracked(path: Path, root: Path, cap: int, kind: SourceKind, files: lis
 def _engine_session(path: Path) -> bool:
     """Whether the session's first bytes hold the engine's own prompt."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             return ENGINE_PROMPT_MARKER.encode() in fh.read(_HEAD_BYTES)
     except OSError:
         return False
 
 
-def _single_path(root: Path, name: str) -> Path | None:
-    if not name or Path(name).is_absolute() or ".." in Path(name).parts:
+def _single_path(root: Path, name: str, warnings: list[InputWarning] | None = None) -> Path | None:
+    """``root/name`` when ``name`` is a relative path to a regular file in the workspace (not under
+    ``.git/`` or ``.gep/``); a FIFO, a device or a symlink out is noted in ``warnings``."""
+    if not name or Path(name).is_absolute() or ".." in Path(name).parts or _SKIP_DIRS & set(Path(name).parts):
         return None
     path = root / name
-    if not path.is_file() or not _inside(path, root):
-        return None
-    return path
+    return path if _regular(path, root, root, warnings) is not None else None
 
 
-def _read_single(root: Path, name: str, cap: int, kind: SourceKind, files: list[SourceFile]) -> str | None:
-    path = _single_path(root, name)
-    return None if path is None else _read_tracked(path, root, cap, kind, files)
+def _read_single(root: Path, name: str, cap: int, kind: SourceKind, files: list[SourceFile],
+                 warnings: list[InputWarning]) -> str | None:
+    path = _single_path(root, name, warnings)
+    return None if path is None else _read_tracked(path, root, cap, kind, files, warnings=warnings)
 
 
-def _sessions(root: Path, settings: Settings, now: datetime) -> list[tuple[Path, os.stat_result, str]]:
+def _sessions(root: Path, settings: Settings, now: datetime,
+              warnings: list[InputWarning] | None = None) -> list[tuple[Path, os.stat_result, str]]:
     """The transcripts a cycle reads: newest first, recent enough, not the engine's own sessions."""
-    sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True)
+    sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True,
+                            warnings=warnings)
     if settings.transcript_max_age_hours > 0:
         oldest = now.timestamp() - settings.transcript_max_age_hours * 3600
         sessions = [item for item in sessions if item[1].st_mtime >= oldest]
@@ -401,12 +423,13 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
     root = Path(workspace).resolve()
     now = now or datetime.now(UTC)
     files: list[SourceFile] = []
+    warnings: list[InputWarning] = []
 
     # Transcripts, newest first (their patterns may point outside the workspace).
     sections = []
-    sessions = _sessions(root, settings, now)
-    for path, _st, shown in sessions:
-        text = _read_tracked(path, root, settings.transcript_tail_bytes, "transcript", files, shown)
+    sessions = _sessions(root, settings, now, warnings)
+    for path, _st, label in sessions:
+        text = _read_tracked(path, root, settings.transcript_tail_bytes, "transcript", files, label, warnings)
         rendered = render_transcript(text) if text is not None else ""
         if rendered.strip():
             sections.append(f"--- SESSION ({path.name}) ---\n{rendered}")
@@ -417,17 +440,17 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
     day = now.astimezone(UTC).strftime("%Y-%m-%d")
     log_parts = []
     memory_log = _read_single(
-        root, f"{settings.memory_dir}/{day}.md", settings.memory_tail_bytes, "memory_log", files
+        root, f"{settings.memory_dir}/{day}.md", settings.memory_tail_bytes, "memory_log", files, warnings
     )
     if memory_log:
         log_parts.append(memory_log)
-    for path, _st, _shown in _glob_newest(root, settings.log_globs, settings.max_source_files):
-        text = _read_tracked(path, root, settings.log_tail_bytes, "log", files)
+    for path, _st, _label in _glob_newest(root, settings.log_globs, settings.max_source_files, warnings=warnings):
+        text = _read_tracked(path, root, settings.log_tail_bytes, "log", files, warnings=warnings)
         if text and text.strip():
             log_parts.append(f"--- LOG ({_rel(path, root)}) ---\n{text}")
 
-    memory = _read_single(root, settings.memory_file, settings.memory_tail_bytes, "memory", files)
-    user = _read_single(root, settings.user_file, settings.user_tail_bytes, "user", files)
+    memory = _read_single(root, settings.memory_file, settings.memory_tail_bytes, "memory", files, warnings)
+    user = _read_single(root, settings.user_file, settings.user_tail_bytes, "user", files, warnings)
 
     return SourceBundle(
         recent_session_transcript=redact(transcript),
@@ -435,6 +458,7 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
         memory_snippet=redact(memory) if memory is not None else MEMORY_MISSING,
         user_snippet=redact(user) if user is not None else USER_MISSING,
         files=files,
+        warnings=warnings,
     )
 
 
@@ -504,9 +528,13 @@ def _redacted_lines(raw: list[str]) -> list[str]:
     return [x if i in keep else REDACTED for i, x in enumerate(per_line)]
 
 
-def _file_tail(path: Path, shown: str, kind: SourceKind, cap: int) -> FileTail | None:
+def _file_tail(path: Path, label: str, kind: SourceKind, cap: int, root: Path,
+               warnings: list[InputWarning] | None) -> FileTail | None:
     try:
         data, size, offset, _truncated = _tail_bytes(path, cap)
+    except Unreadable as exc:
+        note(warnings, exc.warning(root))
+        return None
     except OSError:
         return None
     starts, raw = [], []
@@ -524,36 +552,43 @@ def _file_tail(path: Path, shown: str, kind: SourceKind, cap: int) -> FileTail |
         if at is not None:
             last = at
         lines.append(TailLine(start=start, at=at if at is not None or not inherit else last, text=red))
-    return FileTail(path=shown, kind=kind, size=size, lines=lines)
+    return FileTail(path=label, kind=kind, size=size, lines=lines)
 
 
-def _timeline_files(root: Path, settings: Settings, now: datetime) -> list[tuple[Path, str, SourceKind, int]]:
+def _timeline_files(root: Path, settings: Settings, now: datetime,
+                    warnings: list[InputWarning] | None) -> list[tuple[Path, str, SourceKind, int]]:
     """(path, shown path, kind, cap) of the transcripts, today's memory log and the logs a cycle reads."""
     out: list[tuple[Path, str, SourceKind, int]] = [
-        (path, shown, "transcript", settings.transcript_tail_bytes) for path, _st, shown in _sessions(root, settings, now)]
-    memory_log = _single_path(root, f"{settings.memory_dir}/{now.astimezone(UTC).strftime('%Y-%m-%d')}.md")
+        (path, label, "transcript", settings.transcript_tail_bytes)
+        for path, _st, label in _sessions(root, settings, now, warnings)]
+    day = now.astimezone(UTC).strftime("%Y-%m-%d")
+    memory_log = _single_path(root, f"{settings.memory_dir}/{day}.md", warnings)
     if memory_log is not None:
         out.append((memory_log, _rel(memory_log, root), "memory_log", settings.memory_tail_bytes))
-    for path, _st, _shown in _glob_newest(root, settings.log_globs, settings.max_source_files):
+    for path, _st, _label in _glob_newest(root, settings.log_globs, settings.max_source_files, warnings=warnings):
         out.append((path, _rel(path, root), "log", settings.log_tail_bytes))
     return out
 
 
-def collect_tails(workspace: Path, settings: Settings, now: datetime) -> list[FileTail]:
+def collect_tails(workspace: Path, settings: Settings, now: datetime,
+                  warnings: list[InputWarning] | None = None) -> list[FileTail]:
     """The files ``collect_sources`` reads for the transcript and log texts, line by line, with where each
-    line starts in its file and when it was written (when the line says)."""
+    line starts in its file and when it was written (when the line says). Inputs skipped go to
+    ``warnings`` (None: the log)."""
     root = Path(workspace).resolve()
-    tails = [_file_tail(path, shown, kind, cap) for path, shown, kind, cap in _timeline_files(root, settings, now)]
+    tails = [_file_tail(path, label, kind, cap, root, warnings)
+             for path, label, kind, cap in _timeline_files(root, settings, now, warnings)]
     return [t for t in tails if t is not None]
 
 
-def file_marks(workspace: Path, settings: Settings, now: datetime) -> list[FileMark]:
+def file_marks(workspace: Path, settings: Settings, now: datetime,
+               warnings: list[InputWarning] | None = None) -> list[FileMark]:
     """The current size of each file ``collect_tails`` reads (taken when a fix is committed)."""
     root = Path(workspace).resolve()
     marks: list[FileMark] = []
-    for path, shown, kind, _cap in _timeline_files(root, settings, now):
+    for path, label, kind, _cap in _timeline_files(root, settings, now, warnings):
         try:
-            marks.append(FileMark(path=shown, kind=kind, size=path.stat().st_size))
+            marks.append(FileMark(path=label, kind=kind, size=path.stat().st_size))
         except OSError:
             continue
     return marks
@@ -685,20 +720,19 @@ def is_engine_session(path: Path) -> bool:
     return _engine_session(path)
 
 
-def collect_exchanges(workspace: Path, settings: Settings, now: datetime) -> list[SessionExchanges]:
+def collect_exchanges(workspace: Path, settings: Settings, now: datetime,
+                      warnings: list[InputWarning] | None = None) -> list[SessionExchanges]:
     """The exchanges of the sessions a cycle reads (``transcript_globs``, newest first, the same age window
-    and bounded tails as :func:`collect_sources`). Texts are as written: redact before storing or sending."""
+    and bounded tails as :func:`collect_sources`). Texts are as written: redact before storing or sending.
+    Inputs skipped go to ``warnings`` (None: the log)."""
     root = Path(workspace).resolve()
-    sessions = _glob_newest(root, settings.transcript_globs, settings.max_source_files, outside=True)
-    if settings.transcript_max_age_hours > 0:
-        oldest = now.timestamp() - settings.transcript_max_age_hours * 3600
-        sessions = [item for item in sessions if item[1].st_mtime >= oldest]
     out: list[SessionExchanges] = []
-    for path, _st, _shown in sessions:
-        if _engine_session(path):
-            continue
+    for path, _st, _label in _sessions(root, settings, now, warnings):
         try:
             tail = read_tail(path, settings.transcript_tail_bytes)
+        except Unreadable as exc:
+            note(warnings, exc.warning(root))
+            continue
         except OSError:
             continue
         parsed = transcript_exchanges(tail.text, session_id=path.stem)

@@ -119,7 +119,7 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
     # selection learns from a long history (memory graph); the loop rules only read the last few events
     finished = finished_events(ctx, C.MEMORY_GRAPH_EVENTS)
-    genes = workspace_genes(ctx.workspace.path, ctx.store)
+    genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
     state.selection = select_gene_and_capsule(
         genes=genes, capsules=ctx.store.list_capsules(), failed_capsules=ctx.store.list_failed_capsules(),
         signals=state.signals, recent_events=finished, settings=ctx.settings, rng=ctx.rng("select"),
@@ -168,7 +168,7 @@ def draft_event(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
                      if state.persona else None)
     m.history = HistoryRecord.model_validate(state.history.model_dump())
     m.capsule_reused = state.selection.capsule.id if state.selection and state.selection.capsule else None
-    m.sources = SourcesRecord(files=state.sources.files)
+    m.sources = SourcesRecord(files=state.sources.files, warnings=state.sources.warnings)
     return event
 
 

@@ -9,13 +9,16 @@ Forbidden paths match like .gitignore entries: a pattern without ``/`` matches t
 (``.git`` also forbids ``sub/.git``; a trailing ``/`` does not count), a pattern with a leading or inner
 ``/`` matches from the workspace root, and shell wildcards (``*``, ``?``, ``[``) are allowed.
 Everything a tool returns passes through ``redact`` because it goes to the model, off the machine.
+Only regular files are read (a FIFO or a device is refused, never waited on), files over 8 MB are not read
+whole, and folders are walked iteratively to a depth cap (gep/inputs.py): a 1,500-level tree is cut, with
+a line saying so.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -24,7 +27,9 @@ from pydantic import BaseModel
 
 from gep import constants as C
 from gep.config import Settings
+from gep.inputs import Unreadable, read_capped, walk
 from gep.models import ValidationReport
+from gep.records import InputWarning
 from gep.runner import run_validation
 from gep.sandbox import ChangeOrigin, Sandbox
 from gep.sanitize import redact
@@ -224,20 +229,28 @@ class WorkspaceTools:
     def _rel(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
-    def _walk(self, start: Path) -> list[Path]:
-        """Files under ``start`` (sorted, no symlinked directories, forbidden paths pruned)."""
+    def _walk(self, start: Path, skipped: list[InputWarning] | None = None) -> list[Path]:
+        """Regular files under ``start`` (sorted, no symlinked directories, forbidden paths pruned, at most
+        ``WALK_MAX_DEPTH`` levels down: where the walk stops is noted in ``skipped``)."""
+        base = self._rel(start)
+
+        def prune(rel: str) -> bool:
+            return rel.rsplit("/", 1)[-1] in _NOISE_DIRS or is_forbidden(self._sub(base, rel), self.forbidden)
+
         out: list[Path] = []
-        for dirpath, dirnames, filenames in os.walk(start):
-            here = Path(dirpath)
-            dirnames[:] = sorted(
-                d for d in dirnames
-                if d not in _NOISE_DIRS and not is_forbidden(self._rel(here / d), self.forbidden)
-            )
-            for f in sorted(filenames):
-                p = here / f
-                if not is_forbidden(self._rel(p), self.forbidden) and self._inside(p):
-                    out.append(p)
+        for entry in walk(start, prune=prune, warnings=skipped, root=self.root):
+            if entry.is_dir or is_forbidden(self._sub(base, entry.rel), self.forbidden) or not self._inside(entry.path):
+                continue
+            try:
+                if stat.S_ISREG(entry.path.stat().st_mode):  # a FIFO or a device: never listed, never read
+                    out.append(entry.path)
+            except OSError:
+                continue
         return out
+
+    @staticmethod
+    def _sub(base: str, rel: str) -> str:
+        return rel if base in ("", ".") else f"{base}/{rel}"
 
     def _inside(self, p: Path) -> bool:
         try:
@@ -246,9 +259,12 @@ class WorkspaceTools:
             return False
         return True
 
-    @staticmethod
-    def _read_text(path: Path) -> str:
-        data = path.read_bytes()
+    def _read_text(self, path: Path) -> str:
+        """A regular file in the workspace of at most ``TOOL_READ_MAX_FILE_BYTES``, decoded."""
+        try:
+            data = read_capped(path, C.TOOL_READ_MAX_FILE_BYTES, within=self.root)
+        except Unreadable as exc:
+            raise ToolFailed(f"'{self._rel(path)}' not read: {exc.reason}") from None
         if b"\x00" in data[:8192]:
             raise ToolFailed(f"{path.name} is a binary file")
         return data.decode("utf-8", errors="replace")
@@ -259,13 +275,15 @@ class WorkspaceTools:
         target, rel = self.resolve(args.get("path"), default=".")
         if not target.is_dir():
             raise ToolFailed(f"'{rel}' is not a directory")
-        files = self._walk(target)
+        skipped: list[InputWarning] = []
+        files = self._walk(target, skipped)
         shown = [self._rel(p) for p in files[: C.TOOL_LIST_MAX_ENTRIES]]
+        notes = "".join(f"\n[{w}]" for w in skipped)
         if not shown:
-            return f"(no files under '{rel}')"
+            return f"(no files under '{rel}')" + notes
         more = len(files) - len(shown)
         tail = f"\n[... {more} more files; list a subdirectory ...]" if more > 0 else ""
-        return "\n".join(shown) + tail
+        return "\n".join(shown) + tail + notes
 
     def _tool_read_file(self, args: Mapping[str, Any]) -> str:
         target, rel = self.resolve(args.get("path"))
@@ -360,13 +378,10 @@ class WorkspaceTools:
         return format_report(report, self.settings.output_cap_chars)
 
     def _snapshot(self) -> set[str]:
-        """Every path in the workspace (outside .git and .gep), files and directories."""
-        seen: set[str] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            here = Path(dirpath)
-            dirnames[:] = [d for d in dirnames if not (here == self.root and d in ALWAYS_FORBIDDEN)]
-            seen.update(str(here / n) for n in (*dirnames, *filenames))
-        return seen
+        """Every path in the workspace (outside .git and .gep), files and directories, down to the walk's
+        depth cap. No entry cap: a cut that moved between two snapshots would make old files look new."""
+        return {str(entry.path) for entry in walk(self.root, prune=lambda rel: rel in ALWAYS_FORBIDDEN,
+                                                  max_entries=None, root=self.root)}
 
     def _remove_new(self, before: set[str]) -> None:
         """Drop what validation left behind (__pycache__, .pytest_cache, test output), so the model's

@@ -141,6 +141,9 @@ class CycleTree:
     def blob(self, sha: str) -> bytes:
         return self.repo.git().run("cat-file", "blob", sha).out
 
+    def blob_size(self, sha: str) -> int:
+        return int(self.repo.git().out("cat-file", "-s", sha))
+
     def diff(self, tc: TreeChange, limit: int) -> str:
         """The committable change as a redacted unified diff, at most ``limit`` characters."""
         if tc.empty:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from input_traps import deep, memory_cap  # noqa: F401 - fixtures for the input-trap tests
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="gep-test-prefect-")
 atexit.register(shutil.rmtree, _PREFECT_HOME, True)

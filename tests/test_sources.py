@@ -41,13 +41,13 @@ def test_empty_workspace_gives_the_reference_markers(tmp_path: Path) -> None:
     assert bundle.memory_snippet == MEMORY_MISSING
     assert bundle.user_snippet == USER_MISSING
     assert bundle.files == []
-    signals = extract_signals(**bundle.model_dump(exclude={"files"}))
+    signals = extract_signals(**bundle.model_dump(exclude={"files", "warnings"}))
     assert signals == ["memory_missing", "user_missing", "session_logs_missing"]
 
 
 def test_example_workspace_yields_its_bug(example_ws: Path) -> None:
     bundle = collect_sources(example_ws, load_settings(example_ws), now=NOW)
-    signals = extract_signals(**bundle.model_dump(exclude={"files"}))
+    signals = extract_signals(**bundle.model_dump(exclude={"files", "warnings"}))
     assert signals[0] == "log_error"
     assert signals[1].startswith("errsig:") and "AssertionError: mean" in signals[1]
     assert {f.kind for f in bundle.files} >= {"log", "memory", "user"}
@@ -319,7 +319,7 @@ def test_claude_code_sessions_are_read_where_claude_code_keeps_them(tmp_path: Pa
     ]
     # What the event stores names the file without the home directory (nor the user name in the slug).
     assert [f.path for f in bundle.files] == ["{claude_project}/4f35e220-c435-4cf7-b9b9-f40426042847.jsonl"]
-    signals = extract_signals(**bundle.model_dump(exclude={"files"}))
+    signals = extract_signals(**bundle.model_dump(exclude={"files", "warnings"}))
     assert "session_logs_missing" not in signals and "log_error" in signals
 
     # CLAUDE_CONFIG_DIR moves Claude Code's whole configuration, sessions included.
@@ -366,7 +366,7 @@ def test_openclaw_sessions_under_home_by_a_configured_pattern(tmp_path: Path, mo
         "**ASSISTANT**: [LLM ERROR] 400 Unsupported MIME type: image/heic",
     ]
     assert [f.path for f in bundle.files] == ["~/.openclaw/agents/main/sessions/abc.jsonl"]
-    signals = extract_signals(**bundle.model_dump(exclude={"files"}))
+    signals = extract_signals(**bundle.model_dump(exclude={"files", "warnings"}))
     assert "unsupported_input_type" in signals and "user_feature_request:add a csv export command" in signals
     # An absolute pattern works too; log and memory patterns stay inside the workspace.
     absolute = Settings(transcript_globs=[f"{sessions}/*.jsonl"], log_globs=[f"{sessions}/*.jsonl"])
@@ -387,7 +387,7 @@ def test_sessions_that_render_to_nothing_are_not_missing(tmp_path: Path) -> None
     bundle = collect_sources(tmp_path, Settings(transcript_tail_bytes=10_000), now=NOW)
     assert bundle.recent_session_transcript == ""
     assert [f.kind for f in bundle.files] == ["transcript", "transcript"]
-    assert "session_logs_missing" not in extract_signals(**bundle.model_dump(exclude={"files"}))
+    assert "session_logs_missing" not in extract_signals(**bundle.model_dump(exclude={"files", "warnings"}))
 
 
 def test_the_engines_own_agent_sessions_are_skipped(tmp_path: Path, monkeypatch) -> None:
