@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import functools
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -41,7 +40,7 @@ EXAMPLE = ROOT / "examples" / "workspace"
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT / "tests"))  # live_prefect: the same real-server helper the e2e test uses
 
-from cli import reference_cycle_s  # noqa: E402 - bench/cli.py, beside this file
+from cli import fresh_workspace, reference_cycle_s  # noqa: E402 - bench/cli.py, beside this file
 from live_prefect import LiveServer, clean_env, free_port  # noqa: E402
 
 TARGET_ENGINE_S = 0.5
@@ -50,17 +49,6 @@ TARGET_SERVER_CYCLE_S = 2.5
 
 
 # ------------------------------------------------------------------ workspaces
-
-
-def fresh_workspace(parent: Path, name: str) -> Path:
-    """A committed copy of the example workspace (a real bug, an error log, MEMORY.md)."""
-    ws = parent / name
-    shutil.copytree(EXAMPLE, ws)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "example"]):
-        subprocess.run(["git", *args], cwd=ws, env=env, check=True, capture_output=True)
-    return ws
 
 
 def median(xs: list[float]) -> float:

@@ -138,11 +138,9 @@ async def evolution_cycle(
         review: Pause for approval in the Prefect UI after validation passes, before committing.
         seed: Random seed for selection and mutation, to replay a cycle (its event's meta.seed). -1: random.
     """
-    request = CycleRequest(
-        workspace=Path(workspace.strip() or ".").expanduser(), mutator=_choice(mutator),
-        strategy=_choice(strategy), agent_cmd=agent_cmd.strip() or None, allow_dirty=allow_dirty,
-        abandon_pending=abandon_pending, branch=branch.strip() or None, review=review,
-        seed=seed if seed >= 0 else None, flow_run_id=current_flow_run_id())
+    request = form_request(workspace, mutator, strategy, agent_cmd, allow_dirty=allow_dirty,
+                           abandon_pending=abandon_pending, branch=branch.strip() or None, review=review,
+                           seed=seed if seed >= 0 else None)
     return await run_in_slot(workspace, request)
 
 
@@ -163,11 +161,14 @@ async def scheduled_cycle(
             auto: chosen from GEP_STRATEGY, early cycles and saturation.
         agent_cmd: The external agent command for mutator "command", e.g. "claude -p". Empty: gep.toml's.
     """
-    request = CycleRequest(
-        workspace=Path(workspace.strip() or ".").expanduser(), mutator=_choice(mutator),
-        strategy=_choice(strategy), agent_cmd=agent_cmd.strip() or None, scheduled=True,
-        flow_run_id=current_flow_run_id())
-    return await run_in_slot(workspace, request)
+    return await run_in_slot(workspace, form_request(workspace, mutator, strategy, agent_cmd, scheduled=True))
+
+
+def form_request(workspace: str, mutator: str, strategy: str, agent_cmd: str, **extra: Any) -> CycleRequest:
+    """The engine's request from the Run form's fields ("auto" and empty fields leave the choice to it)."""
+    return CycleRequest(workspace=Path(workspace.strip() or ".").expanduser(), mutator=_choice(mutator),
+                        strategy=_choice(strategy), agent_cmd=agent_cmd.strip() or None,
+                        flow_run_id=current_flow_run_id(), **extra)
 
 
 def _choice(value: str | None) -> str | None:
