@@ -179,10 +179,9 @@ def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
     read from the store: a recorded success is never reported as a failure."""
     _quiet_prefect(as_json)
     api_url = _prefect_api()
-    from flows.states import event_of
-
-    import flows.cycle as F
+    from flows import cycle as F
     from flows.runtime import foreground_run, run_flow
+    from flows.states import event_of
 
     before = F.RECORDED.get(str(ws))
     try:

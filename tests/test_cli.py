@@ -203,7 +203,9 @@ def test_unwritable_engine_state_is_one_line(repo: Path):
 
 
 STORE_ONLY = [["history"], ["history", "--all"], ["history", "--json"], ["show", "evt_0"], ["genes", "list"],
-              ["genes", "list", "--workspace", "."], ["genes", "show", "gene_repair_from_errors"]]
+              ["genes", "list", "--workspace", "."], ["genes", "show", "gene_repair_from_errors"],
+              ["signals", "--workspace", "."], ["capture", "--workspace", "."]]
+HOOK = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "t", "prompt": "keep it short please"})
 
 NO_PREFECT = """
 import sys
@@ -230,7 +232,7 @@ def test_store_only_commands_never_import_prefect_nor_start_a_server(repo: Path,
         for api in (None, "http://127.0.0.1:9/api"):  # none configured, and one that does not answer
             run_env = {**env, "PREFECT_HOME": str(home), **({"PREFECT_API_URL": api} if api else {})}
             proc = subprocess.run([sys.executable, "-c", NO_PREFECT, *args], cwd=repo, env=run_env,
-                                  capture_output=True, text=True, timeout=60)
+                                  capture_output=True, text=True, timeout=60, input=HOOK)
             assert "NO-PREFECT" in proc.stderr, (args, api, proc.stderr)
             assert proc.returncode == 0, (args, api, proc.stdout, proc.stderr)
     assert not home.exists() or not (home / "gep-server.json").exists()  # no server was started for them
