@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 from typing import Any, Literal
+from uuid import UUID
 
 from prefect import Task, flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -280,7 +281,7 @@ def skip(workspace: Path, signals: list[str], why: str) -> tuple[State, reportin
     return states.skipped_state(why), report
 
 
-def _run_id() -> Any:
+def _run_id() -> UUID | None:
     run = reporting.current_run()
     return run[0] if run else None
 
