@@ -30,10 +30,14 @@ def main() -> int:
     git(ws, "add", "-A")
     git(ws, "commit", "-q", "-m", "example workspace")
     print(f"demo workspace: {ws}  (a git repo with a buggy stats.py and an error log)")
-    print("running one evolution cycle as a Prefect flow run (the first run sets up Prefect's local database)...",
-          flush=True)
     env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            "PREFECT_LOGGING_LEVEL": os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING")}
+    if not env.get("PREFECT_API_URL"):  # every run of the demo goes to one server whose UI stays open
+        print("$ gep server start", flush=True)
+        rc = subprocess.run([str(GEP), "server", "start"], env=env).returncode
+        if rc != 0:
+            return rc
+    print("running one evolution cycle as a Prefect flow run...", flush=True)
     rc = subprocess.run([str(GEP), "cycle", "--workspace", str(ws)], env=env).returncode
     if rc not in (0, 1):
         return rc
@@ -47,7 +51,9 @@ def main() -> int:
         print(shown[:6000] + ("\n[... truncated for display ...]" if len(shown) > 6000 else ""))
         print("----- end of prompt -----\n")
     subprocess.run([str(GEP), "history", "--workspace", str(ws), "--limit", "3"], env=env)
-    print("\nTo let Claude make the change: export ANTHROPIC_API_KEY=... and run "
+    print("\nThe runs are in the Prefect UI (`.venv/bin/gep server status` prints its address; "
+          "`.venv/bin/gep server stop` stops it).")
+    print("To let Claude make the change: export ANTHROPIC_API_KEY=... and run "
           f"`.venv/bin/gep cycle --workspace {ws} --abandon-pending`; for an external agent: "
           f"`.venv/bin/gep cycle --workspace {ws} --abandon-pending --mutator command --agent-cmd 'claude -p'`.")
     return 0

@@ -2,30 +2,49 @@
 named task.
 
 The flow adds what Prefect is for and nothing of the cycle's logic: the per-workspace concurrency slot, the
-run's name and tags once the gene is known (``cycle-0042 repair gene_repair_from_errors``), markdown and
-table artifacts keyed per workspace, and review pauses answered in the UI.
+run's name, tags and artifacts (``cycle-0042 repair gene_repair_from_errors``), a final state that tells
+the outcome (flows/states.py), and review pauses answered in the UI. It is an async flow: the run does not
+wait on a heartbeat thread when it ends, and its report goes out in one batch of concurrent requests. The
+stages themselves are sync tasks and run in the flow's thread, one after the other.
+
+`evolution_cycle` is the manual entry (CLI, the Run form, `evolve-now`); `scheduled_cycle` is the same flow
+for schedules, whose ticks may be skipped under steady state.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from uuid import UUID
 
-from prefect import flow, get_run_logger, task
+from prefect import Task, flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
-from prefect.context import FlowRunContext
+from prefect.context import FlowRunContext, SyncClientContext
 from prefect.input import RunInput
-from prefect.states import Cancelled, Completed, Failed
+from prefect.logging.handlers import APILogHandler
+from prefect.states import Cancelled
+from prefect.utilities.annotations import quote
 
-from flows import reporting
+from flows import reporting, states
+from flows.slot import workspace_slot
 from gep import pipeline as P
 from gep.context import Approve, CycleContext, CycleRequest, open_cycle, reveal_agent_cmd
 from gep.errors import ConfigError, GepError, PendingCycleError
-from gep.models import EvolutionEvent
+from gep.models import EvolutionEvent, OutcomeStatus
+from gep.mutators import default_mutator
 from gep.stages import CycleState
 
 SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
+
+# The Run form shows these as dropdowns; "auto" leaves the choice to gep.toml and the environment.
+Mutator = Literal["auto", "anthropic", "command", "prompt"]
+Strategy = Literal["auto", "balanced", "innovate", "harden", "repair-only", "early-stabilize", "steady-state"]
+
+# The last event each workspace recorded in this process: the CLI reads it from the store when Prefect
+# fails after the outcome was recorded (a server that died mid-run must not turn a success into exit 1).
+RECORDED: dict[str, str] = {}
 
 
 class ReviewDecision(RunInput):
@@ -36,32 +55,55 @@ class ReviewDecision(RunInput):
     note: str = ""
 
 
+_TASKS: dict[tuple[str, Any], Task[Any, Any]] = {}
+
+
+def stage_task(stage: P.Stage) -> Task[Any, Any]:
+    """The stage as a task, made once per stage function (building a Task inspects its source)."""
+    key = (stage.name, stage.fn)
+    if key not in _TASKS:
+        # The context holds a lock and a database handle: tasks share it in-process, never cache it.
+        _TASKS[key] = task(stage.fn, name=stage.name, cache_policy=NO_CACHE, persist_result=False)
+    return _TASKS[key]
+
+
 class FlowHooks(P.Hooks):
-    """Each stage a Prefect task; the run named, tagged and reported as the cycle goes."""
+    """Each stage a Prefect task; the run named as soon as its gene is known when the cycle takes a while."""
+
+    def __init__(self, early_label: bool) -> None:
+        self.early_label = early_label
+        self.label_thread: Any = None
 
     def run(self, stage: P.Stage, ctx: CycleContext, state: CycleState) -> CycleState:
-        # The context holds a lock and a database handle: tasks share it in-process, never cache it.
-        return task(stage.fn, name=stage.name, cache_policy=NO_CACHE, persist_result=False)(ctx, state)
+        # quote: Prefect would otherwise walk every field of the context and state looking for futures
+        return stage_task(stage)(quote(ctx), quote(state))
 
     def approver(self, ctx: CycleContext) -> Approve | None:
         return reporting.review_gate(ReviewDecision)
 
     def drafted(self, ctx: CycleContext, event: EvolutionEvent) -> None:
-        reporting.label_run(ctx, event)
+        run = reporting.current_run()
+        if self.early_label and run is not None:
+            self.label_thread = reporting.label_now(reporting.run_name(ctx.cycle_number, event),
+                                                    reporting.run_tags(run[1], ctx.workspace.path, event, None))
 
     def finished(self, ctx: CycleContext, state: CycleState) -> None:
-        if state.skipped is not None:
-            get_run_logger().info("skipped: %s", state.skipped)
-            reporting.publish_skip(ctx, state.signals, state.skipped)
+        if state.event is None:
             return
-        assert state.event is not None
-        reporting.label_run(ctx, state.event)
+        RECORDED[str(ctx.workspace.path)] = state.event.id
         prompt_file = state.result.prompt_file if state.result else None
-        reporting.publish(ctx, state.event, prompt_file=prompt_file)
-        if prompt_file:
-            get_run_logger().info("prompt written to %s; make the change, then run: gep solidify --workspace %s",
-                                  prompt_file, ctx.workspace.path)
-        get_run_logger().info("cycle %s: %s", state.event.id, state.event.outcome.status)
+        if prompt_file and state.event.outcome.status == OutcomeStatus.awaiting_changes:
+            get_run_logger().info("prompt written to %s; make the change, then run: %s", prompt_file,
+                                  reporting.solidify_command(ctx.workspace.path))
+        if state.event.outcome.status in (OutcomeStatus.failed, OutcomeStatus.interrupted):
+            get_run_logger().error("cycle %s %s: %s", state.event.id, state.event.outcome.status,
+                                   states.reason(state.event))
+        else:
+            get_run_logger().info("cycle %s: %s", state.event.id, state.event.outcome.status)
+
+    def join(self) -> None:
+        if self.label_thread is not None:
+            self.label_thread.join(10)
 
 
 def current_flow_run_id() -> str | None:
@@ -70,79 +112,180 @@ def current_flow_run_id() -> str | None:
 
 
 @flow(name="evolution-cycle", log_prints=False, validate_parameters=True)
-def evolution_cycle(
+async def evolution_cycle(
     workspace: str,
-    mutator: str | None = None,
-    strategy: str | None = None,
-    agent_cmd: str | None = None,
+    mutator: Mutator = "auto",
+    strategy: Strategy = "auto",
+    agent_cmd: str = "",
     abandon_pending: bool = False,
-    branch: str | None = None,
+    branch: str = "",
     review: bool = False,
-    scheduled: bool = False,
-    seed: int | None = None,
-) -> EvolutionEvent | State | None:
+    seed: int = -1,
+) -> State:
     """Run one GEP evolution cycle on a workspace (a git repository an agent works in).
 
     Args:
         workspace: Path of the workspace (a git repository with at least one commit) on the worker's machine.
         mutator: Who makes the change: "anthropic" (Claude through tools; needs ANTHROPIC_API_KEY), "command"
             (an external agent CLI, see agent_cmd) or "prompt" (writes the GEP prompt and waits for
-            `gep solidify`). Empty: anthropic when ANTHROPIC_API_KEY is set, else prompt.
+            `gep solidify`). auto: anthropic when ANTHROPIC_API_KEY is set, else prompt (or gep.toml's).
         strategy: Strategy preset: balanced, innovate, harden, repair-only, early-stabilize or steady-state.
-            Empty: automatic (GEP_STRATEGY, early cycles, saturation).
+            auto: chosen from GEP_STRATEGY, early cycles and saturation.
         agent_cmd: The external agent command for mutator "command", e.g. "claude -p" (split like a shell
-            would, run without a shell; the prompt arrives on stdin and in GEP_PROMPT_FILE).
+            would, run without a shell; the prompt arrives on stdin and in GEP_PROMPT_FILE). Empty: gep.toml's.
         abandon_pending: Give up a cycle still awaiting changes (its change saved as a patch under .gep/rescued/)
             and record it as abandoned, then run.
-        branch: Commit on this evolution branch instead of the current one.
+        branch: Commit on this evolution branch instead of the current one. Empty: the current branch.
         review: Pause for approval in the Prefect UI after validation passes, before committing.
-        scheduled: Set by the scheduled deployment: under steady state, most ticks are skipped with a reason.
-        seed: Random seed for selection and mutation, to replay a cycle. Empty: random.
+        seed: Random seed for selection and mutation, to replay a cycle (its event's meta.seed). -1: random.
     """
-    if not workspace.strip() or "{{" in workspace:
+    request = form_request(workspace, mutator, strategy, agent_cmd,
+                           abandon_pending=abandon_pending, branch=branch.strip() or None, review=review,
+                           seed=seed if seed >= 0 else None)
+    return await run_in_slot(workspace, request)
+
+
+@flow(name="evolution-cycle", log_prints=False, validate_parameters=True)
+async def scheduled_cycle(
+    workspace: str,
+    mutator: Mutator = "auto",
+    strategy: Strategy = "auto",
+    agent_cmd: str = "",
+) -> State:
+    """A scheduled GEP evolution cycle: under steady state most ticks are skipped with a recorded reason.
+
+    Args:
+        workspace: Path of the workspace (a git repository with at least one commit) on the worker's machine.
+        mutator: Who makes the change: "anthropic", "command" or "prompt"; auto: anthropic when
+            ANTHROPIC_API_KEY is set, else prompt (or gep.toml's).
+        strategy: Strategy preset: balanced, innovate, harden, repair-only, early-stabilize or steady-state.
+            auto: chosen from GEP_STRATEGY, early cycles and saturation.
+        agent_cmd: The external agent command for mutator "command", e.g. "claude -p". Empty: gep.toml's.
+    """
+    return await run_in_slot(workspace, form_request(workspace, mutator, strategy, agent_cmd, scheduled=True))
+
+
+def form_request(workspace: str, mutator: str, strategy: str, agent_cmd: str, **extra: Any) -> CycleRequest:
+    """The engine's request from the Run form's fields ("auto" and empty fields leave the choice to it)."""
+    return CycleRequest(workspace=Path(workspace.strip() or ".").expanduser(), mutator=_choice(mutator),
+                        strategy=_choice(strategy), agent_cmd=reveal_agent_cmd(agent_cmd.strip()) or None,
+                        flow_run_id=current_flow_run_id(), **extra)
+
+
+def _choice(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return None if value in ("", "auto") else value
+
+
+async def run_in_slot(typed: str, request: CycleRequest, resume: bool = False) -> State:
+    """Run the request holding the workspace's slot; an empty or unrendered workspace is refused first.
+
+    The run's report goes out while the slot is released: both are requests to the server."""
+    if not typed.strip() or "{{" in typed:
         # Path("") is ".", the flow's working directory: the engine's own checkout. Never evolve that.
-        return refused(ConfigError("parameter 'workspace' is empty: deploy with GEP_WORKSPACE=/path/to/workspace "
-                                   "or fill in the workspace field of the Run form"))
-    request = CycleRequest(
-        workspace=Path(workspace).expanduser(), mutator=mutator or None, strategy=strategy or None,
-        agent_cmd=reveal_agent_cmd(agent_cmd) or None, abandon_pending=abandon_pending,
-        branch=branch or None, review=review, scheduled=scheduled, seed=seed, flow_run_id=current_flow_run_id())
+        return await refuse(None, ConfigError("parameter 'workspace' is empty: deploy with "
+                                              "GEP_WORKSPACE=/path/to/workspace or fill in the workspace field "
+                                              "of the Run form"))
     # The Prefect slot first: an overlapping tick waits visibly in the UI instead of on the file lock.
     try:
-        with reporting.workspace_slot(request.workspace, timeout_s=SLOT_TIMEOUT_S):
-            return run_request(request)
+        async with workspace_slot(request.workspace, SLOT_TIMEOUT_S, holder=_run_id()):
+            final, report = await run_request(request, resume=resume)
+            publishing = asyncio.ensure_future(reporting.publish(report))
     except TimeoutError:
         return Cancelled(message=f"another cycle held {request.workspace} for {SLOT_TIMEOUT_S} s; "
                                  "this run did not start")
+    await publishing
+    if final.is_failed():  # its reason reaches the server (and `prefect deployment run --watch`) first
+        await APILogHandler.aflush()
+    return final
 
 
-def run_request(request: CycleRequest, resume: bool = False) -> Any:
-    """Open and run the cycle (or finish the pending one) with Prefect hooks; refusals are a failed run."""
+async def run_request(request: CycleRequest, resume: bool = False) -> tuple[State, reporting.RunReport]:
+    """Open and run the cycle (or finish the pending one) with Prefect hooks: the run's final state, and
+    what to publish about it."""
+    pending = [] if resume or not request.abandon_pending else pending_event_ids(request.workspace)
     try:
         ctx = open_cycle(request, resume=resume)
     except PendingCycleError as exc:
         if request.scheduled:  # a person is working on the pending cycle: ticks wait, they do not fail
-            get_run_logger().info("skipped: %s", exc)
-            return Completed(message=f"skipped: {exc}")
-        return refused(exc)
+            return skip(request.workspace, [], str(exc))
+        return refuse_report(request.workspace, exc)
     except GepError as exc:
-        return refused(exc)
+        return refuse_report(request.workspace, exc)
     assert ctx is not None
+    hooks = FlowHooks(early_label=ctx.request.review or _mutator(ctx) != "prompt")
     try:
         state = P.resume_state(ctx) if resume else None
         try:
-            state = P.run_pipeline(ctx, state, FlowHooks(), start=P.RESUME_AT if resume else None)
-        except P.CycleFailed as failed:  # recorded and reported: the run fails with the stage's exception
-            raise failed.__cause__ or failed from None
-        if state.skipped is not None:
-            return Completed(message=f"skipped: {state.skipped}")
-        return state.event
+            # one sync client for every stage task: an async flow has none, and each task would build its own
+            with SyncClientContext.get_or_create():
+                state = P.run_pipeline(ctx, state, hooks, start=P.RESUME_AT if resume else None)
+        except P.CycleFailed as failed:  # recorded, and the failing task's traceback is in its log
+            state = failed.state
+        abandoned = [e for e in (ctx.store.get_event(i) for i in pending)
+                     if e is not None and e.outcome.status == OutcomeStatus.abandoned]
     finally:
         ctx.close()
+    hooks.join()
+    if state.skipped is not None:
+        return skip(ctx.workspace.path, state.signals, state.skipped)
+    assert state.event is not None
+    run = reporting.current_run()
+    report = reporting.cycle_report(run[0] if run else None, run[1] if run else [], ctx.workspace.path,
+                                    ctx.cycle_number, state.event,
+                                    prompt_file=state.result.prompt_file if state.result else None,
+                                    abandoned=abandoned)
+    return states.outcome_state(state.event), report
 
 
-def refused(exc: GepError) -> State:
-    """A request refused before the cycle started (bad parameter, pending cycle, unusable workspace): a failed
-    run whose message is the one-line reason, without a traceback in the log; the caller gets ``exc`` raised."""
+def _mutator(ctx: CycleContext) -> str:
+    return (ctx.request.mutator or ctx.settings.mutator or default_mutator(ctx.env)).strip().lower()
+
+
+def pending_event_ids(workspace: Path) -> list[str]:
+    """The cycles awaiting changes that this run is about to abandon (their runs are updated after)."""
+    from gep.api import open_store
+
+    try:
+        with open_store(workspace) as store:
+            return [r.event_id for r in store.open_runs() if r.status == "awaiting_changes"]
+    except GepError:
+        return []  # the run itself reports what is wrong
+
+
+def refuse_report(workspace: Path | None, exc: GepError) -> tuple[State, reporting.RunReport]:
+    """A request refused before the cycle started (bad parameter, pending cycle, unusable workspace): a
+    Failed run whose message is the one-line reason, without a traceback; the caller gets ``exc`` raised."""
+    if _from_deployment():  # the Run form names the field as the UI spells it
+        exc = type(exc)(str(exc).replace("--abandon-pending", "abandon_pending"))
     get_run_logger().error(str(exc))
-    return Failed(message=str(exc), data=exc)
+    run = reporting.current_run()
+    report = reporting.RunReport(None)
+    if run is not None and workspace is not None:
+        report = reporting.skip_report(run[0], run[1], workspace, [], str(exc), outcome="refused")
+    return states.refused_state(exc), report
+
+
+async def refuse(workspace: Path | None, exc: GepError) -> State:
+    final, report = refuse_report(workspace, exc)
+    await reporting.publish(report)
+    await APILogHandler.aflush()
+    return final
+
+
+def skip(workspace: Path, signals: list[str], why: str) -> tuple[State, reporting.RunReport]:
+    """A scheduled tick that did nothing: a Completed run named for it, tagged with its workspace."""
+    get_run_logger().info("skipped: %s", why)
+    run = reporting.current_run()
+    report = reporting.skip_report(run[0] if run else None, run[1] if run else [], workspace, signals, why)
+    return states.skipped_state(why), report
+
+
+def _run_id() -> UUID | None:
+    run = reporting.current_run()
+    return run[0] if run else None
+
+
+def _from_deployment() -> bool:
+    ctx = FlowRunContext.get()
+    return bool(ctx and ctx.flow_run and ctx.flow_run.deployment_id)

@@ -2,20 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from prefect.settings import temporary_settings
+from prefect.client.schemas.objects import State
+from prefect.settings import get_current_settings, temporary_settings
+
+
+def api_url_in_process() -> str | None:
+    """The API this process's Prefect settings point at (a test harness, a library caller), if any."""
+    url = get_current_settings().api.url
+    return str(url) if url else None
 
 
 @contextmanager
-def foreground_run() -> Iterator[None]:
-    """Settings for a flow run in the user's own terminal process: no heartbeat thread.
+def foreground_run(api_url: str | None = None) -> Iterator[None]:
+    """Settings for a flow run in the user's own terminal process: this API, no heartbeat thread.
 
     Heartbeats let a server notice a crashed run that nobody watches, so deployments (worker, `gep serve`)
-    keep them. Here the user watches the process, and a sync flow would otherwise spend up to a second
-    joining that thread at the end. After a crash, `gep recover` (or the next cycle) restores the workspace
-    either way.
+    keep them. Here the user watches the process; after a crash, `gep recover` (or the next cycle) restores
+    the workspace either way. ``api_url`` is always set by the CLI, so Prefect never falls back to a
+    temporary server of its own.
     """
-    with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+    updates: dict[str, Any] = {"flows.heartbeat_frequency": None}
+    if api_url:
+        updates["api.url"] = api_url
+    with temporary_settings(updates=updates):
         yield
+
+
+def run_flow(call: Coroutine[Any, Any, State]) -> State:
+    """Run an async flow call (``return_state=True``) to its final state from sync code."""
+    return asyncio.run(call)
+
+
+def drain(timeout_s: float = 10.0) -> None:
+    """Send what Prefect's log and event workers still hold to the server (they do it at exit otherwise)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=timeout_s)
+    EventsWorker.drain_all(timeout=timeout_s)

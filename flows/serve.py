@@ -2,59 +2,86 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
-from flows.cycle import evolution_cycle
-from flows.reporting import workspace_key
+from pydantic import BaseModel
+
+from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
 from gep.errors import ConfigError
+from gep.prefect_api import workspace_key
 
-START_SERVER = "start one with `prefect server start` and set PREFECT_API_URL=http://127.0.0.1:4200/api"
+START_SERVER = ("start one with `gep server start` (or `prefect server start` and "
+                "PREFECT_API_URL=http://127.0.0.1:4200/api)")
 
 
-def require_server() -> str:
-    """The configured Prefect API URL, checked to answer; a one-line ConfigError otherwise.
+def require_server(api_url: str) -> None:
+    """A one-line ConfigError unless the Prefect API at ``api_url`` answers.
 
-    Without this, `serve` falls back to a temporary in-process server that dies with the process: the
+    Without this, `serve` would fall back to a temporary in-process server that dies with the process: the
     schedule and the UI would be gone on exit, and an unreachable URL would surface as a long traceback.
     """
     from prefect import get_client
-    from prefect.settings import PREFECT_API_URL
 
-    url = PREFECT_API_URL.value()
-    if not url:
-        raise ConfigError(f"gep serve needs a running Prefect server: {START_SERVER}")
     with get_client(sync_client=True) as client:
         problem = client.api_healthcheck()
     if problem is not None:
         detail = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
-        raise ConfigError(f"cannot reach the Prefect server at {url} ({detail}): {START_SERVER}")
-    return url
+        raise ConfigError(f"cannot reach the Prefect server at {api_url} ({detail}): {START_SERVER}")
 
 
-def check_cron(cron: str) -> None:
-    from prefect.client.schemas.schedules import CronSchedule
+class ServeRequest(BaseModel):
+    """What `gep serve` serves, checked before any server is asked."""
 
-    try:
-        CronSchedule(cron=cron)
-    except ValueError:
-        raise ConfigError(f"--cron {cron!r} is not a cron expression (e.g. '*/30 * * * *')") from None
+    workspace: Path
+    cron: str
+    params: dict[str, str]
+
+    @classmethod
+    def checked(cls, workspace: Path, *, cron: str, mutator: str | None, strategy: str | None,
+                agent_cmd: str | None) -> ServeRequest:
+        from prefect.client.schemas.schedules import CronSchedule
+
+        try:
+            CronSchedule(cron=cron)
+        except ValueError:
+            raise ConfigError(f"--cron {cron!r} is not a cron expression (e.g. '*/30 * * * *')") from None
+        params = {"workspace": str(workspace), "mutator": _choice("--mutator", mutator, Mutator),
+                  "strategy": _choice("--strategy", strategy, Strategy), "agent_cmd": agent_cmd or ""}
+        return cls(workspace=workspace, cron=cron, params=params)
 
 
-def serve_workspace(workspace: Path, *, cron: str, mutator: str | None = None, strategy: str | None = None,
-                    agent_cmd: str | None = None) -> None:
-    """Register `scheduled-<ws>` (on ``cron``, UTC) and `evolve-now-<ws>` and run their flow runs here.
+def _choice(option: str, value: str | None, choices: object) -> str:
+    value = (value or "auto").strip().lower()
+    valid = get_args(choices)
+    if value not in valid:
+        raise ConfigError(f"{option} {value!r} is not one of: {', '.join(valid)}")
+    return value
+
+
+def deployment_names(workspace: Path) -> tuple[str, str]:
+    """The names `gep serve` registers for ``workspace``: scheduled-<ws> and evolve-now-<ws>."""
+    key = workspace_key(workspace)
+    return f"scheduled-{key}", f"evolve-now-{key}"
+
+
+def serve_workspace(request: ServeRequest, *, api_url: str, say: Callable[[str], None] = print) -> None:
+    """Register `scheduled-<ws>` (on the cron, UTC) and `evolve-now-<ws>` and run their flow runs here.
 
     Returns when the user presses Ctrl-C: Prefect pauses both deployments and stops the runner.
     """
-    check_cron(cron)
-    require_server()
-    params = {"workspace": str(workspace), "mutator": mutator, "strategy": strategy, "agent_cmd": agent_cmd}
-    scheduled = evolution_cycle.to_deployment(
-        name=f"scheduled-{workspace_key(workspace)}", cron=cron, parameters={**params, "scheduled": True},
-        description=f"Scheduled GEP cycles on {workspace}")
-    manual = evolution_cycle.to_deployment(
-        name=f"evolve-now-{workspace_key(workspace)}", parameters=params,
-        description=f"Run one GEP cycle on {workspace} now")
     from prefect import serve
+    from prefect.settings import temporary_settings
 
-    serve(scheduled, manual)  # returns on Ctrl-C after Prefect stops the runner cleanly
+    with temporary_settings(updates={"api.url": api_url}):
+        require_server(api_url)
+        scheduled_name, manual_name = deployment_names(request.workspace)
+        scheduled = scheduled_cycle.to_deployment(
+            name=scheduled_name, cron=request.cron, parameters=request.params,
+            description=f"Scheduled GEP cycles on {request.workspace}")
+        manual = evolution_cycle.to_deployment(
+            name=manual_name, parameters=request.params, description=f"Run one GEP cycle on {request.workspace} now")
+        say(f"serving evolution-cycle/{scheduled_name} (cron {request.cron}, UTC) and "
+            f"evolution-cycle/{manual_name}; Ctrl-C stops")
+        serve(scheduled, manual)  # returns on Ctrl-C after Prefect stops the runner cleanly

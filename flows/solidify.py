@@ -1,27 +1,31 @@
-"""`gep solidify` as a flow run: finish a cycle left awaiting changes (prompt mode)."""
+"""`gep solidify` as a flow run: finish a cycle left awaiting changes (prompt mode).
+
+The run is named `solidify cycle-NNNN …`, tagged `cycle-run:<id>` with the run that started the cycle, and
+updates that run's outcome tag, state and cycle artifact when it ends (flows/reporting.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from prefect import flow
+from prefect.client.schemas.objects import State
 
-from flows.cycle import current_flow_run_id, run_request
+from flows.cycle import current_flow_run_id, run_in_slot
 from gep.context import CycleRequest
 
 
-@flow(name="evolution-solidify")
-def solidify_pending(workspace: str, summary: str | None = None, abandon: bool = False) -> Any:
+@flow(name="evolution-solidify", validate_parameters=True)
+async def solidify_pending(workspace: str, summary: str = "", abandon: bool = False) -> State:
     """Check the changes made since a prompt-mode cycle, then commit them; when they fail, nothing is rolled
     back and the cycle keeps awaiting changes.
 
     Args:
         workspace: Path of the workspace with a cycle awaiting changes.
-        summary: One line describing the change: the commit subject (default: the mutation's expected effect).
+        summary: One line describing the change: the commit subject. Empty: the mutation's expected effect.
         abandon: Give the pending cycle up instead: the change is saved as a patch under .gep/rescued/, then
             only its files are put back.
     """
-    request = CycleRequest(workspace=Path(workspace).expanduser(), summary=summary, abandon_pending=abandon,
+    request = CycleRequest(workspace=Path(workspace.strip() or ".").expanduser(), summary=summary or None,
+                           abandon_pending=abandon,
                            flow_run_id=current_flow_run_id())
-    return run_request(request, resume=True)
+    return await run_in_slot(workspace, request, resume=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -31,6 +33,9 @@ app = typer.Typer(
 genes_app = typer.Typer(help="List and inspect genes (seed genes, workspace genes, imported genes).",
                         no_args_is_help=True)
 app.add_typer(genes_app, name="genes")
+server_app = typer.Typer(help="One local Prefect server in the background: every `gep` run reports to it and "
+                         "its UI shows them.", no_args_is_help=True)
+app.add_typer(server_app, name="server")
 
 # when piped, rich assumes 80 columns and truncates ids: give tables room instead
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
@@ -39,6 +44,8 @@ err = Console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace: a git repository an agent works in.")]
+HereOpt = Annotated[Path | None, typer.Option("--workspace", "-w", help="The workspace: a git repository an agent "
+                                              "works in (default: the one the current directory is in).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")]
 
 
@@ -87,9 +94,54 @@ def _event_line(ev: Any) -> str:
 
 
 def _open_store(workspace: Path) -> Any:
+    """The store for a command that writes to it (import): the workspace checked as a cycle checks it."""
     from gep.api import open_store
 
     return open_store(workspace)
+
+
+# Commands that only read or write the store (history, show, genes, and lessons, signals, feedback, capture
+# to come) open it with these two helpers: no Prefect, no git library, no cycle machinery, so they answer
+# in a fraction of a second. `tests/test_cli.py` checks that none of them imports Prefect.
+
+
+def _workspace_dir(workspace: Path | None) -> Path:
+    """The workspace named by --workspace, else the git work tree the current directory is in."""
+    import subprocess
+
+    if workspace is None:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+        if top.returncode != 0 or not top.stdout.strip():
+            raise GepError(f"{Path.cwd()} is not inside a git repository: run this in a workspace or pass "
+                           "--workspace DIR")
+        return Path(top.stdout.strip()).resolve()
+    path = workspace.expanduser()
+    if not path.exists():
+        raise GepError(f"workspace {path} does not exist")
+    if not path.is_dir():
+        raise GepError(f"workspace {path} is not a directory")
+    return path.resolve()
+
+
+@contextmanager
+def store_only(workspace: Path | None) -> Iterator[tuple[Path, Any]]:
+    """(workspace, its store), or (workspace, None) when nothing was ever recorded there.
+
+    A read never creates ``.gep/``: a workspace no cycle ran on has no store yet."""
+    from gep.config import gep_dir, load_settings
+
+    path = _workspace_dir(workspace)
+    state = gep_dir(path)
+    if state.exists() and not state.is_dir():
+        raise GepError(f"cannot write engine state in {state}: it is a file, not a folder")
+    settings = load_settings(path)
+    if not settings.database_url and not state.is_dir():
+        yield path, None
+        return
+    from gep.store import Store
+
+    with Store.for_workspace(path, settings) as store:
+        yield path, store
 
 
 def _quiet_prefect(json_mode: bool) -> None:
@@ -100,26 +152,83 @@ def _quiet_prefect(json_mode: bool) -> None:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
-# ------------------------------------------------------------------ cycle
+def _say(message: str) -> None:
+    err.print(f"gep: {message}", markup=False, highlight=False)
+
+
+def _prefect_api() -> str:
+    """The Prefect API this command's flow run reports to: the one this process's Prefect is already set up
+    for (a library caller, tests), PREFECT_API_URL, or gep's background server, started if need be."""
+    if "prefect" in sys.modules:
+        from flows.runtime import api_url_in_process
+
+        url = api_url_in_process()
+        if url:
+            return url
+    from gep import server
+
+    url = server.api_for_run(progress=_say)
+    os.environ["PREFECT_API_URL"] = url  # Prefect's own threads (logs, events) read it too
+    return url
+
+
+def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
+    """Run a cycle's flow (``call`` makes the coroutine) against a server; the event it recorded.
+
+    When Prefect fails after the cycle recorded its outcome (the server went away mid-run), the outcome is
+    read from the store: a recorded success is never reported as a failure."""
+    _quiet_prefect(as_json)
+    api_url = _prefect_api()
+    from flows import cycle as F
+    from flows.runtime import foreground_run, run_flow
+    from flows.states import event_of
+
+    before = F.RECORDED.get(str(ws))
+    try:
+        with foreground_run(api_url):
+            state = run_flow(call())
+        if state.is_cancelled():
+            raise GepError(f"the cycle did not run: {state.message}")
+        return event_of(state), api_url
+    except GepError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Prefect failed: the store may already hold the outcome
+        recorded = F.RECORDED.get(str(ws))
+        if recorded is None or recorded == before:
+            raise
+        from gep.api import open_store
+
+        with open_store(ws) as store:
+            event = store.get_event(recorded)
+        if event is None:
+            raise
+        _say(f"Prefect failed after the cycle was recorded ({type(exc).__name__}: {exc}); "
+             "its outcome is read from the store")
+        return event, None
+
+
+MutatorOpt = Annotated[str | None, typer.Option(help="anthropic | command | prompt (default: anthropic when "
+                                                "ANTHROPIC_API_KEY is set, else prompt).")]
+StrategyOpt = Annotated[str | None, typer.Option(help="balanced | innovate | harden | repair-only | "
+                                                 "early-stabilize | steady-state (default: automatic).")]
+AgentCmdOpt = Annotated[str | None, typer.Option("--agent-cmd", help="External agent command for --mutator "
+                                                 "command; the prompt arrives on stdin and in GEP_PROMPT_FILE.")]
 
 
 @app.command()
 @friendly
 def cycle(
     workspace: WorkspaceOpt,
-    mutator: Annotated[str | None, typer.Option(help="anthropic | command | prompt (default: anthropic when "
-                                                "ANTHROPIC_API_KEY is set, else prompt).")] = None,
-    agent_cmd: Annotated[str | None, typer.Option("--agent-cmd", help="External agent command for --mutator "
-                                                  "command; the prompt arrives on stdin and in GEP_PROMPT_FILE.")] = None,
-    strategy: Annotated[str | None, typer.Option(help="balanced | innovate | harden | repair-only | "
-                                                 "early-stabilize | steady-state (default: automatic).")] = None,
+    mutator: MutatorOpt = None,
+    agent_cmd: AgentCmdOpt = None,
+    strategy: StrategyOpt = None,
     abandon_pending: Annotated[bool, typer.Option("--abandon-pending", help="Give up a cycle still awaiting "
                                                   "changes first (its change saved as a patch under "
                                                   ".gep/rescued/), and record it as abandoned.")] = False,
     branch: Annotated[str | None, typer.Option(help="Put the commit on this branch instead of yours.")] = None,
     review: Annotated[bool, typer.Option("--review", help="Pause for approval in the Prefect UI before "
                                          "committing.")] = False,
-    seed: Annotated[int | None, typer.Option(help="Random seed, to replay a cycle's choices.")] = None,
+    seed: Annotated[int | None, typer.Option(min=0, help="Random seed, to replay a cycle's choices.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run one evolution cycle on a workspace, as a Prefect flow run.
@@ -129,36 +238,47 @@ def cycle(
     never touched meanwhile, uncommitted work included), validated there in a sandbox, then committed and
     landed on your branch (or kept on gep/<event>, with the command that merges it). A failed change is
     saved as a patch under .gep/rescued/. With the prompt mutator the prompt is written to .gep/prompts/
-    and the cycle waits for `gep solidify`. Without PREFECT_API_URL, Prefect starts a temporary local server.
+    and the cycle waits for `gep solidify`. The run reports to PREFECT_API_URL when set, else to gep's
+    background server (`gep server start`), which the first run starts.
 
     Exit status: 0 for success, empty or awaiting changes; 1 when the cycle failed; 2 for bad input.
     """
-    _quiet_prefect(as_json)
     from gep.context import CycleRequest, hide_agent_cmd, open_cycle
 
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
     request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
                            agent_cmd=agent_cmd or None, abandon_pending=abandon_pending, branch=branch or None)
     open_cycle(request, check_only=True)
-    from flows.cycle import evolution_cycle
-    from flows.runtime import foreground_run
     from gep.git import open_repo
 
     ws = open_repo(workspace).path
-    with foreground_run():  # the flow run's parameters keep the agent command redacted
-        event = evolution_cycle(workspace=str(ws), mutator=mutator, strategy=strategy,
-                                agent_cmd=hide_agent_cmd(agent_cmd), abandon_pending=abandon_pending,
-                                branch=branch, review=review, seed=seed)
-    _print_outcome(event, as_json, ws)
+
+    def call() -> Any:
+        from flows.cycle import evolution_cycle
+
+        # the flow run's parameters keep the agent command redacted
+        return evolution_cycle(workspace=str(ws), mutator=(mutator or "auto").strip().lower(),
+                               strategy=(strategy or "auto").strip().lower().replace("_", "-"),
+                               agent_cmd=hide_agent_cmd(agent_cmd) or "", abandon_pending=abandon_pending,
+                               branch=branch or "", review=review, seed=-1 if seed is None else seed,
+                               return_state=True)
+
+    event, api_url = _run_flow(call, ws, as_json)
+    _print_outcome(event, as_json, ws, api_url)
 
 
-def _print_outcome(event: Any, as_json: bool, ws: Path) -> None:
+def _print_outcome(event: Any, as_json: bool, ws: Path, api_url: str | None = None) -> None:
     if event is None:
-        raise fail("the cycle did not run (skipped or cancelled); see the flow run in Prefect")
+        raise fail("the cycle did not run (skipped); see its flow run in the Prefect UI", 1)
     if as_json:
         _emit_json(event.model_dump(mode="json"))
     else:
         _print_event(event, ws)
+        run_id = event.meta.solidify_flow_run_id or event.meta.flow_run_id
+        if api_url and run_id:
+            from gep.prefect_api import run_link
+
+            _show(f"  flow run: {run_link(api_url, run_id)}")
     status = event.outcome.status
     if status == "awaiting_changes" and event.meta.solidify_attempts:
         raise _not_solidified(event, ws)
@@ -166,31 +286,32 @@ def _print_outcome(event: Any, as_json: bool, ws: Path) -> None:
         raise typer.Exit(1)
 
 
-def _say(text: str) -> None:
+def _show(text: str) -> None:
+    """A line of the command's own output (stdout); _say is for notes on stderr."""
     out.print(text, markup=False, highlight=False)
 
 
 def _print_event(event: Any, ws: Path) -> None:
     m = event.meta
-    _say(_event_line(event))
+    _show(_event_line(event))
     for note in m.start_notes or []:
-        _say(f"  note: {note}")
+        _show(f"  note: {note}")
     for r in m.failure_reasons or []:
-        _say(f"  reason: {r}")
+        _show(f"  reason: {r}")
     for w in m.warnings or []:
-        _say(f"  warning: {w}")
+        _show(f"  warning: {w}")
     if m.commit:
         where = f"kept on {m.branch}" if m.delivery == "kept" else f"landed on {m.branch}" if m.branch else ""
-        _say(f"  commit: {m.commit}" + (f" ({where})" if where else ""))
+        _show(f"  commit: {m.commit}" + (f" ({where})" if where else ""))
     if m.delivery_note:
-        _say(f"  delivery: {m.delivery_note}")
+        _show(f"  delivery: {m.delivery_note}")
     if m.merge_command:
-        _say(f"  merge it with: {m.merge_command}")
+        _show(f"  merge it with: {m.merge_command}")
     if m.rescued_patch:
-        _say(f"  change saved in: {m.rescued_patch}\n  bring it back with: {m.rescue_command}")
+        _show(f"  change saved in: {m.rescued_patch}\n  bring it back with: {m.rescue_command}")
     prompt_file = m.mutator_result.prompt_file if m.mutator_result else None
     if event.outcome.status == "awaiting_changes" and prompt_file and not m.solidify_attempts:
-        _say(f"  prompt: {prompt_file}\n  next: make the change, then `gep solidify --workspace {ws}`")
+        _show(f"  prompt: {prompt_file}\n  next: make the change, then run: gep solidify --workspace {shlex.quote(str(ws))}")
 
 
 def _not_solidified(event: Any, ws: Path) -> typer.Exit:
@@ -220,21 +341,24 @@ def solidify(
     Runs the gene's validation commands on what changed since the prompt was written; a passing change is
     committed with GEP trailers (only the cycle's files; your other work stays as it is). When it fails, or
     validation cannot run here, nothing is rolled back: fix and run `gep solidify` again, or --abandon.
+    The flow run that started the cycle is updated with its final outcome.
     Exit status: 0 committed (or abandoned), 1 validation failed, 2 bad input or validation could not run.
     """
-    _quiet_prefect(as_json)
     from gep.context import CycleRequest, open_cycle
 
     # nothing awaiting changes: one line, before Prefect starts
     open_cycle(CycleRequest(workspace=workspace), resume=True, check_only=True)
-    from flows.runtime import foreground_run
-    from flows.solidify import solidify_pending
     from gep.git import open_repo
 
     ws = open_repo(workspace).path
-    with foreground_run():
-        event = solidify_pending(workspace=str(ws), summary=summary, abandon=abandon)
-    _print_outcome(event, as_json, ws)
+
+    def call() -> Any:
+        from flows.solidify import solidify_pending
+
+        return solidify_pending(workspace=str(ws), summary=summary or "", abandon=abandon, return_state=True)
+
+    event, api_url = _run_flow(call, ws, as_json)
+    _print_outcome(event, as_json, ws, api_url)
 
 
 @app.command()
@@ -249,9 +373,9 @@ def recover(workspace: WorkspaceOpt) -> None:
 
     done = do_recover(workspace)
     for line in [*done.warnings, *done.actions]:
-        _say(line)
+        _show(line)
     for r in done.runs:
-        _say(recovery_line(r))
+        _show(recovery_line(r))
     if not (done.runs or done.actions or done.warnings):
         out.print("nothing to recover")
 
@@ -274,51 +398,53 @@ def recovery_line(r: Any) -> str:
 @app.command()
 @friendly
 def history(
-    workspace: WorkspaceOpt,
+    workspace: HereOpt = None,
     limit: Annotated[int, typer.Option(min=1, help="How many events, newest first.")] = 20,
+    show_all: Annotated[bool, typer.Option("--all", help="Also list the runs that recorded no cycle: "
+                                           "skipped scheduled ticks and refused runs (from Prefect).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List recorded cycles newest first, joined with their Prefect flow runs.
 
-    Columns: event id, outcome, intent, gene, the flow run (a link to the UI when PREFECT_API_URL is set),
-    its state and duration. --json prints the EvolutionEvent objects, each with a `flow_run` object when
-    Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
+    Columns: event id, outcome, intent, gene, the flow run (a link to the run in the Prefect UI), its state
+    and duration. Flow-run states come from PREFECT_API_URL or gep's background server in one request when
+    it answers, and show as "-" otherwise. --json prints the EvolutionEvent objects, each with a `flow_run`
+    object when Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
     """
-    _quiet_prefect(True)
-    with _open_store(workspace) as store:
-        events = store.list_events(limit=limit)
-    from flows.history import flow_runs_for
+    from gep import history_view as H
 
-    runs = flow_runs_for(events)
+    with store_only(workspace) as (path, store):
+        events = store.list_events(limit=limit) if store is not None else []
+    view = H.HistoryView.load(path, events, limit=limit, include_runs=show_all)
+    if view.note:
+        _say(view.note)
     if as_json:
-        # EvolutionEvent objects; `flow_run` (state, duration, link) is added where Prefect knows the run
-        _emit_json([{**e.model_dump(mode="json"),
-                     **({"flow_run": runs[rid].model_dump(mode="json")} if (rid := e.meta.flow_run_id)
-                        in runs else {})} for e in events])
+        _emit_json(view.as_json())
+        return
+    if not view.rows:
+        out.print(f"no cycles recorded in {path} yet (start one with: gep cycle --workspace "
+                  f"{shlex.quote(str(path))})", markup=False, highlight=False)
         return
     table = Table("event", "outcome", "intent", "gene", "flow run", "state", "duration", show_lines=False)
-    for e in events:
-        r = runs.get(e.meta.flow_run_id or "")
-        table.add_row(e.id, e.outcome.status, e.intent, ",".join(e.genes_used) or "-",
-                      (r.link if r else None) or (e.meta.flow_run_id or "-"),
-                      r.state if r else "-", f"{r.duration_s:.1f}s" if r and r.duration_s is not None else "-")
+    for row in view.rows:
+        table.add_row(*row)
     out.print(table)
     for e in events:  # a commit kept on its branch: the command that merges it
         if e.meta.merge_command:
-            _say(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
+            _show(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
 
 
 @app.command()
 @friendly
 def show(
     event_id: Annotated[str, typer.Argument(help="An event id as `gep history` lists it (evt_...).")],
-    workspace: WorkspaceOpt,
+    workspace: HereOpt = None,
 ) -> None:
     """Print one recorded event (EvolutionEvent, with meta) as JSON."""
-    with _open_store(workspace) as store:
-        ev = store.get_event(event_id)
+    with store_only(workspace) as (path, store):
+        ev = store.get_event(event_id) if store is not None else None
     if ev is None:
-        raise GepError(f"no event {event_id!r} in {workspace}")
+        raise GepError(f"no event {event_id!r} in {path}")
     _emit_json(ev.model_dump(mode="json"))
 
 
@@ -342,11 +468,12 @@ def genes_list(
         from gep.selector import active_bans
 
         skipped: list[InputWarning] = []
-        with _open_store(workspace) as store:
-            genes = workspace_genes(Path(workspace), store, skipped)
-            events = store.recent_events(500)
-            failed = store.list_failed_capsules()
-            settings = load_settings(workspace)
+        with store_only(workspace) as (path, store):
+            genes = (workspace_genes(path, store, skipped) if store is not None
+                     else load_genes_dir(seed_genes_dir(), skipped))
+            events = store.recent_events(500) if store is not None else []
+            failed = store.list_failed_capsules() if store is not None else []
+            settings = load_settings(path)
         bans = {b.gene_id: b for b in active_bans(recent_events=events, signals=[], settings=settings,
                                                   failed_capsules=failed, genes=genes, now=utc_now())}
         _warn(skipped)
@@ -377,8 +504,9 @@ def genes_show(
 
     if workspace is not None:
         skipped: list[InputWarning] = []
-        with _open_store(workspace) as store:
-            genes = workspace_genes(Path(workspace), store, skipped)
+        with store_only(workspace) as (path, store):
+            genes = (workspace_genes(path, store, skipped) if store is not None
+                     else load_genes_dir(seed_genes_dir(), skipped))
         _warn(skipped)
     else:
         genes = load_genes_dir(seed_genes_dir())
@@ -494,24 +622,93 @@ def signals_cmd(
 def serve(
     workspace: WorkspaceOpt,
     cron: Annotated[str, typer.Option(help="Schedule (cron, UTC).")] = "*/30 * * * *",
-    mutator: Annotated[str | None, typer.Option(help="anthropic | command | prompt.")] = None,
-    strategy: Annotated[str | None, typer.Option(help="Strategy preset (default: automatic).")] = None,
-    agent_cmd: Annotated[str | None, typer.Option("--agent-cmd", help="External agent command for "
-                                                  "--mutator command.")] = None,
+    mutator: MutatorOpt = None,
+    strategy: StrategyOpt = None,
+    agent_cmd: AgentCmdOpt = None,
 ) -> None:
-    """Serve scheduled cycles for one workspace until Ctrl-C (needs a Prefect server: PREFECT_API_URL).
+    """Serve scheduled cycles for one workspace until Ctrl-C (needs a running Prefect server: `gep server
+    start`, or PREFECT_API_URL).
 
-    Registers the deployments scheduled-<ws> (on --cron) and evolve-now-<ws> (its Run button in the UI
-    triggers a cycle) and runs their flow runs in this process. See docs/deploy.md.
+    Registers the deployments evolution-cycle/scheduled-<ws> (on --cron) and evolution-cycle/evolve-now-<ws>
+    (its Run button in the UI triggers a cycle), <ws> being the workspace's folder name and a short hash,
+    and runs their flow runs in this process. See docs/deploy.md.
     """
+    from gep import prefect_api, server
+    from gep.context import hide_agent_cmd
+    from gep.errors import ConfigError
     from gep.git import open_repo
 
     ws = open_repo(workspace)
-    from flows.serve import serve_workspace
-    from gep.context import hide_agent_cmd
+    from flows.serve import START_SERVER, ServeRequest, serve_workspace
 
     # the deployments' parameters keep the agent command redacted; this process runs their flow runs
-    serve_workspace(ws.path, cron=cron, mutator=mutator, strategy=strategy, agent_cmd=hide_agent_cmd(agent_cmd))
+    request = ServeRequest.checked(ws.path, cron=cron, mutator=mutator, strategy=strategy,
+                                   agent_cmd=hide_agent_cmd(agent_cmd))
+    url = prefect_api.configured_api_url() or server.running_api_url()
+    if url is None:
+        raise ConfigError(f"gep serve needs a running Prefect server: {START_SERVER}")
+    os.environ["PREFECT_API_URL"] = url  # the runner's flow-run processes report there too
+    serve_workspace(request, api_url=url, say=_say)
+
+
+# ------------------------------------------------------------------ server
+
+
+@server_app.command("start")
+@friendly
+def server_start() -> None:
+    """Start one local Prefect server in the background (or find the one running) and print its UI address.
+
+    `gep cycle`, `gep solidify`, `gep serve` and `gep history` use it when PREFECT_API_URL is not set. The
+    port is PREFECT_SERVER_API_PORT (default 4200); its pid and port are kept in $PREFECT_HOME/gep-server.json
+    and its log in gep-server.log beside it.
+    """
+    from gep import prefect_api, server
+
+    rec, started = server.start(progress=_say)
+    verb = "started" if started else "already running"
+    out.print(f"Prefect server {verb}: UI {rec.ui_url}  (API {rec.api_url})", markup=False, highlight=False)
+    configured = prefect_api.configured_api_url()
+    if configured and configured != rec.api_url:
+        _say(f"PREFECT_API_URL is set to {configured}: gep reports to that server, not to this one")
+
+
+@server_app.command("stop")
+@friendly
+def server_stop() -> None:
+    """Stop the Prefect server `gep server start` started (with its child processes)."""
+    from gep import server
+
+    out.print(server.stop(), markup=False, highlight=False)
+
+
+@server_app.command("status")
+@friendly
+def server_status() -> None:
+    """Say whether the background Prefect server is running, and its UI address. Exit 0 running, 1 not."""
+    from gep import server
+
+    st = server.status()
+    out.print(st.line(), markup=False, highlight=False)
+    if not st.running:
+        raise typer.Exit(1)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"gep {version('gep-engine')}", markup=False, highlight=False)
+        except PackageNotFoundError:
+            out.print("gep (not installed as a package)", markup=False, highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print gep's version and exit.")] = False) -> None:
+    """Evolve an AI agent's workspace with GEP cycles (see `gep COMMAND --help`)."""
 
 
 def main() -> None:
@@ -524,15 +721,29 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)
     except no_args as exc:
-        sys.exit(exc.exit_code)  # the help was printed
+        code = exc.exit_code  # the help was printed
     except usage_errors as exc:
         err.print(f"gep: {exc.format_message()} (see `{_command_path(exc)} --help`)", markup=False,
                   highlight=False)
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except typer.Abort:
         err.print("gep: aborted", markup=False, highlight=False)
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        code = 1
+    _exit(code if isinstance(code, int) else 0)
+
+
+def _exit(code: int) -> None:
+    """End the process. After a flow run, Prefect's log and event workers are emptied into the server
+    first, then the process ends without the second of interpreter teardown thousands of loaded modules
+    and Prefect's threads would cost; other commands exit as usual."""
+    if "flows.runtime" not in sys.modules:
+        sys.exit(code)
+    from flows.runtime import drain
+
+    drain()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _click_exception_types() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:

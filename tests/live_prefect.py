@@ -1,26 +1,30 @@
-"""A real `prefect server start` for end-to-end tests and benchmarks, and the processes run against it.
+"""A real Prefect server for end-to-end tests and benchmarks, started and stopped as a user does it
+(`gep server start` / `gep server stop`), and the processes run against it.
 
 Every process is started in its own session (process group) and killed with its children on stop, even
-when a test fails half-way, so nothing outlives the test session.
+when a test fails half-way, so nothing outlives the test session. Stopping checks that `gep server stop`
+left no process of the server behind.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from gep.server import group_alive
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 # The health endpoint answers in about 8-20 s here; a cold CI machine can take longer.
-STARTUP_TIMEOUT_S = 90.0
+STARTUP_TIMEOUT_S = 240.0
 
 
 def free_port() -> int:
@@ -59,7 +63,10 @@ def kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace_s: float
 
 
 class LiveServer:
-    """``prefect server start`` on 127.0.0.1 with its own PREFECT_HOME; context manager."""
+    """`gep server start` on 127.0.0.1 with its own PREFECT_HOME and port; context manager.
+
+    ``env`` points commands at it with PREFECT_API_URL; ``home_env`` only with PREFECT_HOME, as a user who
+    ran `gep server start` and set nothing else."""
 
     def __init__(self, home: Path, port: int | None = None, *, scheduler: bool = False) -> None:
         self.home = Path(home)
@@ -71,29 +78,31 @@ class LiveServer:
         # `--run-once` worker could pick up instead of the run under test. Off unless asked for.
         self._server_env = {**self.env, "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": str(scheduler).lower()}
         self._server_env.pop("PREFECT_API_URL")
-        self.server: subprocess.Popen | None = None
+        self.pid: int | None = None
+        self.start_output = ""
         self.procs: list[subprocess.Popen] = []
-        self.log = self.home / "server.log"
+        self.log = self.home / "gep-server.log"
+        self.home_env = {k: v for k, v in self.env.items() if k != "PREFECT_API_URL"}
 
     # ------------------------------------------------------------ lifecycle
 
     def start(self, timeout_s: float = STARTUP_TIMEOUT_S) -> LiveServer:
+        """`gep server start` in this server's PREFECT_HOME, on its port (PREFECT_SERVER_API_PORT)."""
         self.home.mkdir(parents=True, exist_ok=True)
-        log = self.log.open("wb")
-        self.server = subprocess.Popen(
-            [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
-            env=self._server_env, cwd=self.home, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-        log.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.server.poll() is not None:
-                raise RuntimeError(f"prefect server exited with {self.server.returncode}:\n{self.tail()}")
-            if self.healthy():
-                return self
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"prefect server did not answer /api/health in {timeout_s:.0f} s:\n{self.tail()}")
+        env = {**self._server_env, "PREFECT_SERVER_API_PORT": str(self.port)}
+        started = subprocess.run([str(BIN / "gep"), "server", "start"], env=env, cwd=self.home,
+                                 capture_output=True, text=True, timeout=timeout_s + 60, stdin=subprocess.DEVNULL)
+        try:
+            record = json.loads((self.home / "gep-server.json").read_text())
+            self.pid = record["pid"]
+        except (OSError, ValueError, KeyError):
+            record = {}
+        if started.returncode != 0 or record.get("api_url") != self.api_url:
+            self.stop()
+            raise RuntimeError(f"gep server start exited {started.returncode} ({record}):\n{started.stdout}\n"
+                               f"{started.stderr}\n{self.tail()}")
+        self.start_output = started.stdout + started.stderr
+        return self
 
     def healthy(self) -> bool:
         try:
@@ -103,12 +112,22 @@ class LiveServer:
             return False
 
     def stop(self) -> None:
+        """Stop what ran against the server, then `gep server stop`; raise if it left a process behind."""
         for p in reversed(self.procs):
             kill_group(p)
         self.procs.clear()
-        if self.server is not None:
-            kill_group(self.server, grace_s=15)
-            self.server = None
+        if self.pid is None:
+            return
+        pid, self.pid = self.pid, None
+        subprocess.run([str(BIN / "gep"), "server", "stop"], env=self._server_env, capture_output=True,
+                       timeout=60, stdin=subprocess.DEVNULL)
+        left = group_alive(pid)
+        if left:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            raise AssertionError(f"`gep server stop` left the server's process group {pid} running")
 
     def tail(self, n: int = 40) -> str:
         try:
@@ -124,15 +143,16 @@ class LiveServer:
 
     # ------------------------------------------------------------ processes against this server
 
-    def command_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
-        return {**self.env, **(env or {})}
+    def command_env(self, env: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
+                    ) -> dict[str, str]:
+        return {**(self.env if base is None else base), **(env or {})}
 
     def spawn(self, args: Sequence[str], *, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
-              log: Path | None = None) -> subprocess.Popen:
+              log: Path | None = None, base: Mapping[str, str] | None = None) -> subprocess.Popen:
         """Start a long-running process (worker, `gep serve`) in its own group; stopped with the server."""
         out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - the child owns it from here
         try:
-            proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env), stdout=out,
+            proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env, base), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             if log:
@@ -141,9 +161,10 @@ class LiveServer:
         return proc
 
     def run(self, args: Sequence[str], *, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
-            timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-        """Run a command to completion; on timeout its whole group is killed and TimeoutError raised."""
-        proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env), stdout=subprocess.PIPE,
+            timeout_s: float = 60, base: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run a command to completion; on timeout its whole group is killed and TimeoutError raised.
+        ``env`` adds to ``base`` (default: ``self.env``)."""
+        proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env, base), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                                 start_new_session=True)
         self.procs.append(proc)

@@ -36,7 +36,8 @@ def one_line_error(result, *needles: str) -> None:
 def test_help_lists_every_verb():
     result = run("--help")
     assert result.exit_code == 0
-    for verb in ("cycle", "solidify", "history", "show", "genes", "import", "export", "recover", "serve"):
+    for verb in ("cycle", "solidify", "history", "show", "genes", "import", "export", "recover", "serve",
+                 "server"):
         assert verb in result.stdout
 
 
@@ -208,3 +209,145 @@ def test_refused_starts_store_nothing_and_print_one_line(repo: Path):
                           "--branch", "bad..name"), "'bad..name' is not a valid branch name")
     with Store.for_workspace(repo) as store:
         assert store.count_events() == 0 and store.open_runs() == []
+
+
+# ------------------------------------------------------------------ commands that only read the store
+
+
+STORE_ONLY = [["history"], ["history", "--all"], ["history", "--json"], ["show", "evt_0"], ["genes", "list"],
+              ["genes", "list", "--workspace", "."], ["genes", "show", "gene_repair_from_errors"],
+              ["signals", "--workspace", "."], ["capture", "--workspace", "."]]
+HOOK = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "t", "prompt": "keep it short please"})
+
+NO_PREFECT = """
+import sys
+from gep.cli import main
+sys.argv = ["gep", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+print("PREFECT-LOADED" if any(m == "prefect" or m.startswith("prefect.") for m in sys.modules) else "NO-PREFECT",
+      file=sys.stderr)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_store_only_commands_never_import_prefect_nor_start_a_server(repo: Path, tmp_path: Path):
+    home = tmp_path / "prefect-home"
+    with Store.for_workspace(repo) as store:
+        store.add_event(EvolutionEvent(id="evt_0", signals=["log_error"], genes_used=["g"],
+                                       outcome={"status": "success", "score": 0.85},
+                                       meta={"flow_run_id": "6f1c0a4e-3d7b-4d0e-9a43-6f3c2b1e0d9a"}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    for args in STORE_ONLY:
+        for api in (None, "http://127.0.0.1:9/api"):  # none configured, and one that does not answer
+            run_env = {**env, "PREFECT_HOME": str(home), **({"PREFECT_API_URL": api} if api else {})}
+            proc = subprocess.run([sys.executable, "-c", NO_PREFECT, *args], cwd=repo, env=run_env,
+                                  capture_output=True, text=True, timeout=60, input=HOOK)
+            assert "NO-PREFECT" in proc.stderr, (args, api, proc.stderr)
+            assert proc.returncode == 0, (args, api, proc.stdout, proc.stderr)
+    assert not home.exists() or not (home / "gep-server.json").exists()  # no server was started for them
+
+
+def test_history_and_show_default_to_the_workspace_of_the_current_directory(repo: Path, monkeypatch):
+    with Store.for_workspace(repo) as store:
+        store.add_event(EvolutionEvent(id="evt_here", signals=["a"], outcome={"status": "success", "score": 0.85}))
+    (repo / "src").mkdir()
+    monkeypatch.chdir(repo / "src")
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    listed = run("history", "--json")
+    assert [e["id"] for e in json.loads(listed.stdout)] == ["evt_here"]
+    assert json.loads(run("show", "evt_here").stdout)["id"] == "evt_here"
+
+
+def test_history_outside_a_repository_says_so(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    one_line_error(run("history"), "not inside a git repository", "--workspace")
+
+
+def test_history_of_a_workspace_without_cycles_creates_nothing(repo: Path):
+    result = run("history", "--workspace", str(repo))
+    assert result.exit_code == 0 and "no cycles recorded" in result.stdout
+    assert f"gep cycle --workspace {repo}" in result.stdout
+    assert not (repo / ".gep").exists()  # a read never creates the engine's folder
+    assert json.loads(run("history", "--workspace", str(repo), "--json").stdout) == []
+
+
+@pytest.mark.timeout(60)
+def test_history_does_not_wait_for_a_server_that_does_not_answer(repo: Path, monkeypatch):
+    import socket
+    import time
+
+    with Store.for_workspace(repo) as store:
+        store.add_event(EvolutionEvent(id="evt_1", signals=["a"], outcome={"status": "success", "score": 0.85},
+                                       meta={"flow_run_id": "6f1c0a4e-3d7b-4d0e-9a43-6f3c2b1e0d9a"}))
+    # a server that accepts connections and never answers
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{silent.getsockname()[1]}/api")
+        started = time.monotonic()
+        result = run("history", "--workspace", str(repo), "--all")
+        took = time.monotonic() - started
+    assert result.exit_code == 0, result.stderr
+    assert took < 4, f"history waited {took:.1f} s for a silent server"
+    row = next(line for line in result.stdout.splitlines() if "evt_1" in line)
+    assert "6f1c0a4e-3d7b-4d0e-9a43-6f3c2b1e0d9a" in row and row.rstrip(" │").endswith("-")
+    assert "does not answer" in result.stderr
+
+
+def test_version():
+    result = run("--version")
+    assert result.exit_code == 0 and result.stdout.startswith("gep ") and result.stdout.split()[1][0].isdigit()
+
+
+# ------------------------------------------------------------------ gep server, without a server
+
+
+def test_server_status_and_stop_when_none_runs(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    status = run("server", "status")
+    assert status.exit_code == 1 and status.stdout.startswith("stopped")
+    assert "no Prefect server started by gep" in run("server", "stop").stdout
+
+
+def test_server_stop_never_kills_a_process_that_is_not_its_server(tmp_path: Path, monkeypatch):
+    """A stale record whose pid now belongs to another program (here: a sleeping python) is not acted on."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("PREFECT_HOME", str(home))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        (home / "gep-server.json").write_text(json.dumps(
+            {"pid": other.pid, "port": 9, "api_url": "http://127.0.0.1:9/api", "ui_url": "http://127.0.0.1:9"}))
+        assert run("server", "status").stdout.startswith("stopped")
+        assert "had already stopped" in run("server", "stop").stdout
+        assert other.poll() is None, "gep server stop killed a process it had not started"
+        assert not (home / "gep-server.json").exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_bad_port_setting_is_one_line(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PREFECT_SERVER_API_PORT", "forty-two")
+    one_line_error(run("server", "start"), "PREFECT_SERVER_API_PORT", "forty-two")
+
+
+def test_prefect_settings_are_read_from_the_active_profile_without_prefect(tmp_path: Path):
+    from gep import prefect_api
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "profiles.toml").write_text('active = "local"\n[profiles.local]\n'
+                                        'PREFECT_API_URL = "http://127.0.0.1:4310/api"\n'
+                                        '[profiles.other]\nPREFECT_API_URL = "http://elsewhere/api"\n')
+    env = {"PREFECT_HOME": str(home)}
+    assert prefect_api.configured_api_url(env) == "http://127.0.0.1:4310/api"
+    assert prefect_api.configured_api_url({**env, "PREFECT_PROFILE": "other"}) == "http://elsewhere/api"
+    assert prefect_api.configured_api_url({**env, "PREFECT_API_URL": "http://x/api/"}) == "http://x/api"
+    assert prefect_api.ui_url("http://127.0.0.1:4310/api", env) == "http://127.0.0.1:4310"
+    assert prefect_api.run_link("http://h:1/api", "abc", env) == "http://h:1/runs/flow-run/abc"
+    assert prefect_api.configured_api_url({"PREFECT_HOME": str(tmp_path / "none")}) is None

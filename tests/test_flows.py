@@ -1,11 +1,14 @@
-"""The cycle as Prefect flow runs, under Prefect's test harness (one server for the whole session)."""
+"""The cycle as Prefect flow runs, against the session's one Prefect server (tests/live_prefect.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sys
 import textwrap
 import threading
 import time
+import typing
 from pathlib import Path
 
 import pytest
@@ -39,11 +42,40 @@ NOOP_AGENT = "import sys; sys.stdin.read(); print('nothing to do')\n"
 
 
 @pytest.fixture(scope="session")
-def prefect_server():
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_server(live_prefect):
+    """The end-to-end tests' server, for flows called in this process (as Prefect's test harness sets it up,
+    threads included; its logs and events are sent before the server stops)."""
+    import prefect.context
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.settings import temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+    with temporary_settings(updates={"api.url": live_prefect.api_url}), \
+            prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
+        yield live_prefect
+        APILogWorker.drain_all()
+        EventsWorker.drain_all()
+
+
+def run_state(flow_fn, **params):
+    """A flow called as the CLI calls it: to its final state."""
+    result = flow_fn(**params, return_state=True)
+    return asyncio.run(result) if asyncio.iscoroutine(result) else result
+
+
+def cycle(**params) -> EvolutionEvent | None:
+    """One evolution_cycle run: the event its final state carries (failed cycles included)."""
+    from flows.cycle import evolution_cycle
+    from flows.states import event_of
+
+    return event_of(run_state(evolution_cycle, **params))
+
+
+def solidify(**params) -> EvolutionEvent | None:
+    from flows.solidify import solidify_pending
+    from flows.states import event_of
+
+    return event_of(run_state(solidify_pending, **params))
 
 
 def agent(tmp_path: Path, name: str, code: str) -> str:
@@ -73,17 +105,17 @@ def artifacts(key: str):
 
 
 def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
-    from flows.cycle import evolution_cycle
     from flows.reporting import workspace_key
-    from flows.solidify import solidify_pending
 
-    event = evolution_cycle(workspace=str(example_ws), mutator="prompt")
+    event = cycle(workspace=str(example_ws), mutator="prompt")
     assert event.outcome.status == "awaiting_changes"
     assert event.genes_used == ["gene_repair_from_errors"]
     assert "log_error" in event.signals
     run = flow_run(event.meta.flow_run_id)
     assert run.name.startswith("cycle-0001 repair gene_repair_from_errors")
-    assert {"intent:repair", "gene:gene_repair_from_errors", "outcome:awaiting_changes"} <= set(run.tags)
+    assert {"intent:repair", "gene:gene_repair_from_errors", "outcome:awaiting_changes",
+            f"workspace:{example_ws.name}"} <= set(run.tags)
+    assert run.state.type.value == "COMPLETED" and run.state_name == "Awaiting changes"
     prompt_file = Path(event.meta.mutator_result.prompt_file)
     assert prompt_file.is_file() and "stats" in prompt_file.read_text()
     key = workspace_key(example_ws)
@@ -91,15 +123,16 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
     assert artifacts(f"gep-{key}-prompt"), "prompt artifact missing"
 
     # a second cycle refuses while this one awaits changes
+    from flows.cycle import evolution_cycle
     from gep.errors import PendingCycleError
 
     with pytest.raises(PendingCycleError):
-        evolution_cycle(workspace=str(example_ws), mutator="prompt")
+        asyncio.run(evolution_cycle(workspace=str(example_ws), mutator="prompt"))
 
     # the human makes the change, then solidify commits it
     stats = example_ws / "stats.py"
     stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
-    done = solidify_pending(workspace=str(example_ws), summary="Divide the mean by n, not n-1")
+    done = solidify(workspace=str(example_ws), summary="Divide the mean by n, not n-1")
     assert done.id == event.id and done.outcome.status == "success", done.meta.failure_reasons
     log = git(example_ws, "log", "-1", "--format=%B")
     assert log.startswith("gep(repair): Divide the mean by n, not n-1\n")
@@ -110,31 +143,51 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
     stored = {e.id: e for e in events(example_ws)}
     assert stored[event.id].outcome.status == "success"
 
+    # the run that started the cycle now tells its real outcome; the solidify run points at it
+    original = flow_run(event.meta.flow_run_id)
+    assert "outcome:success" in original.tags and "outcome:awaiting_changes" not in original.tags
+    assert original.state_name == "Success" and original.state.type.value == "COMPLETED"
+    [cycle_artifact] = [a for a in artifacts(f"gep-{key}-cycle") if a.flow_run_id == original.id]
+    assert cycle_artifact.data.startswith(f"# {event.id}: success"), cycle_artifact.data[:200]
+    solid = flow_run(done.meta.solidify_flow_run_id)
+    assert solid.name.startswith("solidify cycle-0001 repair") and f"cycle-run:{original.id}" in solid.tags
+    assert solid.state_name == "Success"
+
 
 def test_command_agent_fix_commits(prefect_server, example_ws: Path, tmp_path: Path):
-    from flows.cycle import evolution_cycle
-
-    event = evolution_cycle(workspace=str(example_ws), mutator="command",
-                            agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
+    event = cycle(workspace=str(example_ws), mutator="command", agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
     assert event.outcome.status == "success", event.meta.failure_reasons
     head = git(example_ws, "log", "-1", "--format=%H%n%B")
     assert event.meta.commit in head
     assert f"GEP-Event: {event.id}" in head and "GEP-Gene: gene_repair_from_errors" in head
     assert "fixed the mean" in event.meta.mutator_result.output
-    assert flow_run(event.meta.flow_run_id).state_name == "Completed"
+    run = flow_run(event.meta.flow_run_id)
+    assert run.state_name == "Success" and "outcome:success" in run.tags
+    assert run.state.message.startswith(f"{event.id}: gene_repair_from_errors committed")
 
 
 def test_command_agent_that_breaks_tests_is_discarded_and_saved(prefect_server, example_ws: Path, tmp_path: Path):
     from flows.cycle import evolution_cycle
+    from flows.states import CycleFailedError
 
     (example_ws / "my_notes.txt").write_text("mine, untracked\n")
     (example_ws / "README.md").write_text("my uncommitted edit\n")  # a dirty tree no longer blocks a cycle
     before = git(example_ws, "rev-parse", "HEAD")
     original = (example_ws / "stats.py").read_bytes()
-    event = evolution_cycle(workspace=str(example_ws), mutator="command",
-                            agent_cmd=agent(tmp_path, "brk", BREAK_AGENT))
+    state = run_state(evolution_cycle, workspace=str(example_ws), mutator="command",
+                      agent_cmd=agent(tmp_path, "brk", BREAK_AGENT))
+    # a failed cycle is a Failed run whose message is the one-line reason (automations on failure fire)
+    assert state.is_failed() and state.name == "Failed"
+    event = state.result(raise_on_failure=False).event
     assert event.outcome.status == "failed"
     assert any(r.startswith("validation") for r in event.meta.failure_reasons)
+    assert state.message == " ".join(event.meta.failure_reasons[-1].split())  # one line
+    run = flow_run(event.meta.flow_run_id)
+    assert run.state.type.value == "FAILED" and run.state.message == state.message
+    assert "outcome:failed" in run.tags
+    with pytest.raises(CycleFailedError) as raised:  # called directly, the failure carries its event
+        state.result()
+    assert raised.value.event.id == event.id
     assert git(example_ws, "rev-parse", "HEAD") == before
     assert (example_ws / "stats.py").read_bytes() == original
     assert not (example_ws / "notes_from_agent.txt").exists()
@@ -159,12 +212,13 @@ def test_stage_failure_fails_run_and_records_event(prefect_server, example_ws: P
         raise RuntimeError("mutator exploded")
 
     monkeypatch.setattr(gep.stages, "get_mutator", broken)
-    state = evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
-    assert state.is_failed()
+    state = run_state(evolution_cycle, workspace=str(example_ws), mutator="prompt")
+    assert state.is_failed() and state.message == "RuntimeError: mutator exploded"
     [ev] = events(example_ws)
     assert ev.outcome.status == "failed"
     assert "RuntimeError: mutator exploded" in ev.meta.failure_reasons[0]
     assert git(example_ws, "status", "--porcelain").strip() == ""
+    assert flow_run(ev.meta.flow_run_id).state.message == "RuntimeError: mutator exploded"
 
 
 @pytest.mark.parametrize("module, name", [("gep.stages", "collect_sources"), ("gep.stages", "extract_signals"),
@@ -179,7 +233,7 @@ def test_failure_in_an_early_stage_is_recorded_too(prefect_server, example_ws: P
         raise RuntimeError(f"{name} exploded")
 
     monkeypatch.setattr(importlib.import_module(module), name, broken)
-    state = evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
+    state = run_state(evolution_cycle, workspace=str(example_ws), mutator="prompt")
     assert state.is_failed()
     [ev] = events(example_ws)
     assert ev.outcome.status == "failed" and ev.meta.flow_run_id == str(state.state_details.flow_run_id)
@@ -188,7 +242,7 @@ def test_failure_in_an_early_stage_is_recorded_too(prefect_server, example_ws: P
 
 
 def test_scheduled_ticks_skip_under_steady_state(prefect_server, example_ws: Path):
-    from flows.cycle import evolution_cycle
+    from flows.cycle import scheduled_cycle
 
     with Store.for_workspace(example_ws) as store:
         for i in range(6):
@@ -196,12 +250,16 @@ def test_scheduled_ticks_skip_under_steady_state(prefect_server, example_ws: Pat
                 id=f"evt_empty_{i}", intent="optimize", signals=["stable_success_plateau"],
                 genes_used=["gene_optimize_code_quality"], outcome={"status": "empty", "score": 0.0},
                 meta={"empty_cycle": True, "at": f"2026-11-2{i}T00:00:00.000Z"}))
-    results = [evolution_cycle(workspace=str(example_ws), mutator="prompt", scheduled=True, return_state=True)
-               for _ in range(3)]
+    results = [run_state(scheduled_cycle, workspace=str(example_ws), mutator="prompt") for _ in range(3)]
     skipped = [s for s in results if (s.message or "").startswith("skipped")]
     assert len(skipped) >= 2, [s.message for s in results]
+    for s in skipped:  # a Completed run named for what happened, with a readable name and the workspace tag
+        assert s.is_completed() and s.name == "Skipped"
+        run = flow_run(s.state_details.flow_run_id)
+        assert run.name == f"skipped tick {example_ws.name}", run.name
+        assert {f"workspace:{example_ws.name}", "outcome:skipped"} <= set(run.tags)
     # a manual trigger still runs
-    manual = evolution_cycle(workspace=str(example_ws), mutator="prompt", abandon_pending=True)
+    manual = cycle(workspace=str(example_ws), mutator="prompt", abandon_pending=True)
     assert manual.outcome.status in {"awaiting_changes", "empty"}
 
 
@@ -224,13 +282,11 @@ def test_fleet_runs_each_workspace_once_never_interleaved(prefect_server, tmp_pa
 def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_path: Path, approve: bool):
     from prefect.flow_runs import resume_flow_run
 
-    from flows.cycle import evolution_cycle
-
     result: dict[str, EvolutionEvent] = {}
 
     def run() -> None:
-        result["event"] = evolution_cycle(workspace=str(example_ws), mutator="command", review=True,
-                                          agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
+        result["event"] = cycle(workspace=str(example_ws), mutator="command", review=True,
+                                agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
 
     t = threading.Thread(target=run)
     t.start()
@@ -245,6 +301,8 @@ def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_pa
                 run_id = candidate
     assert run_id, "the flow never paused for review"
     assert git(example_ws, "log", "-1", "--format=%s").strip() == "initial"  # nothing committed yet
+    # while it waits, the run is already named for its gene (an agent or review cycle takes a while)
+    assert flow_run(run_id).name.startswith("cycle-0001 repair gene_repair_from_errors")
     resume_flow_run(run_id, run_input={"approve": approve, "note": "reviewed"})
     t.join(120)
     event = result["event"]
@@ -263,8 +321,6 @@ def test_claude_driven_cycle_edits_validates_finishes_commits(prefect_server, ex
     from fake_anthropic import FakeAnthropic
     from test_mutator_anthropic import fixing_session
 
-    from flows.cycle import evolution_cycle
-
     fake = FakeAnthropic()
     fake.start()
     try:
@@ -272,7 +328,7 @@ def test_claude_driven_cycle_edits_validates_finishes_commits(prefect_server, ex
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key-000000000000")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
         monkeypatch.setenv("GEP_MODEL", "claude-sonnet-4-6")
-        event = evolution_cycle(workspace=str(example_ws))  # no --mutator: anthropic, since a key is set
+        event = cycle(workspace=str(example_ws))  # mutator auto: anthropic, since a key is set
     finally:
         fake.stop()
     assert event.meta.mutator == "anthropic"
@@ -303,41 +359,125 @@ def test_cli_cycle_json_prints_only_the_event(prefect_server, example_ws: Path):
     assert "Traceback" not in again.stderr
 
 
+def test_cli_failed_cycle_prints_the_event_and_exits_1(prefect_server, example_ws: Path, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from gep.cli import app
+
+    result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "command",
+                                      "--agent-cmd", agent(tmp_path, "brk", BREAK_AGENT)])
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    [event] = events(example_ws)
+    assert event.id in result.stdout and "failed" in result.stdout and "reason: validation" in result.stdout
+    assert f"flow run: {prefect_server.url}/runs/flow-run/{event.meta.flow_run_id}" in result.stdout
+
+
+def test_cli_reads_a_recorded_outcome_when_prefect_fails_after_it(prefect_server, example_ws: Path,
+                                                                   monkeypatch):
+    """The server going away after the cycle recorded its outcome does not turn it into a failure."""
+    from prefect.client.orchestration import PrefectClient
+    from typer.testing import CliRunner
+
+    from gep.cli import app
+
+    real = PrefectClient.set_flow_run_state
+
+    async def server_gone(self, flow_run_id, state, **kw):
+        if state.is_final():
+            raise ConnectionError("the Prefect server went away")
+        return await real(self, flow_run_id, state, **kw)
+
+    monkeypatch.setattr(PrefectClient, "set_flow_run_state", server_gone)
+    result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "prompt"])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    [event] = events(example_ws)
+    assert event.outcome.status == "awaiting_changes" and event.id in result.stdout
+    assert "its outcome is read from the store" in result.stderr
+
+
 def test_empty_workspace_parameter_is_refused(prefect_server):
     from flows.cycle import evolution_cycle
     from gep.errors import ConfigError
 
     for bad in ("", "  ", "{{ $GEP_WORKSPACE }}"):
         with pytest.raises(ConfigError, match="workspace"):
-            evolution_cycle(workspace=bad, mutator="prompt")
+            asyncio.run(evolution_cycle(workspace=bad, mutator="prompt"))
 
 
 def test_scheduled_tick_skips_while_a_cycle_awaits_changes(prefect_server, example_ws: Path):
-    from flows.cycle import evolution_cycle
+    from flows.cycle import scheduled_cycle
 
-    first = evolution_cycle(workspace=str(example_ws), mutator="prompt")
+    first = cycle(workspace=str(example_ws), mutator="prompt")
     assert first.outcome.status == "awaiting_changes"
-    state = evolution_cycle(workspace=str(example_ws), mutator="prompt", scheduled=True, return_state=True)
-    assert state.is_completed() and "awaiting changes" in state.message
+    state = run_state(scheduled_cycle, workspace=str(example_ws), mutator="prompt")
+    assert state.is_completed() and state.name == "Skipped" and "awaiting changes" in state.message
     assert [e.id for e in events(example_ws)] == [first.id]
 
 
+def test_abandoning_a_pending_cycle_updates_the_run_that_started_it(prefect_server, example_ws: Path):
+    first = cycle(workspace=str(example_ws), mutator="prompt")
+    second = cycle(workspace=str(example_ws), mutator="prompt", abandon_pending=True)
+    assert second.id != first.id
+    stored = {e.id: e for e in events(example_ws)}
+    assert stored[first.id].outcome.status == "abandoned"
+    original = flow_run(first.meta.flow_run_id)
+    assert "outcome:abandoned" in original.tags and "outcome:awaiting_changes" not in original.tags
+    assert original.state_name == "Abandoned"
+
+
 def test_refused_request_fails_the_run_with_the_reason_and_records_nothing(prefect_server, example_ws: Path):
+    from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
     from flows.cycle import evolution_cycle
     from flows.solidify import solidify_pending
     from gep.errors import ConfigError, WorkspaceError
 
-    state = evolution_cycle(workspace=str(example_ws), mutator="claude", return_state=True)
-    assert state.is_failed() and "unknown mutator 'claude'" in state.message
-    with pytest.raises(ConfigError, match="unknown strategy 'fast'"):
-        evolution_cycle(workspace=str(example_ws), strategy="fast")
-    state = evolution_cycle(workspace=str(example_ws), mutator="command", return_state=True)
-    assert state.is_failed() and "agent command" in state.message
+    # the Run form offers only the valid mutators and strategies; anything else fails validation at once
+    state = run_state(evolution_cycle, workspace=str(example_ws), mutator="claude")
+    assert state.is_failed() and "mutator" in state.message
+    with pytest.raises(ConfigError, match="agent command"):
+        asyncio.run(evolution_cycle(workspace=str(example_ws), mutator="command"))
+    state = run_state(evolution_cycle, workspace=str(example_ws), mutator="command")
+    assert state.is_failed() and state.name == "Failed" and "agent command" in state.message
+    run = flow_run(state.state_details.flow_run_id)
+    assert run.name == f"refused {example_ws.name}" and {f"workspace:{example_ws.name}", "outcome:refused"} <= set(run.tags)
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all()  # logs go to the server in batches
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
+    assert any("agent command" in log.message for log in logs)
+    assert not any("Traceback" in log.message for log in logs), [log.message for log in logs]
     assert events(example_ws) == []  # a typo is not a failed cycle: no gene pays for it
-    state = solidify_pending(workspace=str(example_ws), return_state=True)
+    state = run_state(solidify_pending, workspace=str(example_ws))
     assert state.is_failed() and "no cycle is awaiting changes" in state.message
     with pytest.raises(WorkspaceError):
-        solidify_pending(workspace=str(example_ws))
+        asyncio.run(solidify_pending(workspace=str(example_ws)))
+
+
+def test_the_run_form_offers_choices_and_no_null_toggles():
+    """What the UI's Run form is built from: dropdowns for mutator and strategy, no "None" type toggles,
+    and no `scheduled` switch on the manual entry."""
+    from prefect.utilities.callables import parameter_schema
+
+    from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
+    from flows.fleet import evolve_fleet
+    from gep.mutators import MUTATORS
+    from gep.strategy import PRESETS
+
+    assert set(typing.get_args(Mutator)) == {"auto", *MUTATORS}
+    assert set(typing.get_args(Strategy)) == {"auto", *PRESETS}
+    for fn in (evolution_cycle, scheduled_cycle, evolve_fleet):
+        schema = parameter_schema(fn).model_dump_for_openapi()
+        text = json.dumps(schema)
+        assert '"null"' not in text and "anyOf" not in text, (fn.name, text)
+        for name in ("mutator", "strategy"):
+            prop = schema["properties"][name]
+            choices = prop.get("enum") or schema["definitions"][prop["$ref"].split("/")[-1]]["enum"]
+            assert "prompt" in choices or "balanced" in choices
+    manual = parameter_schema(evolution_cycle).model_dump_for_openapi()["properties"]
+    assert "scheduled" not in manual and "scheduled" not in parameter_schema(scheduled_cycle).model_dump_for_openapi()["properties"]
 
 
 def test_a_cycle_waits_for_the_workspace_slot_and_gives_up_cancelled(prefect_server, example_ws: Path,
@@ -345,17 +485,27 @@ def test_a_cycle_waits_for_the_workspace_slot_and_gives_up_cancelled(prefect_ser
     from prefect.concurrency.sync import concurrency
 
     import flows.cycle
-    from flows.reporting import ensure_limit, workspace_key
+    from flows.slot import ensure_limit, slot_name
 
-    name = f"gep-workspace-{workspace_key(example_ws)}"
+    name = slot_name(example_ws)
     ensure_limit(name)
     monkeypatch.setattr(flows.cycle, "SLOT_TIMEOUT_S", 3)
     with concurrency(name, occupy=1, strict=True):  # another cycle holds this repository
-        state = flows.cycle.evolution_cycle(workspace=str(example_ws), mutator="prompt", return_state=True)
+        state = run_state(flows.cycle.evolution_cycle, workspace=str(example_ws), mutator="prompt")
     assert state.is_cancelled() and "did not start" in state.message
     assert events(example_ws) == []
     # the slot is free again: the next run goes through
-    assert flows.cycle.evolution_cycle(workspace=str(example_ws), mutator="prompt").outcome.status == "awaiting_changes"
+    assert cycle(workspace=str(example_ws), mutator="prompt").outcome.status == "awaiting_changes"
+
+
+def test_one_slot_per_workspace_whatever_path_names_it(tmp_path: Path):
+    from flows.slot import slot_name
+
+    ws = init_repo(tmp_path / "ws")
+    (tmp_path / "link").symlink_to(ws)
+    assert slot_name(ws) == slot_name(tmp_path / "link") == slot_name(Path(f"{ws}/")) == \
+        slot_name(tmp_path / "ws" / ".." / "ws")
+    assert slot_name(ws).startswith("gep-workspace-ws-")
 
 
 def test_the_flow_runs_the_engines_stage_list(prefect_server, example_ws: Path, monkeypatch):
@@ -364,16 +514,22 @@ def test_the_flow_runs_the_engines_stage_list(prefect_server, example_ws: Path, 
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    from flows.cycle import evolution_cycle
     from gep import pipeline as P
 
     monkeypatch.setattr(P, "STAGES", [s for s in P.STAGES if s.name != "extract signals"])
-    event = evolution_cycle(workspace=str(example_ws), mutator="prompt")
+    event = cycle(workspace=str(example_ws), mutator="prompt")
     assert event.signals == [] and event.outcome.status == "empty"
-    with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[event.meta.flow_run_id])))
-    names = {r.name.rsplit("-", 1)[0] for r in runs}
-    assert names == {"collect sources", "analyse history", "gate", "select", "build mutation", "record"}
+    expected = {"collect sources", "analyse history", "gate", "select", "build mutation", "record"}
+    names: set[str] = set()
+    deadline = time.monotonic() + 30
+    while names != expected and time.monotonic() < deadline:  # task runs reach the server as events, a bit later
+        with get_client(sync_client=True) as client:
+            runs = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[event.meta.flow_run_id])))
+        names = {r.name.rsplit("-", 1)[0] for r in runs}
+        time.sleep(0.5)
+    assert names == expected
+    assert flow_run(event.meta.flow_run_id).state_name == "Empty"
 
 
 def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(prefect_server, example_ws: Path,

@@ -40,7 +40,11 @@ def test_serve_without_a_server_is_one_line(tmp_path: Path):
     ws = workspace(tmp_path)
     env = clean_env(PREFECT_HOME=str(tmp_path / "home"))  # no PREFECT_API_URL anywhere
     line = one_line_error(gep(["serve", "--workspace", str(ws)], env))
-    assert "PREFECT_API_URL" in line and "prefect server start" in line
+    assert "gep server start" in line and "PREFECT_API_URL" in line
+
+    line = one_line_error(gep(["serve", "--workspace", str(ws), "--mutator", "claude"],
+                              {**env, "PREFECT_API_URL": f"http://127.0.0.1:{free_port()}/api"}))
+    assert "--mutator 'claude' is not one of" in line
 
     dead = f"http://127.0.0.1:{free_port()}/api"
     line = one_line_error(gep(["serve", "--workspace", str(ws)], {**env, "PREFECT_API_URL": dead}))
@@ -56,11 +60,11 @@ def test_serve_without_a_server_is_one_line(tmp_path: Path):
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_serve_registers_runs_and_stops_on_ctrl_c(live_prefect: LiveServer, tmp_path: Path):
-    from flows.reporting import workspace_key
+    from flows.serve import deployment_names
 
     server = live_prefect
     ws = workspace(tmp_path)
-    key = workspace_key(ws)
+    scheduled_name, manual_name = deployment_names(ws)
     log = tmp_path / "serve.log"
     proc = server.spawn([GEP, "serve", "--workspace", str(ws), "--cron", "*/30 * * * *", "--mutator", "prompt"],
                         cwd=tmp_path, log=log)
@@ -71,25 +75,29 @@ def test_serve_registers_runs_and_stops_on_ctrl_c(live_prefect: LiveServer, tmp_
             while time.monotonic() < deadline and len(deployments) < 2:
                 assert proc.poll() is None, f"gep serve exited {proc.returncode}:\n{log.read_text()}"
                 deployments = {d.name: d for d in client.read_deployments()
-                               if d.name in (f"scheduled-{key}", f"evolve-now-{key}")}
+                               if d.name in (scheduled_name, manual_name)}
                 time.sleep(0.5)
             assert len(deployments) == 2, f"gep serve registered {sorted(deployments)}:\n{log.read_text()}"
-            scheduled, manual = deployments[f"scheduled-{key}"], deployments[f"evolve-now-{key}"]
+            scheduled, manual = deployments[scheduled_name], deployments[manual_name]
+            assert scheduled_name == f"scheduled-{ws.name}-{scheduled_name.rsplit('-', 1)[1]}"  # as documented
+            assert f"evolution-cycle/{manual_name}" in log.read_text()  # it says what it registered
             [sched] = scheduled.schedules
             assert sched.schedule.cron == "*/30 * * * *" and sched.active
-            assert scheduled.parameters == {"workspace": str(ws), "mutator": "prompt", "strategy": None,
-                                            "agent_cmd": None, "scheduled": True}
+            assert scheduled.parameters == {"workspace": str(ws), "mutator": "prompt", "strategy": "auto",
+                                            "agent_cmd": ""}
+            assert "scheduled" not in scheduled.parameter_openapi_schema["properties"]
             assert manual.parameters["workspace"] == str(ws) and not manual.schedules
 
             # the served process runs what the UI's Run button creates
             run = client.create_flow_run_from_deployment(manual.id, parameters={"workspace": str(ws)})
             state = "?"
             while time.monotonic() < deadline + 60:
-                state = client.read_flow_run(run.id).state_name
-                if state in {"Completed", "Failed", "Crashed", "Cancelled"}:
+                done = client.read_flow_run(run.id)
+                state = done.state_name
+                if done.state_type and done.state_type.value in {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}:
                     break
                 time.sleep(0.5)
-            assert state == "Completed", log.read_text()[-4000:]
+            assert state == "Awaiting changes", log.read_text()[-4000:]
         with Store.for_workspace(ws) as store:
             [event] = store.list_events(limit=5)
         assert event.meta.flow_run_id == str(run.id) and event.outcome.status == "awaiting_changes"

@@ -1,0 +1,107 @@
+"""One cycle at a time per workspace: a Prefect global concurrency limit of 1, held for the whole run.
+
+An overlapping run waits in the UI (its slot shows as held by the running flow run) until the cycle ahead of
+it finishes, or gives up after the timeout. The slot is taken with the flow run's own API client, one
+request to take it and one to give it back; the limit is created by the first run on a workspace (taking a
+slot of a missing limit says so, so no run reads the limit first). Its lease is renewed from a thread, only
+for a cycle that outlives three quarters of it, so a long stage that blocks the flow's event loop keeps it
+and a short cycle sends no renewal at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import httpx
+from prefect import get_client, get_run_logger
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+from prefect.client.schemas.objects import ConcurrencyLeaseHolder
+from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
+from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+
+from gep.prefect_api import workspace_key
+
+LEASE_S = 300.0
+LOCKED = 423  # the limit is full: the server says when to ask again (Retry-After)
+
+
+def slot_name(path: Path) -> str:
+    return f"gep-workspace-{workspace_key(path)}"
+
+
+def ensure_limit(name: str, limit: int = 1) -> None:
+    """Create the limit unless it exists (tests and tools; the flow creates it on first use)."""
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            try:
+                client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=limit))
+            except ObjectAlreadyExists:
+                pass
+
+
+@asynccontextmanager
+async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = None) -> AsyncIterator[None]:
+    """Hold the workspace's slot; TimeoutError when another run held it for ``timeout_s``."""
+    name = slot_name(path)
+    async with get_client() as client:  # inside a flow run: the run's own client
+        lease = await _acquire(client, name, timeout_s, holder)
+        stop = threading.Event()
+        # the run's settings (API URL) and logger live in context variables: the thread gets a copy
+        renew = contextvars.copy_context()
+        threading.Thread(target=renew.run, args=(_renew, lease, stop), name=f"gep-slot-{name}", daemon=True).start()
+        try:
+            yield
+        finally:
+            stop.set()
+            await client.release_concurrency_slots_with_lease(lease)
+
+
+async def _acquire(client: Any, name: str, timeout_s: float, holder: UUID | None) -> UUID:
+    deadline = time.monotonic() + timeout_s
+    who = ConcurrencyLeaseHolder(type="flow_run", id=holder) if holder else None
+    created = False
+    while True:
+        try:
+            response = await client.increment_concurrency_slots_with_lease(
+                names=[name], slots=1, mode="concurrency", lease_duration=LEASE_S, holder=who)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code != LOCKED:
+                raise
+            wait = float(exc.response.headers.get("Retry-After", 1.0))
+            if time.monotonic() + wait > deadline:
+                raise TimeoutError(f"{name} stayed held for {timeout_s:.0f} s") from None
+            await asyncio.sleep(wait)
+            continue
+        lease = ConcurrencyLimitWithLeaseResponse.model_validate(response.json())
+        if lease.limits:
+            return lease.lease_id
+        if created:
+            raise RuntimeError(f"the concurrency limit {name} was created but cannot be taken")
+        try:  # the first cycle on this workspace: the limit does not exist yet
+            await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=1))
+        except ObjectAlreadyExists:  # created at the same moment by another run
+            pass
+        created = True
+
+
+def _renew(lease: UUID, stop: threading.Event) -> None:
+    """Renew the lease each time three quarters of it have passed, until the slot is given back."""
+    while not stop.wait(LEASE_S * 0.75):
+        try:
+            with get_client(sync_client=True) as client:
+                client.renew_concurrency_lease(lease, lease_duration=LEASE_S)
+        except Exception as exc:  # noqa: BLE001 - the file lock still keeps cycles apart; say so and go on
+            try:
+                get_run_logger().warning("could not renew the workspace slot's lease: %s", exc)
+            except Exception:  # noqa: BLE001 - no run logger in this thread's context
+                pass

@@ -1,0 +1,130 @@
+"""`gep history`: the recorded cycles of a workspace joined with their Prefect flow runs.
+
+Flow-run states come from one request to the configured Prefect API (PREFECT_API_URL, the active profile, or
+gep's background server) with a short timeout; when none answers, the events are shown with "-" at once.
+With ``--all``, the runs that recorded no cycle (skipped scheduled ticks, refused runs) are listed too: only
+Prefect keeps them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from gep import prefect_api as api
+from gep.models import EvolutionEvent
+
+
+class HistoryView(BaseModel):
+    events: list[EvolutionEvent]
+    runs: dict[str, api.FlowRunInfo] = {}
+    others: list[api.FlowRunInfo] = []  # --all: runs with no recorded event
+    note: str | None = None  # said on stderr (why states or runs are missing)
+    limit: int = 20
+
+    @classmethod
+    def load(cls, workspace: Path, events: Sequence[EvolutionEvent], limit: int,
+             include_runs: bool = False) -> HistoryView:
+        view = cls(events=list(events), limit=limit)
+        url = prefect_url()
+        ids = [e.meta.flow_run_id for e in events if e.meta.flow_run_id]
+        if url is None:
+            if include_runs:
+                view.note = ("--all: no Prefect server is configured or running (`gep server start`); skipped "
+                             "and refused runs are kept only by Prefect")
+            return view
+        if ids:
+            runs = api.read_flow_runs(url, [i for i in ids if i])  # one request for all of them
+            if runs is None:
+                view.note = f"the Prefect server at {url} does not answer: flow-run states are shown as -"
+                return view
+            view.runs = runs
+        if include_runs:
+            others = _other_runs(url, workspace, {i for i in ids if i}, limit)
+            if others is None:
+                view.note = f"--all: the Prefect server at {url} does not answer; only recorded cycles are shown"
+            else:
+                view.others = others
+        return view
+
+    @property
+    def rows(self) -> list[tuple[str, ...]]:
+        """Table rows, newest first: recorded cycles and (--all) the runs that recorded none."""
+        dated: list[tuple[datetime, tuple[str, ...]]] = []
+        for e in self.events:
+            r = self.runs.get(e.meta.flow_run_id or "")
+            dated.append((_when(e.meta.at), (e.id, str(e.outcome.status), str(e.intent),
+                                             ",".join(e.genes_used) or "-", _run_cell(r, e.meta.flow_run_id),
+                                             r.state if r else "-", _duration(r))))
+        for r in self.others:
+            outcome = r.tag("outcome") or r.state.lower()
+            dated.append((_aware(r.start), ("-", outcome, "-", "-", _run_cell(r, r.id), r.state, _duration(r))))
+        dated.sort(key=lambda d: d[0], reverse=True)
+        return [row for _, row in dated[: self.limit]]
+
+    def as_json(self) -> list[dict[str, object]]:
+        """The EvolutionEvent objects, each with its `flow_run` where Prefect knows it; --all adds
+        `{"type": "FlowRun", "flow_run": {...}}` for runs that recorded no cycle."""
+        # JSON edge: events as dumped by their model, plus the run beside them
+        out: list[dict[str, object]] = []
+        for e in self.events:
+            item: dict[str, object] = e.model_dump(mode="json")
+            run = self.runs.get(e.meta.flow_run_id or "")
+            if run is not None:
+                item["flow_run"] = run.model_dump(mode="json")
+            out.append(item)
+        out += [{"type": "FlowRun", "flow_run": r.model_dump(mode="json")} for r in self.others]
+        return out
+
+
+def prefect_url() -> str | None:
+    """PREFECT_API_URL (environment or profile), else the background server's address if one was started."""
+    from gep.server import read_record
+
+    configured = api.configured_api_url()
+    if configured:
+        return configured
+    rec = read_record()
+    return rec.api_url if rec else None
+
+
+def _other_runs(url: str, workspace: Path, known: set[str], limit: int) -> list[api.FlowRunInfo] | None:
+    runs = api.workspace_runs(url, api.workspace_tag(workspace), limit)
+    if runs is None:
+        return None
+    real = workspace.resolve()
+    return [r for r in runs if r.id not in known and _same_workspace(r.workspace, real)]
+
+
+def _same_workspace(param: str | None, real: Path) -> bool:
+    """Runs of another workspace with the same folder name share the tag: keep this one's."""
+    if not param or "{{" in param:
+        return True  # a refused run with no usable path: it carries this workspace's tag
+    try:
+        return Path(param).expanduser().resolve() == real
+    except (OSError, RuntimeError):
+        return False
+
+
+def _run_cell(run: api.FlowRunInfo | None, run_id: str | None) -> str:
+    return (run.link if run else None) or run_id or "-"
+
+
+def _duration(run: api.FlowRunInfo | None) -> str:
+    return f"{run.duration_s:.1f}s" if run and run.duration_s is not None else "-"
+
+
+def _when(at: str | None) -> datetime:
+    try:
+        return _aware(datetime.fromisoformat(at.replace("Z", "+00:00"))) if at else _aware(None)
+    except ValueError:
+        return _aware(None)
+
+
+def _aware(ts: datetime | None) -> datetime:
+    if ts is None:
+        return datetime.min.replace(tzinfo=UTC)
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)

@@ -1,0 +1,206 @@
+"""The few things gep asks a Prefect server without importing Prefect (1-2 s of import, ~100 MB).
+
+Which API is configured (``PREFECT_API_URL`` in the environment or in the active profile of
+``$PREFECT_HOME/profiles.toml``), whether it answers, and the flow runs behind recorded cycles, each with
+one plain HTTP request (Prefect's REST API) and a short timeout, so a command that only reads the store
+never waits for a server that is not there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from uuid import UUID
+
+from pydantic import BaseModel
+
+TIMEOUT_S = 1.0  # a local server answers in milliseconds; one that does not is treated as absent
+PAGE = 200  # Prefect's default page limit for filter requests
+
+
+class FlowRunInfo(BaseModel):
+    """A flow run as `gep history` shows it."""
+
+    id: str
+    name: str
+    state_type: str | None = None
+    state: str = "?"
+    message: str | None = None
+    duration_s: float | None = None
+    tags: list[str] = []
+    start: datetime | None = None
+    workspace: str | None = None  # the run's `workspace` parameter
+    link: str | None = None
+
+    def tag(self, prefix: str) -> str | None:
+        """The value of the run's ``prefix:value`` tag (``outcome``, ``workspace``), if any."""
+        return next((t.split(":", 1)[1] for t in self.tags if t.startswith(prefix + ":")), None)
+
+
+# ------------------------------------------------------------------ how a workspace is named in Prefect
+
+
+def workspace_key(path: Path | str) -> str:
+    """A stable slug for the workspace's concurrency limit, artifact keys and deployment names.
+
+    Keyed by the workspace's identity, not the path as typed: its id when the store has given it one
+    (kept in the git common dir, survives moves), else its resolved real path."""
+    real = Path(path).expanduser().resolve()
+    name = re.sub(r"[^a-z0-9]+", "-", real.name.lower()).strip("-")[:30] or "ws"
+    digest = hashlib.sha1((_workspace_id(real) or str(real)).encode()).hexdigest()[:8]
+    return f"{name}-{digest}"
+
+
+def _workspace_id(real: Path) -> str | None:
+    try:
+        from gep.workspace_id import workspace_identity
+    except ImportError:
+        return None
+    try:
+        return str(workspace_identity(real).id)
+    except Exception:  # noqa: BLE001 - no id (not a directory, unreadable): the real path still identifies it
+        return None
+
+
+def workspace_tag(path: Path | str) -> str:
+    """The readable tag on every run of the workspace (`gep history --all` filters on it)."""
+    return f"workspace:{Path(path).expanduser().resolve().name}"
+
+
+# ------------------------------------------------------------------ settings, read like Prefect reads them
+
+
+def prefect_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("PREFECT_HOME") or "~/.prefect").expanduser()
+
+
+def profile_settings(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings of the active Prefect profile (PREFECT_PROFILE, else the file's ``active``); {} if none."""
+    env = os.environ if env is None else env
+    path = Path(env.get("PREFECT_PROFILES_PATH") or prefect_home(env) / "profiles.toml").expanduser()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+    name = env.get("PREFECT_PROFILE") or data.get("active")
+    profile = data.get("profiles", {}).get(name, {}) if isinstance(name, str) else {}
+    return {k: str(v) for k, v in profile.items()} if isinstance(profile, dict) else {}
+
+
+def setting(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """A Prefect setting as Prefect resolves it here: the environment first, then the active profile."""
+    env = os.environ if env is None else env
+    return env.get(name) or profile_settings(env).get(name) or None
+
+
+def configured_api_url(env: Mapping[str, str] | None = None) -> str | None:
+    url = setting("PREFECT_API_URL", env)
+    return url.rstrip("/") if url else None
+
+
+def ui_url(api_url: str, env: Mapping[str, str] | None = None) -> str:
+    """The UI the server serves by default: PREFECT_UI_URL, else the API URL without its ``/api``."""
+    ui = setting("PREFECT_UI_URL", env)
+    if ui:
+        return ui.rstrip("/")
+    return api_url[: -len("/api")] if api_url.endswith("/api") else api_url
+
+
+def run_link(api_url: str, run_id: str, env: Mapping[str, str] | None = None) -> str:
+    return f"{ui_url(api_url, env)}/runs/flow-run/{run_id}"
+
+
+def _headers(env: Mapping[str, str] | None) -> dict[str, str]:
+    """Credentials for Prefect Cloud or a server with basic auth, as Prefect's own client sends them."""
+    key = setting("PREFECT_API_KEY", env)
+    if key:
+        return {"Authorization": f"Bearer {key}"}
+    auth = setting("PREFECT_API_AUTH_STRING", env)
+    if auth:
+        import base64
+
+        return {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
+    return {}
+
+
+# ------------------------------------------------------------------ requests
+
+
+def healthy(api_url: str, timeout_s: float = TIMEOUT_S, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the API at ``api_url`` answers its health check within ``timeout_s``."""
+    import httpx
+
+    try:
+        r = httpx.get(f"{api_url}/health", timeout=timeout_s, headers=_headers(env))
+        return r.status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _filter(api_url: str, body: dict[str, object], timeout_s: float,
+            env: Mapping[str, str] | None) -> list[FlowRunInfo] | None:
+    """POST /flow_runs/filter; None when the server does not answer (or answers with an error)."""
+    import httpx
+
+    try:
+        r = httpx.post(f"{api_url}/flow_runs/filter", json=body, timeout=timeout_s, headers=_headers(env))
+        r.raise_for_status()
+        # JSON edge: Prefect's FlowRun objects; only the fields history shows are read
+        rows = r.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return [_info(row, api_url, env) for row in rows if isinstance(row, dict)]
+
+
+def _info(row: dict[str, object], api_url: str, env: Mapping[str, str] | None) -> FlowRunInfo:
+    state = row.get("state") if isinstance(row.get("state"), dict) else {}
+    params = row.get("parameters") if isinstance(row.get("parameters"), dict) else {}
+    run_id = str(row.get("id"))
+    total = row.get("total_run_time")
+    return FlowRunInfo(
+        id=run_id, name=str(row.get("name") or ""), state_type=_str(row.get("state_type")),
+        state=_str(row.get("state_name")) or "?", message=_str(state.get("message")),  # type: ignore[union-attr]
+        duration_s=float(total) if isinstance(total, int | float) else None,
+        tags=[str(t) for t in row.get("tags") or []],  # type: ignore[union-attr]
+        start=row.get("start_time") or row.get("expected_start_time"),  # type: ignore[arg-type]
+        workspace=_str(params.get("workspace")), link=run_link(api_url, run_id, env))  # type: ignore[union-attr]
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def read_flow_runs(api_url: str, run_ids: Sequence[str], timeout_s: float = TIMEOUT_S,
+                   env: Mapping[str, str] | None = None) -> dict[str, FlowRunInfo] | None:
+    """The flow runs with these ids, by id: one request per 200 ids; None when the server does not answer."""
+    ids = sorted({i for i in run_ids if _is_uuid(i)})
+    out: dict[str, FlowRunInfo] = {}
+    for start in range(0, len(ids), PAGE):
+        page = ids[start:start + PAGE]
+        runs = _filter(api_url, {"flow_runs": {"id": {"any_": page}}, "limit": len(page)}, timeout_s, env)
+        if runs is None:
+            return None
+        out.update({r.id: r for r in runs})
+    return out
+
+
+def workspace_runs(api_url: str, workspace_tag: str, limit: int, timeout_s: float = TIMEOUT_S,
+                   env: Mapping[str, str] | None = None) -> list[FlowRunInfo] | None:
+    """The newest flow runs tagged ``workspace_tag`` (skipped ticks and refused runs included)."""
+    body = {"flow_runs": {"tags": {"all_": [workspace_tag]}}, "sort": "EXPECTED_START_TIME_DESC",
+            "limit": min(limit, PAGE)}
+    return _filter(api_url, body, timeout_s, env)
+
+
+def _is_uuid(value: str | None) -> bool:
+    try:
+        UUID(str(value))
+        return True
+    except ValueError:
+        return False
