@@ -80,6 +80,7 @@ def evolution_cycle(
     review: bool = False,
     scheduled: bool = False,
     seed: int | None = None,
+    llm_signals: bool | None = None,
 ) -> EvolutionEvent | State | None:
     """Run one GEP evolution cycle on a workspace (a git repository an agent works in).
 
@@ -98,6 +99,8 @@ def evolution_cycle(
         review: Pause for approval in the Prefect UI after validation passes, before committing.
         scheduled: Set by the scheduled deployment: under steady state, most ticks are skipped with a reason.
         seed: Random seed for selection and mutation, to replay a cycle. Empty: random.
+        llm_signals: Also ask Claude for behavioural signals in the exchanges the rules found nothing in
+            (needs ANTHROPIC_API_KEY). Empty: as llm_signals in the workspace's gep.toml.
     """
     if not workspace.strip() or "{{" in workspace:
         # Path("") is ".", the flow's working directory: the engine's own checkout. Never evolve that.
@@ -106,7 +109,8 @@ def evolution_cycle(
     request = CycleRequest(
         workspace=Path(workspace).expanduser(), mutator=mutator or None, strategy=strategy or None,
         agent_cmd=agent_cmd or None, allow_dirty=allow_dirty, abandon_pending=abandon_pending,
-        branch=branch or None, review=review, scheduled=scheduled, seed=seed, flow_run_id=current_flow_run_id())
+        branch=branch or None, review=review, scheduled=scheduled, seed=seed, llm_signals=llm_signals,
+        flow_run_id=current_flow_run_id())
     # The Prefect slot first: an overlapping tick waits visibly in the UI instead of on the file lock.
     try:
         with reporting.workspace_slot(request.workspace, timeout_s=SLOT_TIMEOUT_S):

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gep.config import Settings, load_settings
 from gep.errors import ConfigError, PendingCycleError, WorkspaceError
+from gep.llm_signals import check_llm_settings
 from gep.models import CycleRun, EvolutionEvent, Outcome, OutcomeStatus, utc_now
 from gep.mutators import MUTATORS, default_mutator
 from gep.mutators.command import split_command
@@ -45,6 +46,7 @@ class CycleRequest(BaseModel):
     drift: bool = False
     seed: int | None = None
     scheduled: bool = False  # a scheduled tick: under steady state most ticks are skipped
+    llm_signals: bool | None = None  # the Claude signal pass (gep/llm_signals.py); None: as gep.toml says
     summary: str | None = None  # finishing a pending cycle: the commit subject
     flow_run_id: str | None = None
 
@@ -106,6 +108,7 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
     if name == "anthropic" and not env.get("ANTHROPIC_API_KEY"):
         raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
     resolve_strategy(requested=request.strategy or settings.strategy, env=env, cycle_count=0, signals=[])
+    check_llm_settings(settings, env)
 
 
 def ensure_state_dir(ws: Workspace) -> Path:
@@ -124,7 +127,7 @@ def open_workspace(request: CycleRequest, env: Mapping[str, str], *, resume: boo
         settings = load_settings(ws.path, env=env)
     else:
         settings = load_settings(ws.path, env=env, strategy=request.strategy, agent_cmd=request.agent_cmd,
-                                 mutator=request.mutator, branch=request.branch)
+                                 mutator=request.mutator, branch=request.branch, llm_signals=request.llm_signals)
         check_request(request, settings, env)
     ensure_state_dir(ws)
     return ws, settings

@@ -142,7 +142,8 @@ def llm_candidates(workspace: Path, sessions: Sequence[SessionExchanges], *, now
 def check_llm_settings(settings: Settings, env: Mapping[str, str]) -> None:
     """ConfigError when the Claude pass is on but cannot run (for a cycle's preflight)."""
     if settings.llm_signals and not env.get("ANTHROPIC_API_KEY"):
-        raise ConfigError("llm_signals = true needs ANTHROPIC_API_KEY in the environment")
+        raise ConfigError("the Claude signal pass (--llm-signals / llm_signals = true) needs ANTHROPIC_API_KEY in "
+                          "the environment")
 
 
 # ------------------------------------------------------------------ checks and mapping
