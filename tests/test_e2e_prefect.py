@@ -59,6 +59,7 @@ def test_deploy_worker_ui_run_and_history(live_prefect: LiveServer, tmp_path: Pa
     out = ok(server.run([PREFECT, "deploy", "--all"], cwd=ROOT, env={"PWD": str(ROOT), "GEP_WORKSPACE": str(ws)},
                         timeout_s=120))
     assert "evolution-cycle/scheduled" in out and "evolution-cycle/evolve-now" in out
+    assert "distill-genes/daily" in out
 
     with server.client() as client:
         scheduled = client.read_deployment_by_name("evolution-cycle/scheduled")
@@ -79,6 +80,11 @@ def test_deploy_worker_ui_run_and_history(live_prefect: LiveServer, tmp_path: Pa
     [sched] = scheduled.schedules
     assert sched.schedule.cron == "*/30 * * * *" and sched.active
     assert manual.schedules == []
+    with server.client() as client:  # gene distillation, once a day (issue 16)
+        distill = client.read_deployment_by_name("distill-genes/daily")
+    assert distill.entrypoint == "flows/distill.py:distill_genes" and distill.parameters["workspace"] == str(ws)
+    [daily] = distill.schedules
+    assert daily.active and len(daily.schedule.cron.split()) == 5 and daily.schedule.cron.split()[2:] == ["*"] * 3
 
     # docs: prefect worker start --pool gep-pool   (from any directory: the pull step sets the checkout)
     worker_log = tmp_path / "worker.log"
