@@ -222,3 +222,18 @@ def test_gep_genes_distill_below_the_threshold(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.stdout == "skipped: not enough successful capsules (9 < 10)\n"
     missing = cli("genes", "distill", "--workspace", str(tmp_path / "nowhere"))
     assert missing.exit_code == 2 and "nowhere" in missing.stderr and missing.stdout == ""
+
+
+def test_an_export_marks_retired_genes_and_an_import_retires_them_again(tmp_path: Path) -> None:
+    ws = init_repo(tmp_path / "ws")
+    assert cli("genes", "retire", "gene_tool_usage", "--reason", "no tools here", "--workspace", str(ws)).exit_code == 0
+    out = tmp_path / "assets"
+    exported = cli("export", str(out), "--workspace", str(ws))
+    assert exported.exit_code == 0 and "(1 marked retired)" in exported.stdout
+    doc = json.loads((out / "genes.json").read_text())
+    assert doc["retired"]["gene_tool_usage"]["reason"] == "no tools here" and doc["genes"] == []
+    other = init_repo(tmp_path / "other")
+    imported = cli("import", str(out), "--workspace", str(other))
+    assert imported.exit_code == 0 and "retired as marked: gene_tool_usage" in imported.stdout
+    assert listed(other)["gene_tool_usage"]["excluded"] == "retired: no tools here"
+    assert "retired as marked" not in cli("import", str(out), "--workspace", str(other)).stdout  # once
