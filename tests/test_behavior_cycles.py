@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo
 from fake_anthropic import FakeAnthropic, message, text_block, tool_use
+from test_behavior_evolution import CORRECTIONS
 
 import gep.approval
 from gep import CycleRequest, run_cycle
@@ -52,13 +53,6 @@ pathlib.Path('AGENTS.md').write_text('')
 print('GEP_SUMMARY: Start AGENTS.md over')
 """
 NOOP_AGENT = "import sys; sys.stdin.read(); print('nothing to do')\n"
-CORRECTIONS = [("user", "add a --limit option to the export command"),
-               ("assistant", "I added --limit to the import command."),
-               ("user", "No, I said the export command, not import."),
-               ("assistant", "Sorry! I moved it. I also renamed the option to --max."),
-               ("user", "I didn't ask you to rename it, keep --limit."),
-               ("assistant", "Renamed back to --limit and updated the README to say --max is deprecated."),
-               ("user", "You misunderstood again. There is no --max. This is so frustrating!!!")]
 
 
 def ts(at: datetime) -> str:

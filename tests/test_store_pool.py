@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import init_repo
 from store_backends import BACKENDS, backend_url
+from test_store_fleet import ws_store
 
 from gep.behavior import StoredSignal
 from gep.config import Settings
@@ -25,13 +26,6 @@ NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with backend_url(request.param, tmp_path) as u:
         yield u
-
-
-def ws_store(tmp_path: Path, name: str, url: str) -> Store:
-    path = tmp_path / name
-    if not path.exists():
-        init_repo(path)
-    return Store.for_workspace(path, Settings(database_url=url))
 
 
 def signal(i: int, kind: str = "correction", at: datetime = NOW) -> StoredSignal:
