@@ -199,15 +199,15 @@ class GenePoolRecord(BaseModel):
 
 
 class LlmPassRecord(BaseModel):
-    """The Claude signal pass of one cycle: what it was asked, what it kept, what it cost."""
+    """The Claude signal pass of one cycle (gep/llm_signals.py): what it was asked, what it kept, what it cost."""
 
-    asked: int = 0
+    asked: int = 0  # exchanges sent to Claude
     kept: int = 0
     dropped_low_confidence: int = 0
-    dropped_unsourced: int = 0
-    dropped_quoting: int = 0
+    dropped_unsourced: int = 0  # source not a verbatim excerpt of the user turn sent
+    dropped_quoting: int = 0  # content copies the message: it would store the message
     dropped_malformed: int = 0
-    skipped_budget: int = 0
+    skipped_budget: int = 0  # exchanges not sent: the cycle's token budget was spent
     errors: list[str] = Field(default_factory=list)
     metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)  # tokens, model, estimated cost
 
