@@ -47,11 +47,13 @@ def capture_behavior(workspace: Path, *, settings: Settings, env: Mapping[str, s
     """Capture the behavioural signals of the sessions the cycle reads. Never raises for a capture problem
     (a held lock, an unwritable folder): the cycle goes on without them and the event says why."""
     out = BehaviorCapture()
-    sessions = collect_exchanges(workspace, settings, now)
+    # the transcripts' own problems are the sources' warnings already (the same files): not noted twice
+    sessions = collect_exchanges(workspace, settings, now, warnings=[])
     out.record.exchanges = sum(len(s.exchanges) for s in sessions)
     try:
         report = capture_sessions(workspace, sessions, now=now)
         out.written = report.written
+        out.record.warnings += report.warnings
         out.record.new_exchanges, out.record.captured, out.record.capped = (report.new, len(report.written),
                                                                             report.capped)
         if settings.llm_signals:
@@ -86,6 +88,7 @@ def use_behavior(capture: BehaviorCapture, *, corpus: Sequence[str], workspace: 
     record = capture.record
     read = read_signals(workspace, since=signals_since(events, settings, now))
     record.malformed = read.malformed
+    record.warnings += [w for w in read.warnings if w not in record.warnings]
     said = list({(s.key, s.type, s.summary, s.ts): s for s in [*read.signals, *capture.written]}.values())
     said.sort(key=lambda s: s.at)
     record.stored = store.add_behavior_signals(said)

@@ -234,3 +234,4 @@ class BehaviorRecord(BaseModel):
     llm: LlmPassRecord | None = None
     approvals: list[ApprovalFeedback] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)  # capture problems (the cycle went on without them)
+    warnings: list[InputWarning] = Field(default_factory=list)  # signal files skipped (a FIFO, a device ...)

@@ -310,3 +310,16 @@ def test_without_a_feedback_table_the_approval_is_listed_on_the_event(tmp_path: 
     recorded = hasattr(Store, "add_feedback")  # true once issue 15's feedback table is on main
     assert [(a.event_id, a.gene_id, a.recorded) for a in after.meta.behavior.approvals] == \
         [(change.id, "gene_agent_instructions", recorded)]
+
+
+def test_a_signal_file_that_is_not_a_file_is_skipped_and_named_on_the_event(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    write_session(ws, CORRECTIONS, ago(20))
+    folder = signals_dir(ws)
+    folder.mkdir(parents=True)
+    today = datetime.now(UTC).date().isoformat()
+    os.mkfifo(folder / f"{today}.jsonl")  # another tool's mistake: reading it would block the cycle
+    event = cycle(ws, agent(tmp_path, NOOP_AGENT))
+    b = event.meta.behavior
+    assert any(today in w.path for w in b.warnings), b
+    assert event.outcome.status in ("empty", "success"), event.meta.failure_reasons
