@@ -121,6 +121,7 @@ async def evolution_cycle(
     branch: str = "",
     review: bool = False,
     seed: int = -1,
+    llm_signals: bool = False,
 ) -> State:
     """Run one GEP evolution cycle on a workspace (a git repository an agent works in).
 
@@ -138,10 +139,12 @@ async def evolution_cycle(
         branch: Commit on this evolution branch instead of the current one. Empty: the current branch.
         review: Pause for approval in the Prefect UI after validation passes, before committing.
         seed: Random seed for selection and mutation, to replay a cycle (its event's meta.seed). -1: random.
+        llm_signals: Also ask Claude for behavioural signals in the exchanges the rules found nothing in
+            (needs ANTHROPIC_API_KEY). Off: as llm_signals in the workspace's gep.toml.
     """
     request = form_request(workspace, mutator, strategy, agent_cmd,
                            abandon_pending=abandon_pending, branch=branch.strip() or None, review=review,
-                           seed=seed if seed >= 0 else None)
+                           seed=seed if seed >= 0 else None, llm_signals=llm_signals or None)
     return await run_in_slot(workspace, request)
 
 

@@ -29,6 +29,7 @@ Import policy:
   version; events and validation reports already stored are left as they are (history is append-only).
 Export writes the stored JSON objects back exactly as stored, formatted as the reference formats them
 (``JSON.stringify(obj, null, 2)`` for .json files, one ``JSON.stringify(obj)`` per line for events.jsonl).
+Genes retired in the workspace are marked in genes.json, and an import retires them again (gep/retired.py).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ from gep.config import gep_dir
 from gep.errors import AssetError
 from gep.hashing import compute_asset_id, js_dumps, verify_asset_id
 from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular, read_text_capped
-from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport
+from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport, utc_now
 from gep.records import InputWarning
+from gep.retired import RETIRED_KEY, import_retired, retired_marks
 from gep.store import Store
 
 M = TypeVar("M", bound=BaseModel)
@@ -248,6 +250,7 @@ class ImportReport(BaseModel):
     files: list[str] = Field(default_factory=list)
     rejected: list[RejectedAsset] = Field(default_factory=list)
     mismatched: list[RejectedAsset] = Field(default_factory=list)
+    retired: list[str] = Field(default_factory=list)  # genes the files mark retired, retired here now
 
     def summary(self) -> str:
         parts = []
@@ -266,6 +269,8 @@ class ImportReport(BaseModel):
                 "; ..." if len(seeds) > 5 else "") + ")"
         if self.mismatched:
             text += f"; {len(self.mismatched)} imported with a mismatched asset_id"
+        if self.retired:
+            text += f"; retired as marked: {', '.join(self.retired)}"
         return text
 
 
@@ -276,11 +281,12 @@ class ExportReport(BaseModel):
     failed_capsules: int = 0
     events: int = 0
     validation_reports: int = 0
+    retired: int = 0  # genes marked retired in genes.json
     files: list[str] = Field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"exported to {self.out_dir}: {self.genes} genes, {self.capsules} capsules, "
-                f"{self.failed_capsules} failed capsules, {self.events} events, "
+        return (f"exported to {self.out_dir}: {self.genes} genes ({self.retired} marked retired), "
+                f"{self.capsules} capsules, {self.failed_capsules} failed capsules, {self.events} events, "
                 f"{self.validation_reports} validation reports")
 
 
@@ -452,6 +458,9 @@ def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool 
     added = store.import_events(plan.events)
     report.events.added = added
     report.events.unchanged = len(plan.events) - added
+    if GENES_FILE in report.files:
+        known = {*seeds, *(g.id for g in store.list_genes())}
+        report.retired = import_retired(store, _read_json(assets_dir / GENES_FILE), known_ids=known, now=utc_now())
     return report
 
 
@@ -502,7 +511,10 @@ def export_assets(store: Store, out_dir: Path | str) -> ExportReport:
                             (FAILED_CAPSULES_FILE, "failed_capsules", "failed_capsules")):
         items = list(store.iter_asset_json(kind))
         setattr(report, kind, len(items))
-        _write_atomic(out / name, iter([js_dumps({"version": 1, key: items}, indent=2) + "\n"]))
+        doc: dict[str, Any] = {"version": 1, key: items}  # JSON edge: the file's object
+        if kind == "genes" and (marks := retired_marks(store)):
+            doc[RETIRED_KEY], report.retired = marks, len(marks)
+        _write_atomic(out / name, iter([js_dumps(doc, indent=2) + "\n"]))
         report.files.append(name)
     _write_atomic(out / EVENTS_FILE, _events_lines(store, report))
     report.files.append(EVENTS_FILE)

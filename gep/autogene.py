@@ -11,7 +11,8 @@ the seed genes' Python checks unless gep.toml says otherwise), kept only when it
 engine's control signals (``ban_gene:``, ``force_*``, ``consecutive_failure_streak_*``), its loop and
 saturation signals about its own history (repair loop, empty-cycle loop, stagnation, plateau, saturation,
 failure loop, high failure ratio), the cosmetic "file missing" signals the extractor already ranks below
-everything else, and signals of resolved problems. An automatic gene built for those would only
+everything else, signals of resolved problems, and what a person says that asks for nothing (approval, an
+emotion that is not frustration). An automatic gene built for those would only
 keep the engine busy with itself.
 
 Call :func:`ensure_gene` after selection returned no gene; store ``decision.gene`` when
@@ -54,10 +55,11 @@ HISTORY_SIGNALS = frozenset({
     "repair_loop_detected", "empty_cycle_loop_detected", "evolution_stagnation_detected",
     "stable_success_plateau", "evolution_saturation", "failure_loop_detected", "high_failure_ratio",
 })
-# the extractor's cosmetic signals (dropped there whenever anything else is present) and resolved problems
+# the extractor's cosmetic signals (dropped there whenever anything else is present), resolved problems, and
+# behavioural signals that ask for no change (praise; gep.llm_signals' emotions other than frustration)
 PASSIVE_SIGNALS = frozenset({
     "user_missing", "memory_missing", "session_logs_missing", "windows_shell_incompatible",
-    "issue_already_resolved", "openclaw_self_healed",
+    "issue_already_resolved", "openclaw_self_healed", "user_approval", "user_emotion",
 })
 INNOVATE_SIGNALS = ("user_feature_request", "capability_gap", "unsupported_input_type", "external_opportunity")
 SAFE_STRATEGY = [

@@ -242,6 +242,9 @@ def read_signals(workspace: Path, *, day: date | None = None, type_: str | None 
         paths = [p for p in [_day_file(workspace, day)] if os.path.lexists(p)]
     else:
         paths = glob_files(signals_dir(workspace), "????-??-??.jsonl", warnings=report.warnings, root=workspace)
+        if since is not None:  # a day's file holds that UTC day's signals: older days hold none from ``since`` on
+            first = since.astimezone(UTC).date().isoformat()
+            paths = [p for p in paths if p.stem >= first]
     for path in paths:
         try:
             good, bad = _read_file(path, workspace)

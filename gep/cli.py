@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
 
@@ -30,8 +31,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-genes_app = typer.Typer(help="List and inspect genes (seed genes, workspace genes, imported genes).",
-                        no_args_is_help=True)
+genes_app = typer.Typer(help="List and inspect genes (seed genes, workspace genes, imported genes); retire and "
+                        "restore them; distil new ones from successful capsules.", no_args_is_help=True)
 app.add_typer(genes_app, name="genes")
 server_app = typer.Typer(help="One local Prefect server in the background: every `gep` run reports to it and "
                          "its UI shows them.", no_args_is_help=True)
@@ -75,6 +76,7 @@ def friendly(fn: F) -> F:
 
 
 app.add_typer(store_app(friendly), name="store")
+add_gene_commands(genes_app, friendly)
 
 
 def _warn(warnings: list[InputWarning]) -> None:
@@ -229,6 +231,9 @@ def cycle(
     review: Annotated[bool, typer.Option("--review", help="Pause for approval in the Prefect UI before "
                                          "committing.")] = False,
     seed: Annotated[int | None, typer.Option(min=0, help="Random seed, to replay a cycle's choices.")] = None,
+    llm_signals: Annotated[bool, typer.Option("--llm-signals", help="Also ask Claude for behavioural signals in "
+                                              "the exchanges the rules found nothing in (needs "
+                                              "ANTHROPIC_API_KEY; as llm_signals = true in gep.toml).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run one evolution cycle on a workspace, as a Prefect flow run.
@@ -247,7 +252,8 @@ def cycle(
 
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
     request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
-                           agent_cmd=agent_cmd or None, abandon_pending=abandon_pending, branch=branch or None)
+                           agent_cmd=agent_cmd or None, abandon_pending=abandon_pending, branch=branch or None,
+                           llm_signals=llm_signals or None)
     open_cycle(request, check_only=True)
     from gep.git import open_repo
 
@@ -261,7 +267,7 @@ def cycle(
                                strategy=(strategy or "auto").strip().lower().replace("_", "-"),
                                agent_cmd=hide_agent_cmd(agent_cmd) or "", abandon_pending=abandon_pending,
                                branch=branch or "", review=review, seed=-1 if seed is None else seed,
-                               return_state=True)
+                               llm_signals=llm_signals, return_state=True)
 
     event, api_url = _run_flow(call, ws, as_json)
     _print_outcome(event, as_json, ws, api_url)
@@ -455,16 +461,21 @@ def show(
 @friendly
 def genes_list(
     workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Include the workspace's "
-                                                   "genes and show active bans.")] = None,
+                                                   "genes and show active bans, retired genes and genes "
+                                                   "that cannot run here.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List genes with their category, signal patterns and any active ban."""
+    """List genes with their category, signal patterns, any active ban, and whether they can be selected
+    in the workspace (retired, or "not runnable here: node not found")."""
     from gep.assets import load_genes_dir, seed_genes_dir, workspace_genes
 
     bans: dict[str, Any] = {}
+    excluded: dict[str, str] = {}
     if workspace is not None:
         from gep.config import load_settings
         from gep.models import utc_now
+        from gep.runnable import selectable_genes
+        from gep.runner import command_env
         from gep.selector import active_bans
 
         skipped: list[InputWarning] = []
@@ -474,21 +485,26 @@ def genes_list(
             events = store.recent_events(500) if store is not None else []
             failed = store.list_failed_capsules() if store is not None else []
             settings = load_settings(path)
+            statuses = store.list_gene_statuses() if store is not None else []
+            excluded = selectable_genes(genes, statuses=statuses, workspace=path, settings=settings,
+                                        env=command_env(settings)).excluded
         bans = {b.gene_id: b for b in active_bans(recent_events=events, signals=[], settings=settings,
                                                   failed_capsules=failed, genes=genes, now=utc_now())}
         _warn(skipped)
     else:
         genes = load_genes_dir(seed_genes_dir())
     if as_json:
-        _emit_json([{**g.to_asset(), "ban": bans[g.id].model_dump(mode="json") if g.id in bans else None}
-                    for g in genes])
+        _emit_json([{**g.to_asset(), "ban": bans[g.id].model_dump(mode="json") if g.id in bans else None,
+                     **({"selectable": g.id not in excluded, "excluded": excluded.get(g.id)}
+                        if workspace is not None else {})} for g in genes])
         return
-    table = Table("id", "category", "signals_match", "ban")
+    table = Table("id", "category", "signals_match", "ban", *(["selectable"] if workspace is not None else []))
     for g in genes:
         b = bans.get(g.id)
         table.add_row(g.id, g.category, ", ".join(g.signals_match)[:70],
                       (f"banned ({b.cycles_left} cycles left): {b.reason}" if b and b.cycles_left is not None
-                       else f"banned: {b.reason}" if b else ""))
+                       else f"banned: {b.reason}" if b else ""),
+                      *([excluded.get(g.id, "yes")] if workspace is not None else []))
     out.print(table)
 
 

@@ -26,6 +26,7 @@ from gep.errors import ConfigError, PendingCycleError, WorkspaceError
 from gep.git import Repo, ensure_gep_dir, open_repo, workspace_lock
 from gep.git.plumbing import Git, shown
 from gep.git.repo import operation_in_progress
+from gep.llm_signals import check_llm_settings
 from gep.models import CycleRun, utc_now
 from gep.mutators import MUTATORS, default_mutator
 from gep.mutators.command import split_command
@@ -55,6 +56,7 @@ class CycleRequest(BaseModel):
     drift: bool = False
     seed: int | None = None
     scheduled: bool = False  # a scheduled tick: under steady state most ticks are skipped
+    llm_signals: bool | None = None  # the Claude signal pass (gep/llm_signals.py); None: as gep.toml says
     summary: str | None = None  # finishing a pending cycle: the commit subject
     flow_run_id: str | None = None
 
@@ -163,6 +165,7 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
     busy = operation_in_progress(repo) if name == "prompt" else None
     if busy:  # prompt mode works in the person's tree: not in the middle of their merge
         raise WorkspaceError(f"{busy} is in progress in {shown(repo.path)}; finish or abort it first")
+    check_llm_settings(settings, env)
 
 
 def ensure_state_dir(repo: Repo) -> Path:
@@ -181,7 +184,7 @@ def open_workspace(request: CycleRequest, env: Mapping[str, str], *, resume: boo
         settings = load_settings(repo.path, env=env)
     else:
         settings = load_settings(repo.path, env=env, strategy=request.strategy, agent_cmd=request.agent_cmd,
-                                 mutator=request.mutator, branch=request.branch)
+                                 mutator=request.mutator, branch=request.branch, llm_signals=request.llm_signals)
         check_request(request, settings, env, repo)
     ensure_state_dir(repo)
     return repo, settings

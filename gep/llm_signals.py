@@ -40,7 +40,7 @@ from gep.behavior_rules import agent_context, clean, is_ambiguous, is_cjk
 from gep.config import Settings
 from gep.errors import ConfigError
 from gep.mutators.anthropic_mutator import MalformedReply, estimate_cost, parse_reply
-from gep.mutators.base import MutatorMetrics
+from gep.records import LlmPassRecord, MutatorMetrics
 from gep.sanitize import redact
 from gep.sources import SessionExchanges, TranscriptExchange
 
@@ -93,18 +93,11 @@ class LlmSignal(BaseModel):
     confidence: float = Field(ge=0, le=1)
 
 
-class LlmPassResult(BaseModel):
+class LlmPassResult(LlmPassRecord):
+    """The pass's counts, tokens and cost (what the event records), and what it found."""
+
     detected: list[Detected] = Field(default_factory=list)  # core-type signals, per exchange (to record)
     gep_signals: list[str] = Field(default_factory=list)
-    asked: int = 0  # exchanges sent to Claude
-    kept: int = 0
-    dropped_low_confidence: int = 0
-    dropped_unsourced: int = 0  # source not a verbatim excerpt of the user turn sent
-    dropped_quoting: int = 0  # content copies the message: it would store the message
-    dropped_malformed: int = 0
-    skipped_budget: int = 0  # exchanges not sent: the cycle's token budget was spent
-    errors: list[str] = Field(default_factory=list)
-    metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)  # tokens, model, estimated cost
 
 
 # ------------------------------------------------------------------ which exchanges
@@ -142,7 +135,8 @@ def llm_candidates(workspace: Path, sessions: Sequence[SessionExchanges], *, now
 def check_llm_settings(settings: Settings, env: Mapping[str, str]) -> None:
     """ConfigError when the Claude pass is on but cannot run (for a cycle's preflight)."""
     if settings.llm_signals and not env.get("ANTHROPIC_API_KEY"):
-        raise ConfigError("llm_signals = true needs ANTHROPIC_API_KEY in the environment")
+        raise ConfigError("the Claude signal pass (--llm-signals / llm_signals = true) needs ANTHROPIC_API_KEY in "
+                          "the environment")
 
 
 # ------------------------------------------------------------------ checks and mapping

@@ -28,6 +28,8 @@ from pydantic.functional_serializers import SerializerFunctionWrapHandler
 
 from gep.config import RunLimits
 from gep.records import (
+    BehaviorRecord,
+    GenePoolRecord,
     HistoryRecord,
     MutatorMetrics,
     PersonalityRecord,
@@ -298,6 +300,8 @@ class EventMeta(BaseModel):
     history: HistoryRecord | None = None
     capsule_reused: StrictStr | None = None
     sources: SourcesRecord | None = None
+    gene_pool: GenePoolRecord | None = None  # genes left out of selection here; the automatic gene
+    behavior: BehaviorRecord | None = None  # behavioural signals captured and used (issue 17)
     flow_run_id: StrictStr | None = None
     solidify_flow_run_id: StrictStr | None = None
     recovered: list[str] | None = None  # crashed cycles this cycle's start recovered

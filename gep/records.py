@@ -30,6 +30,7 @@ class CandidateScore(BaseModel):
     usefulness: float = 0.5  # feedback score (0.5: none)
     usefulness_scope: str = "none"  # situation | global | none
     rank: float = 0.5  # what candidates are ordered by: expected, blended with usefulness when feedback is given
+    refines: str | None = None  # a distilled gene with little record of its own: the source gene whose rank it took
 
 
 class SelectorDecision(BaseModel):
@@ -174,3 +175,63 @@ class ValidationLine(BaseModel):
 
     cmd: str
     ok: bool
+
+
+# ---------------------------------------------------------------- gene pool (issue 16)
+
+
+class AutoGeneRecord(BaseModel):
+    """The automatic gene a cycle built (or reused, or could not build) when no gene matched."""
+
+    gene_id: str | None = None
+    created: bool = False  # True: a new gene, stored by this cycle
+    reason: str
+
+
+class GenePoolRecord(BaseModel):
+    """What selection could not draw from here, and the automatic gene when one was needed."""
+
+    excluded: dict[str, str] = Field(default_factory=dict)  # gene id -> retired / not runnable here
+    auto_gene: AutoGeneRecord | None = None
+
+
+# ---------------------------------------------------------------- behavioural signals (issue 17)
+
+
+class LlmPassRecord(BaseModel):
+    """The Claude signal pass of one cycle (gep/llm_signals.py): what it was asked, what it kept, what it cost."""
+
+    asked: int = 0  # exchanges sent to Claude
+    kept: int = 0
+    dropped_low_confidence: int = 0
+    dropped_unsourced: int = 0  # source not a verbatim excerpt of the user turn sent
+    dropped_quoting: int = 0  # content copies the message: it would store the message
+    dropped_malformed: int = 0
+    skipped_budget: int = 0  # exchanges not sent: the cycle's token budget was spent
+    errors: list[str] = Field(default_factory=list)
+    metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)  # tokens, model, estimated cost
+
+
+class ApprovalFeedback(BaseModel):
+    """An approval said after a GEP change, counted as ``helpful`` for the gene of that change."""
+
+    event_id: str
+    gene_id: str
+    at: str  # when the approval was said (the behavioural signal's ts)
+    recorded: bool = False  # False: no feedback repository in this store yet (see gep.approval)
+
+
+class BehaviorRecord(BaseModel):
+    """Behavioural signals in one cycle: captured from the transcripts it read, and those it used."""
+
+    exchanges: int = 0  # exchanges read from the transcripts
+    new_exchanges: int = 0  # not captured before (by a hook or an earlier cycle)
+    captured: int = 0  # signals written by this cycle
+    capped: int = 0  # signals over the daily cap, not written
+    malformed: int = 0  # lines of the signal files that are not valid signals (skipped)
+    stored: int = 0  # signals new in the store
+    signals: list[str] = Field(default_factory=list)  # the GEP signals they added to the cycle
+    llm: LlmPassRecord | None = None
+    approvals: list[ApprovalFeedback] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)  # capture problems (the cycle went on without them)
+    warnings: list[InputWarning] = Field(default_factory=list)  # signal files skipped (a FIFO, a device ...)

@@ -297,7 +297,8 @@ class GeneStatusChange(BaseModel):
 
 
 class GeneStatus(BaseModel):
-    """A gene's standing in the pool (genes are fleet-wide, so is this). History is kept, never rewritten."""
+    """A gene's standing in one workspace's pool (the store keeps it per workspace: genes are fleet-wide, retiring
+    one is a workspace's verdict). History is kept, never rewritten."""
 
     gene_id: str
     retired: bool = False

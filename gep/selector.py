@@ -19,7 +19,10 @@ How a gene is chosen:
      current situation, twice for one gene within the last ``ban_cycles`` cycles and with no success of the
      gene in such a situation since); low-success bans from the memory graph.
   3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known), then by match
-     score, then by gene order. With feedback scores (gep/feedback.py, seed 003) the rank is
+     score, then by gene order. A distilled gene is made of its source genes' successes: until it has a record
+     of its own (``MEMORY_BAN_MIN_EVIDENCE`` weighted attempts), it takes the rank of its best matching source
+     gene and goes first among equals, so a refinement is tried where its source would have been; then its
+     own record decides. With feedback scores (gep/feedback.py, seed 003) the rank is
      ``(1 - w) x expected + w x usefulness`` with ``w = settings.usefulness_weight`` (0.3), usefulness being
      the gene's feedback score in the closest stored situation, else its global score, else 0.5.
   4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
@@ -347,6 +350,19 @@ def _score_candidates(genes: Sequence[Gene], signals: Sequence[str], advice: Mem
     return scored, by_id
 
 
+def _inherit_source_rank(scored: Sequence[CandidateScore], by_id: Mapping[str, Gene]) -> None:
+    """A distilled gene with little record of its own takes its best matching source gene's rank (see 3.)."""
+    ranked = {c.gene_id: c for c in scored}
+    for c in scored:
+        prov = by_id[c.gene_id].provenance
+        if prov is None or prov.origin != "distilled" or c.evidence >= C.MEMORY_BAN_MIN_EVIDENCE:
+            continue
+        sources = [ranked[g] for g in prov.source_gene_ids if g in ranked and g != c.gene_id]
+        if sources:
+            best = max(sources, key=lambda s: s.rank)
+            c.rank, c.refines = max(c.rank, best.rank), best.gene_id
+
+
 def select_gene_and_capsule(
     *,
     genes: Sequence[Gene],
@@ -380,10 +396,11 @@ def select_gene_and_capsule(
         if any(g.id == gid and match_score(g, signals) > 0 for g in genes):
             reasons.append(f"not selectable {gid}: {why}")
     scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
+    _inherit_source_rank(scored, by_id)
     order = {gid: i for i, gid in enumerate(by_id)}
     # sorted() is stable, and ``order`` makes the gene-order tie-break explicit
     candidates = sorted((c for c in scored if not c.banned),
-                        key=lambda c: (-c.rank, -c.match_score, order[c.gene_id]))
+                        key=lambda c: (-c.rank, c.refines is None, -c.match_score, order[c.gene_id]))
     applied = [banned[c.gene_id] for c in scored if c.banned]
     for b in applied:
         reasons.append(f"banned {b.gene_id}: {b.reason}")
@@ -442,6 +459,9 @@ def select_gene_and_capsule(
     reasons.insert(0, f"signals match {gene.id}.signals_match (score {pick.match_score:g}, "
                       f"expected success {pick.expected:.2f}"
                       + (f", usefulness {pick.usefulness:.2f})" if weight > 0 else ")"))
+    if pick.refines:
+        reasons.insert(1, f"{gene.id} refines {pick.refines} (distilled from its successes): ranked as it "
+                          f"until it has a record of its own")
     capsule = select_capsule(capsules, signals, gene_id=gene.id, banned=set(banned))
     if capsule is not None:
         reasons.append(f"capsule {capsule.id} trigger matches signals")

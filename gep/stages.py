@@ -14,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from gep import constants as C
 from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
+from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
 from gep.config import validation_commands
 from gep.context import ORIGINS, CycleContext
+from gep.genepool import fall_back_to_auto_gene, gene_pool
 from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
 from gep.mutation import build_mutation
 from gep.mutators import get_mutator
@@ -31,7 +33,7 @@ from gep.outcomes import (
 )
 from gep.personality import PersonalitySelection, PersonalityStats, select_personality
 from gep.prompt import PromptInput, build_prompt
-from gep.records import HistoryRecord, MutatorResult, PersonalityRecord, SourcesRecord
+from gep.records import GenePoolRecord, HistoryRecord, MutatorResult, PersonalityRecord, SourcesRecord
 from gep.selector import Selection, select_gene_and_capsule
 from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
 from gep.solidify import SolidifyInput, solidify
@@ -49,11 +51,13 @@ class CycleState(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     sources: SourceBundle = Field(default_factory=SourceBundle)
+    behavior: BehaviorCapture | None = None  # behavioural signals captured from the transcripts read
     events: list[EvolutionEvent] = Field(default_factory=list)  # recent finished cycles, oldest first
     signals: list[str] = Field(default_factory=list)
     history: HistoryAnalysis = Field(default_factory=HistoryAnalysis)
     strategy: StrategyPreset | None = None
     selection: Selection | None = None
+    pool: GenePoolRecord | None = None  # genes not selectable here; the automatic gene, when one was needed
     persona: PersonalitySelection | None = None
     gene: Gene | None = None
     mutation: Mutation | None = None
@@ -69,6 +73,8 @@ class CycleState(BaseModel):
 
 def collect(ctx: CycleContext, state: CycleState) -> CycleState:
     state.sources = collect_sources(ctx.workspace.path, ctx.settings, now=ctx.started_at)
+    state.behavior = capture_behavior(ctx.workspace.path, settings=ctx.settings, env=ctx.env, now=ctx.started_at,
+                                      cycle_number=ctx.cycle_number)
     return state
 
 
@@ -82,6 +88,10 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.signals = extract_signals(recent_session_transcript=s.recent_session_transcript, today_log=s.today_log,
                                     memory_snippet=s.memory_snippet, user_snippet=s.user_snippet,
                                     recent_events=state.events)
+    if state.behavior is not None:
+        state.signals = use_behavior(state.behavior, corpus=state.signals, workspace=ctx.workspace.path,
+                                     store=ctx.store, events=state.events, settings=ctx.settings,
+                                     now=ctx.started_at)
     return state
 
 
@@ -120,10 +130,14 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
     # selection learns from a long history (memory graph); the loop rules only read the last few events
     finished = finished_events(ctx, C.MEMORY_GRAPH_EVENTS)
     genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
+    pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.workspace.path, settings=ctx.settings)
     state.selection = select_gene_and_capsule(
         genes=genes, capsules=ctx.store.list_capsules(), failed_capsules=ctx.store.list_failed_capsules(),
         signals=state.signals, recent_events=finished, settings=ctx.settings, rng=ctx.rng("select"),
-        now=ctx.started_at, drift=ctx.request.drift)
+        now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
+    state.selection, state.pool = fall_back_to_auto_gene(
+        state.selection, genes=genes, pool=pool, signals=state.signals, store=ctx.store,
+        workspace=ctx.workspace.path, settings=ctx.settings)
     state.gene = state.selection.gene
     current = ctx.store.get_state("personality.current", PersonalityState) or PersonalityState()
     stats = ctx.store.get_state("personality.stats", PersonalityStats) or PersonalityStats()
@@ -142,7 +156,8 @@ def mutate(ctx: CycleContext, state: CycleState) -> CycleState:
                                         drift=ctx.request.drift)
     state.event = draft_event(ctx, state)
     if state.gene is None or state.mutation is None:
-        state.event = record_empty(ctx, state.event, NO_GENE)
+        auto = state.pool.auto_gene if state.pool else None
+        state.event = record_empty(ctx, state.event, f"{NO_GENE}; {auto.reason}" if auto else NO_GENE)
         state.done = True
     return state
 
@@ -169,6 +184,8 @@ def draft_event(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
     m.history = HistoryRecord.model_validate(state.history.model_dump())
     m.capsule_reused = state.selection.capsule.id if state.selection and state.selection.capsule else None
     m.sources = SourcesRecord(files=state.sources.files, warnings=state.sources.warnings)
+    m.gene_pool = state.pool
+    m.behavior = state.behavior.record if state.behavior else None
     return event
 
 

@@ -59,15 +59,19 @@ def test_summaries_never_pull_in_genes_by_their_words() -> None:
     assert not match_pattern("timeout", wordy[0])
 
 
+# A Claude Code session where the user keeps correcting the agent, ending in frustration.
+CORRECTIONS = [("user", "add a --limit option to the export command"),
+               ("assistant", "I added --limit to the import command."),
+               ("user", "No, I said the export command, not import."),
+               ("assistant", "Sorry! I moved it. I also renamed the option to --max."),
+               ("user", "I didn't ask you to rename it, keep --limit."),
+               ("assistant", "Renamed back to --limit and updated the README to say --max is deprecated."),
+               ("user", "You misunderstood again. There is no --max. This is so frustrating!!!")]
+
+
 def corrections_transcript(folder: Path) -> Path:
-    """A Claude Code session where the user keeps correcting the agent, ending in frustration."""
-    turns = [("user", "add a --limit option to the export command"),
-             ("assistant", "I added --limit to the import command."),
-             ("user", "No, I said the export command, not import."),
-             ("assistant", "Sorry! I moved it. I also renamed the option to --max."),
-             ("user", "I didn't ask you to rename it, keep --limit."),
-             ("assistant", "Renamed back to --limit and updated the README to say --max is deprecated."),
-             ("user", "You misunderstood again. There is no --max. This is so frustrating!!!")]
+    """CORRECTIONS as a Claude Code session file."""
+    turns = CORRECTIONS
     path = folder / "corrections.jsonl"
     path.write_text("\n".join(json.dumps({
         "type": role, "sessionId": "s-corr", "timestamp": f"2026-03-14T11:0{i}:00.000Z",

@@ -133,7 +133,8 @@ def test_deploy_md_as_written(live_prefect: LiveServer, tmp_path: Path):
     # 2.-3. work pool and deployments
     doc.run("prefect work-pool create gep-pool")
     out = doc.run("GEP_WORKSPACE=", timeout_s=180)
-    for name in ("evolution-cycle/scheduled", "evolution-cycle/evolve-now", "evolve-fleet/evolve-fleet"):
+    for name in ("evolution-cycle/scheduled", "evolution-cycle/evolve-now", "evolve-fleet/evolve-fleet",
+                 "distill-genes/daily"):
         assert name in out, out
     check_deployments(server, ws)
 
@@ -177,6 +178,11 @@ def check_deployments(server: LiveServer, ws: Path) -> None:
     [sched] = scheduled.schedules
     assert sched.schedule.cron == "*/30 * * * *" and sched.active
     assert manual.schedules == [] and fleet.schedules == []
+    with server.client() as client:  # gene distillation, once a day (issue 16)
+        distill = client.read_deployment_by_name("distill-genes/daily")
+    assert distill.entrypoint == "flows/distill.py:distill_genes" and distill.parameters["workspace"] == str(ws)
+    [daily] = distill.schedules
+    assert daily.active and len(daily.schedule.cron.split()) == 5 and daily.schedule.cron.split()[2:] == ["*"] * 3
 
 
 def step5_ui_run(server: LiveServer, ws: Path, worker_log: Path):

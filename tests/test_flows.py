@@ -585,3 +585,28 @@ def test_cli_solidify_keeps_a_failed_change_then_abandon_saves_it(prefect_server
     assert f"bring it back with: git -C {example_ws} apply {event.meta.rescued_patch}" in gave_up.stdout
     git(example_ws, "apply", event.meta.rescued_patch)
     assert stats.read_text() == attempt  # the printed line brings the change back
+
+
+def test_the_distill_flow_stores_a_gene_and_shows_the_analysis_and_result(prefect_server, tmp_path: Path):
+    """flows/distill.py (the daily `distill-genes` deployment): the run's artifacts show the analysis and the
+    result; the kept gene is stored; the next run says why it skipped."""
+    from distill_cases import python_workspace, repair_capsules
+
+    from flows.distill import distill_genes
+    from flows.reporting import workspace_key
+
+    ws = init_repo(python_workspace(tmp_path / "ws"), {})
+    with Store.for_workspace(ws) as store:
+        for c in repair_capsules(12):
+            store.upsert_capsule(c)
+    run = distill_genes(workspace=str(ws))
+    assert run.status == "kept" and run.gene_id.startswith("gene_distilled_")
+    with Store.for_workspace(ws) as store:
+        assert store.get_gene(run.gene_id) is not None
+    key = workspace_key(ws)
+    [report] = artifacts(f"gep-{key}-distill")
+    assert report.type == "markdown" and run.gene_id in report.data and "## Analysis" in report.data
+    [table] = artifacts(f"gep-{key}-distill-analysis")
+    assert "high frequency" in str(table.data) and "gene_repair_from_errors" in str(table.data)
+    again = distill_genes(workspace=str(ws))
+    assert again.status == "skipped" and again.reasons[0].startswith("last distillation attempt")

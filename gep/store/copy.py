@@ -23,11 +23,14 @@ from gep.errors import StoreError
 from gep.store.engine import default_url
 from gep.store.memory import FOLDED
 from gep.store.tables import (
+    BehaviorSignalRow,
     CapsuleRow,
     CounterRow,
+    DistillRunRow,
     EventRow,
     FailedCapsuleRow,
     GeneRow,
+    GeneStatusRow,
     MemorySummaryRow,
     RunRow,
     StateRow,
@@ -44,6 +47,8 @@ _KINDS: dict[str, tuple[type[SQLModel], str, str]] = {
     "events": (EventRow, "id", "seq"), "capsules": (CapsuleRow, "id", "seq"),
     "failed_capsules": (FailedCapsuleRow, "id", "seq"), "validation_reports": (ValidationReportRow, "id", "seq"),
     "runs": (RunRow, "event_id", "event_id"), "state": (StateRow, "key", "key"),
+    "gene_status": (GeneStatusRow, "gene_id", "gene_id"), "distill_runs": (DistillRunRow, "id", "seq"),
+    "behavior_signals": (BehaviorSignalRow, "id", "seq"),
 }
 _PAGE = 2_000
 

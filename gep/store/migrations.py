@@ -136,12 +136,35 @@ def _m005_workspaces(conn: Connection) -> None:
         conn.execute(text(ddl))
 
 
+def _m007_gene_pool(conn: Connection) -> None:
+    # Retired genes (per workspace: one workspace's verdict on a gene is not the fleet's) and the
+    # distillation log that keeps distil runs a day apart and on new capsules only.
+    conn.execute(text("CREATE TABLE gene_status (workspace_id TEXT NOT NULL, gene_id TEXT NOT NULL, "
+                      "retired BOOLEAN NOT NULL, data TEXT NOT NULL, PRIMARY KEY (workspace_id, gene_id))"))
+    conn.execute(text(f"CREATE TABLE distill_runs (seq {_seq(conn)}, workspace_id TEXT NOT NULL, id TEXT NOT NULL, "
+                      "at TEXT NOT NULL, status TEXT NOT NULL, data TEXT NOT NULL)"))
+    conn.execute(text("CREATE UNIQUE INDEX ix_distill_runs_ws_id ON distill_runs (workspace_id, id)"))
+    conn.execute(text("CREATE INDEX ix_distill_runs_ws_seq ON distill_runs (workspace_id, seq)"))
+
+
+def _m008_behavior_signals(conn: Connection) -> None:
+    # Behavioural signals (seed 000) in the store beside the workspace's daily JSONL files.
+    conn.execute(text(f"CREATE TABLE behavior_signals (seq {_seq(conn)}, workspace_id TEXT NOT NULL, "
+                      "id TEXT NOT NULL, ts TEXT NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL)"))
+    for ddl in ("CREATE UNIQUE INDEX ix_behavior_signals_ws_id ON behavior_signals (workspace_id, id)",
+                "CREATE INDEX ix_behavior_signals_ws_seq ON behavior_signals (workspace_id, seq)",
+                "CREATE INDEX ix_behavior_signals_ws_ts ON behavior_signals (workspace_id, ts)"):
+        conn.execute(text(ddl))
+
+
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("001_initial", _m001_initial),
     ("002_indexes", _m002_indexes),
     ("003_counters", _m003_counters),
     ("004_drop_duplicate_id_indexes", _m004_drop_duplicate_id_indexes),
     ("005_workspaces", _m005_workspaces),
+    ("007_gene_pool", _m007_gene_pool),
+    ("008_behavior_signals", _m008_behavior_signals),
 ]
 
 _LOCK_KEY = 0x6E70_6D69  # PostgreSQL advisory lock held while migrating ("gep mi")

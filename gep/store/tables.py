@@ -133,6 +133,45 @@ class MemorySummaryRow(SQLModel, table=True):
     data: str = _text()
 
 
+class GeneStatusRow(SQLModel, table=True):
+    """A gene's standing in this workspace's pool (gep.runnable.GeneStatus: retired or not, and its history)."""
+
+    __tablename__ = "gene_status"
+    workspace_id: str = _text(primary_key=True)
+    gene_id: str = _text(primary_key=True)
+    retired: bool = Field(default=False)
+    data: str = _text()
+
+
+class DistillRunRow(SQLModel, table=True):
+    """One distillation run of a workspace (gep.distill.DistillRun): kept, rejected or skipped."""
+
+    __tablename__ = "distill_runs"
+    __table_args__ = (*_ws_indexes("distill_runs"), {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    id: str = _text()
+    at: str = _text()
+    status: str = _text()
+    data: str = _text()
+
+
+class BehaviorSignalRow(SQLModel, table=True):
+    """One behavioural signal (gep.behavior.StoredSignal); the workspace's daily JSONL files hold the same."""
+
+    __tablename__ = "behavior_signals"
+    __table_args__ = (*_ws_indexes("behavior_signals"),
+                      Index("ix_behavior_signals_ws_ts", "workspace_id", "ts"),
+                      {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    id: str = _text()
+    ts: str = _text()
+    type: str = _text()
+    data: str = _text()
+
+
 # the tables whose rows belong to one workspace (and move with it: adoption, copy)
 SCOPED_TABLES: tuple[type[SQLModel], ...] = (EventRow, CapsuleRow, FailedCapsuleRow, ValidationReportRow, RunRow,
-                                             StateRow, CounterRow, MemorySummaryRow)
+                                             StateRow, CounterRow, MemorySummaryRow, GeneStatusRow, DistillRunRow,
+                                             BehaviorSignalRow)
