@@ -19,6 +19,7 @@ from prefect.input import RunInput
 from prefect.states import Cancelled, Completed, Failed
 
 from flows import reporting
+from flows.review import review_recorder
 from gep import pipeline as P
 from gep.context import Approve, CycleContext, CycleRequest, open_cycle, reveal_agent_cmd
 from gep.errors import ConfigError, GepError, PendingCycleError
@@ -30,7 +31,8 @@ SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same work
 
 class ReviewDecision(RunInput):
     """Shown in the Prefect UI when a review-mode cycle waits: approve commits, reject discards the change
-    (saved as a patch under .gep/rescued/)."""
+    (saved as a patch under .gep/rescued/); the note is kept as feedback on the cycle's gene (approve: helpful,
+    reject: not helpful)."""
 
     approve: bool = False
     note: str = ""
@@ -44,7 +46,7 @@ class FlowHooks(P.Hooks):
         return task(stage.fn, name=stage.name, cache_policy=NO_CACHE, persist_result=False)(ctx, state)
 
     def approver(self, ctx: CycleContext) -> Approve | None:
-        return reporting.review_gate(ReviewDecision)
+        return reporting.review_gate(ReviewDecision, on_decision=review_recorder(ctx))
 
     def drafted(self, ctx: CycleContext, event: EvolutionEvent) -> None:
         reporting.label_run(ctx, event)

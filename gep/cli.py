@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gep.commands import feedback_cmd
+from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
 
@@ -68,6 +70,8 @@ def friendly(fn: F) -> F:
 
 
 app.add_typer(store_app(friendly), name="store")
+app.add_typer(lessons_app(friendly), name="lessons")
+feedback_cmd.register(app, friendly)
 
 
 def _warn(warnings: list[InputWarning]) -> None:
@@ -177,6 +181,8 @@ def _print_event(event: Any, ws: Path) -> None:
         _say(f"  note: {note}")
     for r in m.failure_reasons or []:
         _say(f"  reason: {r}")
+    if m.skip_reason:
+        _say(f"  skipped: {m.skip_reason}")
     for w in m.warnings or []:
         _say(f"  warning: {w}")
     if m.commit:
@@ -280,8 +286,9 @@ def history(
 ) -> None:
     """List recorded cycles newest first, joined with their Prefect flow runs.
 
-    Columns: event id, outcome, intent, gene, the flow run (a link to the UI when PREFECT_API_URL is set),
-    its state and duration. --json prints the EvolutionEvent objects, each with a `flow_run` object when
+    Columns: event id, outcome, intent, gene, whether its committed fix held (verified / did not hold, as the
+    next cycles saw the logs), the flow run (a link to the UI when PREFECT_API_URL is set), its state and
+    duration. --json prints the EvolutionEvent objects, each with a `flow_run` object when
     Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
     """
     _quiet_prefect(True)
@@ -296,16 +303,24 @@ def history(
                      **({"flow_run": runs[rid].model_dump(mode="json")} if (rid := e.meta.flow_run_id)
                         in runs else {})} for e in events])
         return
-    table = Table("event", "outcome", "intent", "gene", "flow run", "state", "duration", show_lines=False)
+    table = Table("event", "outcome", "intent", "gene", "fix", "flow run", "state", "duration", show_lines=False)
     for e in events:
         r = runs.get(e.meta.flow_run_id or "")
-        table.add_row(e.id, e.outcome.status, e.intent, ",".join(e.genes_used) or "-",
+        table.add_row(e.id, e.outcome.status, e.intent, ",".join(e.genes_used) or "-", fix_shown(e),
                       (r.link if r else None) or (e.meta.flow_run_id or "-"),
                       r.state if r else "-", f"{r.duration_s:.1f}s" if r and r.duration_s is not None else "-")
     out.print(table)
     for e in events:  # a commit kept on its branch: the command that merges it
         if e.meta.merge_command:
             _say(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
+
+
+def fix_shown(event: Any) -> str:
+    """A committed fix as later cycles judged it: verified, did not hold, or not yet known."""
+    verdict = event.meta.fix_verdict
+    if verdict:
+        return verdict.replace("_", " ")
+    return "pending" if event.outcome.status == "success" and event.meta.commit else "-"
 
 
 @app.command()

@@ -27,8 +27,12 @@ from gep.store.tables import (
     CounterRow,
     EventRow,
     FailedCapsuleRow,
+    FeedbackRow,
     GeneRow,
+    LessonDeletionRow,
+    LessonRow,
     MemorySummaryRow,
+    ResolutionRow,
     RunRow,
     StateRow,
     ValidationReportRow,
@@ -44,6 +48,8 @@ _KINDS: dict[str, tuple[type[SQLModel], str, str]] = {
     "events": (EventRow, "id", "seq"), "capsules": (CapsuleRow, "id", "seq"),
     "failed_capsules": (FailedCapsuleRow, "id", "seq"), "validation_reports": (ValidationReportRow, "id", "seq"),
     "runs": (RunRow, "event_id", "event_id"), "state": (StateRow, "key", "key"),
+    "feedback": (FeedbackRow, "id", "seq"), "lessons": (LessonRow, "id", "seq"),
+    "lesson_deletions": (LessonDeletionRow, "lesson_id", "seq"), "resolutions": (ResolutionRow, "event_id", "seq"),
 }
 _PAGE = 2_000
 
