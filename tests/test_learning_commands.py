@@ -21,7 +21,7 @@ from gep import CycleRequest, run_cycle
 from gep.assets import ASSET_FILES
 from gep.cli import app
 from gep.feedback import FeedbackKind, Observation
-from gep.models import EvolutionEvent, Outcome
+from gep.models import BlastRadius, EvolutionEvent, Outcome
 from gep.resolved import Resolution
 from gep.store import Store
 from gep.workspace_id import workspace_identity
@@ -216,3 +216,23 @@ def test_a_capsule_from_another_workspace_records_where_it_came_from(tmp_path: P
     assert (origin.workspace_id, origin.workspace_name) == (workspace_identity(a).id, "team-a")
     with Store.open(f"sqlite:///{tmp_path / 'fleet.db'}") as admin:
         assert admin.scoped(workspace_identity(b).id).get_event(reused.id) is not None
+
+
+def test_selection_remembers_pruned_history_through_the_memory_summaries(ws: Path) -> None:
+    """600 failures of the repair gene on the example's error, then 600 unrelated cycles; after a prune only the
+    memory graph's summaries remember the failures, and the cycle's selection still bans the gene for it."""
+    first = cycle(ws, 1)  # the example's own signals
+    assert first.genes_used == [REPAIR]
+    finish(ws)
+    failures = [EvolutionEvent(id=f"evt_fail_{i}", intent="repair", genes_used=[REPAIR], signals=first.signals,
+                               outcome=Outcome(status="failed", score=0.2)) for i in range(600)]
+    others = [EvolutionEvent(id=f"evt_other_{i}", intent="optimize", genes_used=["gene_elsewhere"],
+                             signals=["user_improvement_suggestion:faster"], outcome=Outcome(status="success", score=0.85),
+                             blast_radius=BlastRadius(files=1, lines=4)) for i in range(600)]
+    with store_of(ws) as store:
+        store.add_events([*failures, *others])
+        store.prune(keep_events=0)
+        assert store.get_event("evt_fail_599") is None and store.memory_history().summaries
+    again = cycle(ws, 2)
+    assert again.genes_used != [REPAIR], again.meta.selector
+    assert any(b.gene_id == REPAIR and b.source == "memory" for b in again.meta.selector.bans_applied), (again.signals, again.meta.selector)  # type: ignore[union-attr]
