@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
@@ -25,6 +26,7 @@ from gep.store.prune import PRUNE_HOOKS
 from gep.store.tables import FeedbackRow, LessonDeletionRow, LessonRow, ResolutionRow
 from gep.store.upsert import insert_new, upsert
 
+T = TypeVar("T", FeedbackSignal, Lesson)
 RECENT_RESOLUTIONS = 20  # the fixes a cycle checks its signals against
 
 
@@ -42,12 +44,16 @@ class LearningMixin(StoreBase):
     @store_errors
     def list_feedback(self, gene_id: str | None = None) -> list[FeedbackSignal]:
         """Signals, oldest first."""
+        return self._by_time(FeedbackRow, FeedbackSignal, gene_id)
+
+    def _by_time(self, row_cls: type[FeedbackRow] | type[LessonRow], cls: type[T], gene_id: str | None) -> list[T]:
+        """The workspace's rows (or one gene's) as ``cls``, oldest first (ties by id)."""
         with self.session() as s:
-            q = select(FeedbackRow.data).where(FeedbackRow.workspace_id == self.workspace_id)
+            q = select(row_cls.data).where(row_cls.workspace_id == self.workspace_id)
             if gene_id is not None:
-                q = q.where(FeedbackRow.gene_id == gene_id)
-            rows = [FeedbackSignal.model_validate_json(d) for d in s.exec(q.order_by(col(FeedbackRow.seq))).all()]
-        return sorted(rows, key=lambda r: (r.created_at, r.id))
+                q = q.where(row_cls.gene_id == gene_id)
+            rows = [cls.model_validate_json(d) for d in s.exec(q.order_by(col(row_cls.seq))).all()]
+        return sorted(rows, key=lambda r: (r.created_at, r.id))  # type: ignore[attr-defined]
 
     # ---------------------------------------------------------------- lessons
 
@@ -65,12 +71,7 @@ class LearningMixin(StoreBase):
     @store_errors
     def list_lessons(self, gene_id: str | None = None) -> list[Lesson]:
         """Lessons, oldest first (all of the workspace's, or one gene's)."""
-        with self.session() as s:
-            q = select(LessonRow.data).where(LessonRow.workspace_id == self.workspace_id)
-            if gene_id is not None:
-                q = q.where(LessonRow.gene_id == gene_id)
-            rows = [Lesson.model_validate_json(d) for d in s.exec(q.order_by(col(LessonRow.seq))).all()]
-        return sorted(rows, key=lambda r: (r.created_at, r.id))
+        return self._by_time(LessonRow, Lesson, gene_id)
 
     @store_errors
     def lessons_of_events(self, event_ids: Sequence[str]) -> dict[str, list[str]]:

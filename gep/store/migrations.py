@@ -154,11 +154,11 @@ def _m006_learning(conn: Connection) -> None:
         "CREATE INDEX ix_lessons_ws_event ON lessons (workspace_id, event_id)",
         f"""CREATE TABLE lesson_deletions (seq {seq}, workspace_id TEXT NOT NULL, lesson_id TEXT NOT NULL,
             deleted_at TEXT NOT NULL, data TEXT NOT NULL)""",
-        "CREATE UNIQUE INDEX ix_lesson_deletions_ws_lesson ON lesson_deletions (workspace_id, lesson_id)",
+        "CREATE UNIQUE INDEX ix_lesson_deletions_ws_lesson_id ON lesson_deletions (workspace_id, lesson_id)",
         "CREATE INDEX ix_lesson_deletions_ws_seq ON lesson_deletions (workspace_id, seq)",
         f"""CREATE TABLE resolutions (seq {seq}, workspace_id TEXT NOT NULL, event_id TEXT NOT NULL,
             status TEXT NOT NULL, data TEXT NOT NULL)""",
-        "CREATE UNIQUE INDEX ix_resolutions_ws_event ON resolutions (workspace_id, event_id)",
+        "CREATE UNIQUE INDEX ix_resolutions_ws_event_id ON resolutions (workspace_id, event_id)",
         "CREATE INDEX ix_resolutions_ws_seq ON resolutions (workspace_id, seq)",
     ):
         conn.execute(text(ddl))

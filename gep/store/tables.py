@@ -27,9 +27,9 @@ def _opt_text() -> str | None:
     return Field(default=None, nullable=True, sa_type=Text)  # type: ignore[no-any-return]
 
 
-def _ws_indexes(table: str) -> tuple[Index, Index]:
-    """One object per id in a workspace; a workspace's rows in insertion order."""
-    return (Index(f"ix_{table}_ws_id", "workspace_id", "id", unique=True),
+def _ws_indexes(table: str, key: str = "id") -> tuple[Index, Index]:
+    """One object per ``key`` in a workspace; a workspace's rows in insertion order."""
+    return (Index(f"ix_{table}_ws_{key}", "workspace_id", key, unique=True),
             Index(f"ix_{table}_ws_seq", "workspace_id", "seq"))
 
 
@@ -168,8 +168,7 @@ class LessonDeletionRow(SQLModel, table=True):
     """The audit record of a deleted lesson: who, when, why, and the lesson as it was."""
 
     __tablename__ = "lesson_deletions"
-    __table_args__ = (Index("ix_lesson_deletions_ws_lesson", "workspace_id", "lesson_id", unique=True),
-                      Index("ix_lesson_deletions_ws_seq", "workspace_id", "seq"), {"sqlite_autoincrement": True})
+    __table_args__ = (*_ws_indexes("lesson_deletions", "lesson_id"), {"sqlite_autoincrement": True})
     seq: int | None = _seq()
     workspace_id: str = _text()
     lesson_id: str = _text()
@@ -181,8 +180,7 @@ class ResolutionRow(SQLModel, table=True):
     """What a committed fix addressed (gep/resolved.py), one per fixing event; its status changes."""
 
     __tablename__ = "resolutions"
-    __table_args__ = (Index("ix_resolutions_ws_event", "workspace_id", "event_id", unique=True),
-                      Index("ix_resolutions_ws_seq", "workspace_id", "seq"), {"sqlite_autoincrement": True})
+    __table_args__ = (*_ws_indexes("resolutions", "event_id"), {"sqlite_autoincrement": True})
     seq: int | None = _seq()
     workspace_id: str = _text()
     event_id: str = _text()
