@@ -14,7 +14,6 @@ from datetime import UTC, date, datetime, time, timedelta
 from gep.context import CycleContext
 from gep.memory_graph import parse_at
 from gep.models import EvolutionEvent, Outcome, OutcomeStatus, iso
-from gep.mutators import default_mutator
 from gep.outcomes import event_base
 from gep.store import Store
 
@@ -40,8 +39,7 @@ def tokens_used_on(store: Store, day: date) -> int:
 
 
 def claude_driven(ctx: CycleContext) -> bool:
-    name = ctx.request.mutator or ctx.settings.mutator or default_mutator(ctx.env)
-    return name.strip().lower() == "anthropic"
+    return ctx.mutator == "anthropic"
 
 
 def budget_spent(ctx: CycleContext) -> str | None:

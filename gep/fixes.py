@@ -62,8 +62,9 @@ def record_verdict(ctx: CycleContext, verdict: FixVerdict) -> None:
 
 
 def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
-    """Right after a cycle's change is committed: what it addressed, and where the logs stood."""
-    if event.outcome.status != "success" or not event.meta.commit:
+    """Right after a cycle's change landed: what it addressed, and where the logs stood. A commit kept on its
+    own branch (``gep/<event>``, not merged) has changed nothing the agent runs yet: it resolves nothing."""
+    if event.outcome.status != "success" or not event.meta.commit or event.meta.delivery == "kept":
         return
     committed_at = parse_at(event.meta.solidified_at) or ctx.clock()
     res = resolution_for_commit(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,

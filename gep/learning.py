@@ -122,7 +122,7 @@ class RevertScan(BaseModel):
 
 def scan_reverts(ctx: CycleContext) -> list[FeedbackSignal]:
     """People's reverts of GEP commits since the last scan: ``not_helpful`` for the reverted cycle's gene."""
-    head = ctx.workspace.head_sha()
+    head = ctx.workspace.head()
     seen = ctx.store.get_state(REVERT_SCAN, RevertScan) or RevertScan()
     if seen.head == head:
         return []
