@@ -28,6 +28,7 @@ from prefect.states import Cancelled
 from prefect.utilities.annotations import quote
 
 from flows import reporting, states
+from flows.review import review_recorder
 from flows.slot import workspace_slot
 from gep import pipeline as P
 from gep.context import Approve, CycleContext, CycleRequest, open_cycle, reveal_agent_cmd
@@ -49,7 +50,8 @@ RECORDED: dict[str, str] = {}
 
 class ReviewDecision(RunInput):
     """Shown in the Prefect UI when a review-mode cycle waits: approve commits, reject discards the change
-    (saved as a patch under .gep/rescued/)."""
+    (saved as a patch under .gep/rescued/); the note is kept as feedback on the cycle's gene (approve: helpful,
+    reject: not helpful)."""
 
     approve: bool = False
     note: str = ""
@@ -79,7 +81,7 @@ class FlowHooks(P.Hooks):
         return stage_task(stage)(quote(ctx), quote(state))
 
     def approver(self, ctx: CycleContext) -> Approve | None:
-        return reporting.review_gate(ReviewDecision)
+        return reporting.review_gate(ReviewDecision, on_decision=review_recorder(ctx))
 
     def drafted(self, ctx: CycleContext, event: EvolutionEvent) -> None:
         run = reporting.current_run()

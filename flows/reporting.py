@@ -239,14 +239,21 @@ def solidify_command(workspace: Path | None) -> str:
 # ------------------------------------------------------------------ review
 
 
-def review_gate(decision_model: type[Any], timeout_s: int = 24 * 3600) -> Callable[[Any], bool]:
-    """An approval callback that pauses the flow run until someone answers in the Prefect UI."""
+def review_gate(decision_model: type[Any], timeout_s: int = 24 * 3600,
+                on_decision: Callable[[Any, Any], None] | None = None) -> Callable[[Any], bool]:
+    """An approval callback that pauses the flow run until someone answers in the Prefect UI; the form shows
+    the change (flows/review.py) and ``on_decision(request, decision)`` hears the answer."""
     from prefect.flow_runs import pause_flow_run
+
+    from flows.review import review_markdown
 
     def approve(summary: Any) -> bool:
         get_run_logger().info("validation passed; waiting for approval in the Prefect UI: %s", summary)
+        form = decision_model.with_initial_data(description=review_markdown(summary), approve=False)
         # _sync: the stage is sync code inside the async flow; pause from this thread, polling the API
-        decision = pause_flow_run(wait_for_input=decision_model, timeout=timeout_s, poll_interval=2, _sync=True)
+        decision = pause_flow_run(wait_for_input=form, timeout=timeout_s, poll_interval=2, _sync=True)
+        if on_decision is not None:
+            on_decision(summary, decision)
         return bool(decision.approve)
 
     return approve

@@ -30,6 +30,8 @@ Import policy:
 Export writes the stored JSON objects back exactly as stored, formatted as the reference formats them
 (``JSON.stringify(obj, null, 2)`` for .json files, one ``JSON.stringify(obj)`` per line for events.jsonl).
 Genes retired in the workspace are marked in genes.json, and an import retires them again (gep/retired.py).
+What the workspace learned (lessons, their deletions, feedback) travels in files of its own beside these
+(gep/learning_assets.py).
 """
 
 from __future__ import annotations
@@ -247,6 +249,11 @@ class ImportReport(BaseModel):
     failed_capsules: KindCounts = Field(default_factory=KindCounts)
     events: KindCounts = Field(default_factory=KindCounts)
     validation_reports: KindCounts = Field(default_factory=KindCounts)
+    # what the workspace learned (gep/learning_assets.py): lessons.updated counts conflicts marked resolved,
+    # lesson_deletions.updated lessons this store held that the file says were deleted
+    lessons: KindCounts = Field(default_factory=KindCounts)
+    lesson_deletions: KindCounts = Field(default_factory=KindCounts)
+    feedback: KindCounts = Field(default_factory=KindCounts)
     files: list[str] = Field(default_factory=list)
     rejected: list[RejectedAsset] = Field(default_factory=list)
     mismatched: list[RejectedAsset] = Field(default_factory=list)
@@ -254,7 +261,8 @@ class ImportReport(BaseModel):
 
     def summary(self) -> str:
         parts = []
-        for kind in ("genes", "capsules", "failed_capsules", "events", "validation_reports"):
+        for kind in ("genes", "capsules", "failed_capsules", "events", "validation_reports", "lessons",
+                     "lesson_deletions", "feedback"):
             c: KindCounts = getattr(self, kind)
             if c.added or c.updated or c.unchanged:
                 parts.append(f"{kind.replace('_', ' ')}: {c.added} new, {c.updated} updated, {c.unchanged} unchanged")
@@ -282,12 +290,16 @@ class ExportReport(BaseModel):
     events: int = 0
     validation_reports: int = 0
     retired: int = 0  # genes marked retired in genes.json
+    lessons: int = 0
+    lesson_deletions: int = 0
+    feedback: int = 0
     files: list[str] = Field(default_factory=list)
 
     def summary(self) -> str:
         return (f"exported to {self.out_dir}: {self.genes} genes ({self.retired} marked retired), "
                 f"{self.capsules} capsules, {self.failed_capsules} failed capsules, {self.events} events, "
-                f"{self.validation_reports} validation reports")
+                f"{self.validation_reports} validation reports, {self.lessons} lessons, "
+                f"{self.lesson_deletions} lesson deletions, {self.feedback} feedback signals")
 
 
 # ------------------------------------------------------------------ import
@@ -425,10 +437,15 @@ def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool 
     assets_dir = Path(assets_dir)
     if not assets_dir.is_dir():
         raise AssetError(f"{assets_dir}: not a directory")
+    from gep.learning_assets import LEARNING_FILES, import_learning, read_learning
+
     report = ImportReport(source=str(assets_dir))
     plan = _plan(assets_dir, report, allow_mismatch)
+    learned = read_learning(assets_dir)
+    report.files += learned.files
     if not report.files:
-        raise AssetError(f"{assets_dir}: no asset files found (expected one of {', '.join(ASSET_FILES)})")
+        raise AssetError(f"{assets_dir}: no asset files found (expected one of "
+                         f"{', '.join(ASSET_FILES + LEARNING_FILES)})")
 
     seeds = {g.id: g for g in load_genes_dir(seed_genes_dir())}
     for gene, obj in plan.genes:
@@ -461,6 +478,7 @@ def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool 
     if GENES_FILE in report.files:
         known = {*seeds, *(g.id for g in store.list_genes())}
         report.retired = import_retired(store, _read_json(assets_dir / GENES_FILE), known_ids=known, now=utc_now())
+    import_learning(store, learned, report)
     return report
 
 
@@ -518,4 +536,9 @@ def export_assets(store: Store, out_dir: Path | str) -> ExportReport:
         report.files.append(name)
     _write_atomic(out / EVENTS_FILE, _events_lines(store, report))
     report.files.append(EVENTS_FILE)
+    from gep.learning_assets import export_learning
+
+    for name, count in export_learning(store, out).items():
+        setattr(report, name.removesuffix(".jsonl"), count)
+        report.files.append(name)
     return report

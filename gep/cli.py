@@ -16,7 +16,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gep.commands import feedback_cmd
 from gep.commands.genes_cmd import add_gene_commands
+from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
 
@@ -77,6 +79,8 @@ def friendly(fn: F) -> F:
 
 app.add_typer(store_app(friendly), name="store")
 add_gene_commands(genes_app, friendly)
+app.add_typer(lessons_app(friendly), name="lessons")
+feedback_cmd.register(app, friendly)
 
 
 def _warn(warnings: list[InputWarning]) -> None:
@@ -304,6 +308,8 @@ def _print_event(event: Any, ws: Path) -> None:
         _show(f"  note: {note}")
     for r in m.failure_reasons or []:
         _show(f"  reason: {r}")
+    if m.skip_reason:
+        _show(f"  skipped: {m.skip_reason}")
     for w in m.warnings or []:
         _show(f"  warning: {w}")
     if m.commit:
@@ -412,10 +418,11 @@ def history(
 ) -> None:
     """List recorded cycles newest first, joined with their Prefect flow runs.
 
-    Columns: event id, outcome, intent, gene, the flow run (a link to the run in the Prefect UI), its state
-    and duration. Flow-run states come from PREFECT_API_URL or gep's background server in one request when
-    it answers, and show as "-" otherwise. --json prints the EvolutionEvent objects, each with a `flow_run`
-    object when Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
+    Columns: event id, outcome, intent, gene, whether its committed fix held (verified / did not hold, as the
+    next cycles saw the logs), the flow run (a link to the run in the Prefect UI), its state and duration.
+    Flow-run states come from PREFECT_API_URL or gep's background server in one request when it answers,
+    and show as "-" otherwise. --json prints the EvolutionEvent objects, each with a `flow_run` object when
+    Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
     """
     from gep import history_view as H
 
@@ -431,7 +438,7 @@ def history(
         out.print(f"no cycles recorded in {path} yet (start one with: gep cycle --workspace "
                   f"{shlex.quote(str(path))})", markup=False, highlight=False)
         return
-    table = Table("event", "outcome", "intent", "gene", "flow run", "state", "duration", show_lines=False)
+    table = Table("event", "outcome", "intent", "gene", "fix", "flow run", "state", "duration", show_lines=False)
     for row in view.rows:
         table.add_row(*row)
     out.print(table)

@@ -92,6 +92,9 @@ class Settings(BaseModel):
     lesson_prompt_chars: Chars = C.LESSON_PROMPT_CHARS
     # unresolved conflicts on one topic that make the next cycle on it ask for a synthesis
     lesson_synthesis_threshold: int = Field(default=C.LESSON_SYNTHESIS_THRESHOLD, ge=1, le=10_000)
+    # tokens Claude-driven (anthropic mutator) cycles of this workspace may use per UTC day, as the mutator's
+    # metrics count them; once spent, such cycles are skipped with the reason until the next day (unset: no cap)
+    daily_token_budget: int | None = Field(default=None, ge=0, le=10**12)
 
     # solidify
     hard_cap_files: Count = C.HARD_CAP_FILES

@@ -57,11 +57,13 @@ class HistoryView(BaseModel):
         for e in self.events:
             r = self.runs.get(e.meta.flow_run_id or "")
             dated.append((_when(e.meta.at), (e.id, str(e.outcome.status), str(e.intent),
-                                             ",".join(e.genes_used) or "-", _run_cell(r, e.meta.flow_run_id),
-                                             r.state if r else "-", _duration(r))))
+                                             ",".join(e.genes_used) or "-", fix_shown(e),
+                                             _run_cell(r, e.meta.flow_run_id), r.state if r else "-",
+                                             _duration(r))))
         for r in self.others:
             outcome = r.tag("outcome") or r.state.lower()
-            dated.append((_aware(r.start), ("-", outcome, "-", "-", _run_cell(r, r.id), r.state, _duration(r))))
+            dated.append((_aware(r.start), ("-", outcome, "-", "-", "-", _run_cell(r, r.id), r.state,
+                                            _duration(r))))
         dated.sort(key=lambda d: d[0], reverse=True)
         return [row for _, row in dated[: self.limit]]
 
@@ -78,6 +80,14 @@ class HistoryView(BaseModel):
             out.append(item)
         out += [{"type": "FlowRun", "flow_run": r.model_dump(mode="json")} for r in self.others]
         return out
+
+
+def fix_shown(event: EvolutionEvent) -> str:
+    """A committed fix as later cycles judged it: verified, did not hold, or not yet known."""
+    verdict = event.meta.fix_verdict
+    if verdict:
+        return verdict.replace("_", " ")
+    return "pending" if event.outcome.status == "success" and event.meta.commit else "-"
 
 
 def prefect_url() -> str | None:

@@ -29,11 +29,14 @@ from pydantic.functional_serializers import SerializerFunctionWrapHandler
 from gep.config import RunLimits
 from gep.records import (
     BehaviorRecord,
+    CapsuleOriginRecord,
+    FixCheckRecord,
     GenePoolRecord,
     HistoryRecord,
     MutatorMetrics,
     PersonalityRecord,
     PromptSizes,
+    ResolvedRecord,
     SelectorDecision,
     SourcesRecord,
     ValidationLine,
@@ -299,6 +302,7 @@ class EventMeta(BaseModel):
     personality: PersonalityRecord | None = None
     history: HistoryRecord | None = None
     capsule_reused: StrictStr | None = None
+    capsule_origin: CapsuleOriginRecord | None = None  # whose capsule it was (a fleet's shared capsules)
     sources: SourcesRecord | None = None
     gene_pool: GenePoolRecord | None = None  # genes left out of selection here; the automatic gene
     behavior: BehaviorRecord | None = None  # behavioural signals captured and used (issue 17)
@@ -315,6 +319,14 @@ class EventMeta(BaseModel):
     empty_cycle: StrictBool | None = None
     empty_reason: StrictStr | None = None
     fix_verdict: Literal["verified", "did_not_hold"] | None = None  # set by the next cycle (gep.resolved)
+    # learning (gep/fixes.py, gep/learning.py): signals earlier fixes resolved or that came back, the verdicts
+    # this cycle gave on earlier fixes, the lessons shown in its prompt and the conflicts it was asked to reconcile
+    resolved: list[ResolvedRecord] | None = None
+    live_again: list[ResolvedRecord] | None = None
+    fix_checks: list[FixCheckRecord] | None = None
+    lessons_recalled: list[str] | None = None
+    synthesis_of: list[str] | None = None
+    skip_reason: StrictStr | None = None  # a cycle that did not run (outcome "skipped"): why
     # solidify
     constraint_violations: list[str] | None = None
     constraint_warnings: list[str] | None = None

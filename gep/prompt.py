@@ -2,7 +2,8 @@
 
 ``system`` is the same for every cycle (rules, object shapes, tool descriptions), so the Messages API can
 cache it. ``context`` carries this cycle's decisions within a character budget, in priority order: the
-mutation, gene, capsule, personality and signals first; then lessons and recent outcomes; then excerpts
+mutation, gene, capsule, personality and signals first; then conflicting lessons to reconcile, lessons and
+recent outcomes; then excerpts
 of the workspace sources trimmed to whatever room is left. The reference prints ~22,000 characters with
 much repetition; this carries the same decision information in a fraction of that.
 
@@ -50,7 +51,8 @@ class PromptInput(BaseModel):
     capsule: Capsule | None = None
     signals: list[str] = Field(default_factory=list)
     recent_events: list[EvolutionEvent] = Field(default_factory=list)  # oldest first, as the store gives them
-    lessons: list[str] = Field(default_factory=list)
+    lessons: list[str] = Field(default_factory=list)  # recalled lessons, "strong memory from 3 days ago: ..."
+    synthesis: str = ""  # conflicting lessons side by side and the request to reconcile them (gep.memory)
     sources: PromptSources = Field(default_factory=PromptSources)
     workspace_name: str = ""
     cycle_id: str
@@ -357,6 +359,8 @@ def _build_context(inp: PromptInput, budget: int) -> str:
     if len(head) >= budget:
         return _trim(head, budget, keep_head=True)
     text = head
+    conflicts = [f"{_item(line, C.PROMPT_ITEM_CHARS * 2)}\n" for line in inp.synthesis.splitlines() if line.strip()]
+    text += _fill("Conflicting lessons: reconcile them first", conflicts, budget - len(text))
     lessons = [f"- {_item(s)}\n" for s in inp.lessons[: C.PROMPT_MAX_LESSONS]]
     text += _fill("Lessons from earlier cycles", lessons, budget - len(text))
     recent = inp.recent_events[-C.PROMPT_MAX_EVENTS:]

@@ -132,6 +132,37 @@ class PromptSizes(BaseModel):
     total: int
 
 
+# ---------------------------------------------------------------- learning (issue 15) and the fleet (issue 14)
+
+
+class ResolvedRecord(BaseModel):
+    """A signal an earlier cycle's committed fix addressed, as this cycle saw it: resolved (only in lines written
+    before the commit, so it does not drive this cycle) or live again (in a line written after it)."""
+
+    signal: str
+    event_id: str  # the cycle whose commit addressed it
+    commit: str
+    committed_at: str
+
+
+class FixCheckRecord(BaseModel):
+    """A verdict this cycle gave on an earlier cycle's fix (that event's ``meta.fix_verdict`` says it too)."""
+
+    event_id: str
+    commit: str
+    verdict: Literal["verified", "did_not_hold"]
+    live_signals: list[str] = Field(default_factory=list)
+    new_lines: int = 0  # lines written since the commit (0: nothing ran since, weak evidence)
+
+
+class CapsuleOriginRecord(BaseModel):
+    """Where a reused capsule came from (another workspace's, with ``share_capsules``)."""
+
+    workspace_id: str
+    workspace_name: str | None = None
+    own: bool = True
+
+
 # ---------------------------------------------------------------- mutator
 
 MutatorStatus = Literal["changed", "no_change", "awaiting_changes", "error"]

@@ -51,6 +51,7 @@ from gep.config import Settings
 from gep.feedback import FeedbackIndex
 from gep.memory_graph import (
     MemoryAdvice,
+    SituationSummary,
     event_time,
     is_control_signal,
     memory_advice,
@@ -376,15 +377,18 @@ def select_gene_and_capsule(
     drift: bool = False,
     excluded: Mapping[str, str] | None = None,
     feedback: FeedbackIndex | None = None,
+    summaries: Sequence[SituationSummary] = (),
 ) -> Selection:
     """Choose a gene (and a capsule to reuse) for the current signals. ``recent_events`` oldest first
     (as ``Store.recent_events`` returns them); the more are given, the more the memory graph knows.
     ``excluded``: gene id -> why it may not be selected here (retired, not runnable: gep.runnable).
-    ``feedback``: the stored feedback signals' scores; None ranks by the memory graph alone."""
+    ``feedback``: the stored feedback signals' scores; None ranks by the memory graph alone.
+    ``summaries``: the memory graph's summaries of events folded before ``recent_events`` (the store's
+    ``memory_history()``), so its advice covers the whole decayed history."""
     signals = [str(s) for s in signals]
     recent_events = judged(recent_events)
     reasons: list[str] = []
-    advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now)
+    advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now, summaries=summaries)
     bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),
                   _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles),
                   _memory_bans(advice))

@@ -15,9 +15,13 @@ from gep import constants as C
 from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
 from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
+from gep.budget import budget_spent, record_skipped
 from gep.config import validation_commands
 from gep.context import ORIGINS, CycleContext
+from gep.feedback import FeedbackIndex
+from gep.fixes import annotate, check_fixes, reusable
 from gep.genepool import fall_back_to_auto_gene, gene_pool
+from gep.learning import catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
 from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
 from gep.mutation import build_mutation
 from gep.mutators import get_mutator
@@ -34,10 +38,12 @@ from gep.outcomes import (
 from gep.personality import PersonalitySelection, PersonalityStats, select_personality
 from gep.prompt import PromptInput, build_prompt
 from gep.records import GenePoolRecord, HistoryRecord, MutatorResult, PersonalityRecord, SourcesRecord
+from gep.resolved import ResolutionCheck
 from gep.selector import Selection, select_gene_and_capsule
 from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
 from gep.solidify import SolidifyInput, solidify
 from gep.sources import SourceBundle, collect_sources
+from gep.store import after_cycle
 from gep.strategy import SchedulerState, StrategyPreset, resolve_strategy, should_skip_scheduled_tick
 from gep.tree import CycleTree
 
@@ -54,6 +60,7 @@ class CycleState(BaseModel):
     behavior: BehaviorCapture | None = None  # behavioural signals captured from the transcripts read
     events: list[EvolutionEvent] = Field(default_factory=list)  # recent finished cycles, oldest first
     signals: list[str] = Field(default_factory=list)
+    fixes: ResolutionCheck | None = None  # earlier fixes against this cycle's signals (gep/fixes.py)
     history: HistoryAnalysis = Field(default_factory=HistoryAnalysis)
     strategy: StrategyPreset | None = None
     selection: Selection | None = None
@@ -88,7 +95,13 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.signals = extract_signals(recent_session_transcript=s.recent_session_transcript, today_log=s.today_log,
                                     memory_snippet=s.memory_snippet, user_snippet=s.user_snippet,
                                     recent_events=state.events)
-    if state.behavior is not None:
+    # an error a committed fix resolved does not drive repair again from old lines; people's reverts and
+    # outcomes recorded outside the stages are learned before selection reads the scores
+    state.fixes = check_fixes(ctx, state.signals)
+    state.signals = state.fixes.signals
+    scan_reverts(ctx)
+    catch_up(ctx)
+    if state.behavior is not None:  # what people said since the last cycle
         state.signals = use_behavior(state.behavior, corpus=state.signals, workspace=ctx.workspace.path,
                                      store=ctx.store, events=state.events, settings=ctx.settings,
                                      now=ctx.started_at)
@@ -104,7 +117,12 @@ def analyse(ctx: CycleContext, state: CycleState) -> CycleState:
 
 
 def gate(ctx: CycleContext, state: CycleState) -> CycleState:
-    """Scheduled ticks under steady state mostly do nothing (with the reason kept); manual runs always run."""
+    """Scheduled ticks under steady state mostly do nothing (with the reason kept); manual runs always run,
+    unless the day's token budget for Claude-driven cycles is spent (a skipped event says so)."""
+    spent = budget_spent(ctx)
+    if spent is not None:
+        state.event, state.done = record_skipped(ctx, spent), True
+        return state
     if not ctx.request.scheduled or state.strategy is None:
         return state
     sched = ctx.store.get_state("scheduler", SchedulerState) or SchedulerState()
@@ -127,14 +145,17 @@ def gate(ctx: CycleContext, state: CycleState) -> CycleState:
 
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
-    # selection learns from a long history (memory graph); the loop rules only read the last few events
-    finished = finished_events(ctx, C.MEMORY_GRAPH_EVENTS)
+    # selection learns from the whole history (memory graph: summaries of folded events, then the events) and
+    # from feedback; the loop rules only read the last few events
+    memory = ctx.store.memory_history()
+    finished = [e for e in memory.events if e.outcome.status in TERMINAL]
     genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
     pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.workspace.path, settings=ctx.settings)
     state.selection = select_gene_and_capsule(
-        genes=genes, capsules=ctx.store.list_capsules(), failed_capsules=ctx.store.list_failed_capsules(),
+        genes=genes, capsules=reusable(ctx.store.list_capsules()), failed_capsules=ctx.store.list_failed_capsules(),
         signals=state.signals, recent_events=finished, settings=ctx.settings, rng=ctx.rng("select"),
-        now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
+        now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded,
+        feedback=FeedbackIndex(ctx.store.list_feedback()), summaries=memory.summaries)
     state.selection, state.pool = fall_back_to_auto_gene(
         state.selection, genes=genes, pool=pool, signals=state.signals, store=ctx.store,
         workspace=ctx.workspace.path, settings=ctx.settings)
@@ -182,7 +203,9 @@ def draft_event(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
     m.personality = (PersonalityRecord.model_validate(state.persona.model_dump(exclude={"state"}))
                      if state.persona else None)
     m.history = HistoryRecord.model_validate(state.history.model_dump())
-    m.capsule_reused = state.selection.capsule.id if state.selection and state.selection.capsule else None
+    capsule = state.selection.capsule if state.selection else None
+    m.capsule_reused = capsule.id if capsule else None
+    annotate(m, state.fixes, capsule)
     m.sources = SourcesRecord(files=state.sources.files, warnings=state.sources.warnings)
     m.gene_pool = state.pool
     m.behavior = state.behavior.record if state.behavior else None
@@ -215,9 +238,12 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     assert ctx.tree is not None
     event, gene = state.event, state.gene
     history = [e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
+    memory = recall_for_prompt(ctx, gene, state.signals)
+    event.meta.lessons_recalled, event.meta.synthesis_of = memory.lesson_ids or None, memory.synthesis_of or None
     prompt = build_prompt(
         PromptInput(mutation=state.mutation, gene=gene, capsule=state.selection.capsule if state.selection else None,
-                    signals=state.signals, recent_events=history, lessons=lessons(history), sources=state.sources,
+                    signals=state.signals, recent_events=history, lessons=memory.lines, synthesis=memory.synthesis,
+                    sources=state.sources,
                     workspace_name=ctx.workspace.path.name, cycle_id=event.id, personality=_persona(state),
                     strategy_name=event.meta.strategy or "", protected_paths=list(ctx.settings.protected_paths)),
         context_chars=ctx.settings.prompt_context_chars)
@@ -238,17 +264,6 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
         record_mutator_result(event, state.result)
         state.summary = state.result.summary
     return state
-
-
-def lessons(history: list[EvolutionEvent]) -> list[str]:
-    """Short lessons from recent failures, so the next attempt does not repeat them."""
-    out: list[str] = []
-    for e in reversed(history):
-        reasons = e.meta.failure_reasons or []
-        if e.outcome.status == OutcomeStatus.failed and reasons:
-            gene = e.genes_used[0] if e.genes_used else "?"
-            out.append(f"{gene} failed ({e.id}): " + "; ".join(str(r) for r in reasons)[:300])
-    return out[:5]
 
 
 def solidify_stage(ctx: CycleContext, state: CycleState) -> CycleState:
@@ -285,9 +300,12 @@ def default_summary(gene: Gene, mutation: Mutation) -> str:
 
 
 def record(ctx: CycleContext, state: CycleState) -> CycleState:
-    """What every finished cycle teaches the next one."""
+    """What every finished cycle teaches the next one (personality, lessons, feedback, the fix it committed),
+    then the store's upkeep (folding old events into the memory graph's summaries; pruning, if set)."""
     if state.event is not None:
         update_personality(ctx, state.event)
+        learn_from_cycle(ctx, state.event)
+    after_cycle(ctx.store, ctx.settings, now=ctx.clock())
     return state
 
 

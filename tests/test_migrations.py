@@ -141,19 +141,19 @@ def test_database_from_a_newer_version_opens_untouched_with_a_warning(tmp_path: 
     with Store.open(url) as s:
         s.add_event(EvolutionEvent(id="e1"))
         with s.engine.begin() as conn:  # what a newer gep would have done
-            conn.execute(text("CREATE TABLE lessons (id TEXT PRIMARY KEY, data TEXT NOT NULL)"))
-            conn.execute(text("INSERT INTO lessons VALUES ('l1', '{}')"))
-            conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES ('900_lessons', 'x')"))
+            conn.execute(text("CREATE TABLE future_things (id TEXT PRIMARY KEY, data TEXT NOT NULL)"))
+            conn.execute(text("INSERT INTO future_things VALUES ('l1', '{}')"))
+            conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES ('900_future_things', 'x')"))
     with caplog.at_level(logging.WARNING, logger="gep.store.migrations"):
         store = Store.open(url)
     try:
-        assert store.unknown_migrations == ["900_lessons"]
-        assert "newer gep" in caplog.text and "900_lessons" in caplog.text
+        assert store.unknown_migrations == ["900_future_things"]
+        assert "newer gep" in caplog.text and "900_future_things" in caplog.text
         assert store.get_event("e1") is not None
         store.add_event(EvolutionEvent(id="e2"))  # still usable
         with store.engine.connect() as conn:
-            assert conn.execute(text("SELECT count(*) FROM lessons")).scalar() == 1
-            assert unknown_migrations(conn) == ["900_lessons"]
-            assert "900_lessons" in applied(conn)
+            assert conn.execute(text("SELECT count(*) FROM future_things")).scalar() == 1
+            assert unknown_migrations(conn) == ["900_future_things"]
+            assert "900_future_things" in applied(conn)
     finally:
         store.close()

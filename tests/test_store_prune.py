@@ -190,7 +190,7 @@ class _KeepEvenHook:
 def test_hooks_keep_the_events_they_refer_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hook = _KeepEvenHook()
     monkeypatch.setattr(prune_module, "PRUNE_HOOKS", [hook])
-    assert PRUNE_HOOKS == []  # the registry later tables append to
+    assert all(callable(getattr(h, "keep", None)) for h in PRUNE_HOOKS)  # the registry tables append to
     with workspace(tmp_path, "ws", f"sqlite:///{tmp_path / 'gep.db'}") as store:
         store.add_events(EvolutionEvent(id=f"evt_{i}", genes_used=["g"], outcome=Outcome(status="success"))
                          for i in range(700))

@@ -16,7 +16,8 @@ write goes through one upsert helper (gep/store/upsert.py).
 
 Layout: base.py (opening, scope, sessions, counters), events.py, objects.py (genes, capsules, failed
 capsules, validation reports), runs.py (runs, state), export.py, memory.py, prune.py, copy.py, pool.py (gene
-statuses, distillation log), behavior.py (behavioural signals).
+statuses, distillation log), behavior.py (behavioural signals), learning.py (feedback, lessons and their
+deletions, verified fixes).
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from gep.store.codec import as_read_json, asset_json, stamp
 from gep.store.engine import default_url, make_engine
 from gep.store.events import EventsMixin
 from gep.store.export import ExportMixin
+from gep.store.learning import LearningMixin
 from gep.store.objects import CapsuleOrigin, ObjectsMixin, StoredCapsule
 from gep.store.pool import GenePoolMixin
 from gep.store.prune import PRUNE_HOOKS, PRUNE_KEEP_EVENTS, PruneHook, PruneMixin, PruneReport, after_cycle
 from gep.store.runs import OPEN_RUN_STATUSES, RunsMixin
 
 
-class Store(EventsMixin, ObjectsMixin, RunsMixin, ExportMixin, PruneMixin, GenePoolMixin, BehaviorMixin):
+class Store(EventsMixin, ObjectsMixin, RunsMixin, ExportMixin, PruneMixin, GenePoolMixin, BehaviorMixin,
+            LearningMixin):
     """All reads and writes of GEP objects. Open with :meth:`open` (unscoped) or :meth:`for_workspace`."""
 
 

@@ -29,9 +29,13 @@ from gep.store.tables import (
     DistillRunRow,
     EventRow,
     FailedCapsuleRow,
+    FeedbackRow,
     GeneRow,
     GeneStatusRow,
+    LessonDeletionRow,
+    LessonRow,
     MemorySummaryRow,
+    ResolutionRow,
     RunRow,
     StateRow,
     ValidationReportRow,
@@ -49,6 +53,8 @@ _KINDS: dict[str, tuple[type[SQLModel], str, str]] = {
     "runs": (RunRow, "event_id", "event_id"), "state": (StateRow, "key", "key"),
     "gene_status": (GeneStatusRow, "gene_id", "gene_id"), "distill_runs": (DistillRunRow, "id", "seq"),
     "behavior_signals": (BehaviorSignalRow, "id", "seq"),
+    "feedback": (FeedbackRow, "id", "seq"), "lessons": (LessonRow, "id", "seq"),
+    "lesson_deletions": (LessonDeletionRow, "lesson_id", "seq"), "resolutions": (ResolutionRow, "event_id", "seq"),
 }
 _PAGE = 2_000
 

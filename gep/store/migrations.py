@@ -136,6 +136,34 @@ def _m005_workspaces(conn: Connection) -> None:
         conn.execute(text(ddl))
 
 
+def _m006_learning(conn: Connection) -> None:
+    # Learning across cycles (issue 15): feedback signals, lessons and their deletion audit, verified fixes;
+    # every row scoped by workspace, read through an index that starts with it.
+    seq = _seq(conn)
+    for ddl in (
+        f"""CREATE TABLE feedback (seq {seq}, workspace_id TEXT NOT NULL, id TEXT NOT NULL, gene_id TEXT NOT NULL,
+            event_id TEXT, created_at TEXT NOT NULL, data TEXT NOT NULL)""",
+        "CREATE UNIQUE INDEX ix_feedback_ws_id ON feedback (workspace_id, id)",
+        "CREATE INDEX ix_feedback_ws_seq ON feedback (workspace_id, seq)",
+        "CREATE INDEX ix_feedback_ws_gene ON feedback (workspace_id, gene_id)",
+        f"""CREATE TABLE lessons (seq {seq}, workspace_id TEXT NOT NULL, id TEXT NOT NULL, gene_id TEXT NOT NULL,
+            event_id TEXT, category TEXT NOT NULL, created_at TEXT NOT NULL, data TEXT NOT NULL)""",
+        "CREATE UNIQUE INDEX ix_lessons_ws_id ON lessons (workspace_id, id)",
+        "CREATE INDEX ix_lessons_ws_seq ON lessons (workspace_id, seq)",
+        "CREATE INDEX ix_lessons_ws_gene_seq ON lessons (workspace_id, gene_id, seq)",
+        "CREATE INDEX ix_lessons_ws_event ON lessons (workspace_id, event_id)",
+        f"""CREATE TABLE lesson_deletions (seq {seq}, workspace_id TEXT NOT NULL, lesson_id TEXT NOT NULL,
+            deleted_at TEXT NOT NULL, data TEXT NOT NULL)""",
+        "CREATE UNIQUE INDEX ix_lesson_deletions_ws_lesson_id ON lesson_deletions (workspace_id, lesson_id)",
+        "CREATE INDEX ix_lesson_deletions_ws_seq ON lesson_deletions (workspace_id, seq)",
+        f"""CREATE TABLE resolutions (seq {seq}, workspace_id TEXT NOT NULL, event_id TEXT NOT NULL,
+            status TEXT NOT NULL, data TEXT NOT NULL)""",
+        "CREATE UNIQUE INDEX ix_resolutions_ws_event_id ON resolutions (workspace_id, event_id)",
+        "CREATE INDEX ix_resolutions_ws_seq ON resolutions (workspace_id, seq)",
+    ):
+        conn.execute(text(ddl))
+
+
 def _m007_gene_pool(conn: Connection) -> None:
     # Retired genes (per workspace: one workspace's verdict on a gene is not the fleet's) and the
     # distillation log that keeps distil runs a day apart and on new capsules only.
@@ -163,6 +191,7 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("003_counters", _m003_counters),
     ("004_drop_duplicate_id_indexes", _m004_drop_duplicate_id_indexes),
     ("005_workspaces", _m005_workspaces),
+    ("006_learning", _m006_learning),
     ("007_gene_pool", _m007_gene_pool),
     ("008_behavior_signals", _m008_behavior_signals),
 ]

@@ -27,9 +27,9 @@ def _opt_text() -> str | None:
     return Field(default=None, nullable=True, sa_type=Text)  # type: ignore[no-any-return]
 
 
-def _ws_indexes(table: str) -> tuple[Index, Index]:
-    """One object per id in a workspace; a workspace's rows in insertion order."""
-    return (Index(f"ix_{table}_ws_id", "workspace_id", "id", unique=True),
+def _ws_indexes(table: str, key: str = "id") -> tuple[Index, Index]:
+    """One object per ``key`` in a workspace; a workspace's rows in insertion order."""
+    return (Index(f"ix_{table}_ws_{key}", "workspace_id", key, unique=True),
             Index(f"ix_{table}_ws_seq", "workspace_id", "seq"))
 
 
@@ -171,7 +171,63 @@ class BehaviorSignalRow(SQLModel, table=True):
     data: str = _text()
 
 
+class FeedbackRow(SQLModel, table=True):
+    """One feedback signal (gep/feedback.py): append-only, the truth gene usefulness scores fold."""
+
+    __tablename__ = "feedback"
+    __table_args__ = (*_ws_indexes("feedback"), Index("ix_feedback_ws_gene", "workspace_id", "gene_id"),
+                      {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    id: str = _text()
+    gene_id: str = _text()
+    event_id: str | None = _opt_text()
+    created_at: str = _text()
+    data: str = _text()
+
+
+class LessonRow(SQLModel, table=True):
+    """One lesson (gep/memory.py): append-only; only its conflict_resolved flag is ever set afterwards."""
+
+    __tablename__ = "lessons"
+    __table_args__ = (*_ws_indexes("lessons"), Index("ix_lessons_ws_gene_seq", "workspace_id", "gene_id", "seq"),
+                      Index("ix_lessons_ws_event", "workspace_id", "event_id"), {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    id: str = _text()
+    gene_id: str = _text()
+    event_id: str | None = _opt_text()
+    category: str = _text()
+    created_at: str = _text()
+    data: str = _text()
+
+
+class LessonDeletionRow(SQLModel, table=True):
+    """The audit record of a deleted lesson: who, when, why, and the lesson as it was."""
+
+    __tablename__ = "lesson_deletions"
+    __table_args__ = (*_ws_indexes("lesson_deletions", "lesson_id"), {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    lesson_id: str = _text()
+    deleted_at: str = _text()
+    data: str = _text()
+
+
+class ResolutionRow(SQLModel, table=True):
+    """What a committed fix addressed (gep/resolved.py), one per fixing event; its status changes."""
+
+    __tablename__ = "resolutions"
+    __table_args__ = (*_ws_indexes("resolutions", "event_id"), {"sqlite_autoincrement": True})
+    seq: int | None = _seq()
+    workspace_id: str = _text()
+    event_id: str = _text()
+    status: str = _text()
+    data: str = _text()
+
+
 # the tables whose rows belong to one workspace (and move with it: adoption, copy)
 SCOPED_TABLES: tuple[type[SQLModel], ...] = (EventRow, CapsuleRow, FailedCapsuleRow, ValidationReportRow, RunRow,
                                              StateRow, CounterRow, MemorySummaryRow, GeneStatusRow, DistillRunRow,
-                                             BehaviorSignalRow)
+                                             BehaviorSignalRow, FeedbackRow, LessonRow, LessonDeletionRow,
+                                             ResolutionRow)

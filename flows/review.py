@@ -1,0 +1,41 @@
+"""What a reviewer sees and says in a review-mode pause: the change (files and a bounded diff) in the form's
+description, and their decision and note kept as feedback on the cycle's gene (gep.learning.record_review)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gep.context import CycleContext
+from gep.learning import record_review
+from gep.prompt import fence
+from gep.solidify import ReviewRequest
+
+FORM_DIFF_CHARS = 6_000  # the form is read in a browser; the full diff stays in the capsule or the repository
+FORM_FILES = 50
+
+
+def review_markdown(request: ReviewRequest) -> str:
+    """The pause form's description: the commit message, the files and the (already redacted) diff."""
+    diff = request.diff if len(request.diff) <= FORM_DIFF_CHARS else \
+        request.diff[:FORM_DIFF_CHARS] + f"\n... [{len(request.diff) - FORM_DIFF_CHARS} more characters]"
+    files = [f"- `{f}`" for f in request.changed_files[:FORM_FILES]]
+    if len(request.changed_files) > FORM_FILES:
+        files.append(f"- ... and {len(request.changed_files) - FORM_FILES} more")
+    opening, closing = fence(diff, "diff")
+    return "\n".join([
+        f"# Review {request.event_id}", "", f"**{request.message.splitlines()[0]}**", "",
+        f"Validation passed. {request.files} file(s), {request.lines} line(s) changed:", *files, "",
+        opening + diff.rstrip("\n") + closing,
+        "Approve to commit it, reject to roll it back. Your note is kept with your verdict (approve: helpful, "
+        "reject: not helpful) and the next cycles on this gene can recall it."])
+
+
+def review_recorder(ctx: CycleContext) -> Callable[[ReviewRequest, Any], None]:
+    """What the review gate calls with the reviewer's decision: it becomes feedback with their note."""
+
+    def recorded(request: ReviewRequest, decision: Any) -> None:
+        record_review(ctx.store, request.event_id, approved=bool(decision.approve), note=str(decision.note or ""),
+                      now=ctx.clock(), author="reviewer (Prefect UI)")
+
+    return recorded

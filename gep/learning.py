@@ -1,0 +1,207 @@
+"""What a finished cycle teaches, and what people tell: feedback signals (seed 003) and lessons (seed 004).
+
+After every cycle that ran (success, failed, empty, abandoned) a lesson on its gene and situation is appended,
+and an empty or abandoned cycle is an implicit ``ignored`` for its gene. Outcomes recorded outside the stages
+(a pending cycle abandoned by the next one, a crashed cycle recovered) are caught up at the next cycle's
+start, as are people's ``git revert`` of GEP commits (``not_helpful``). A person's verdict (``gep feedback``,
+the feedback flow, the review form) is an explicit signal with its note, and a lesson of its own.
+
+The prompt recalls lessons for the selected gene and signals (recency and strength, within a budget) and,
+when a topic's unresolved conflicts reach the threshold, shows them side by side and asks for a synthesis;
+the lesson written after that cycle names them (``meta.synthesis_of``), which marks them resolved.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from gep.context import CycleContext
+from gep.feedback import (
+    FeedbackError,
+    FeedbackSignal,
+    RevertFound,
+    explicit_signal,
+    find_reverts,
+    implicit_signal,
+    outcome_observation,
+    revert_signal,
+)
+from gep.fixes import remember_commit
+from gep.memory import (
+    LessonCategory,
+    LessonInput,
+    build_lesson,
+    recall,
+    record_lesson,
+    synthesis_request,
+    within_budget,
+)
+from gep.models import EvolutionEvent, Gene
+from gep.store import Store
+
+LEARNED = ("success", "failed", "empty", "abandoned")  # outcomes a gene is judged by (interrupted is not its doing)
+OUTCOME_LESSONS = {LessonCategory.success, LessonCategory.failure, LessonCategory.empty, LessonCategory.abandoned}
+CATCH_UP_EVENTS = 20  # recent events checked for an outcome nobody learned from yet
+REVERT_SCAN = "learning.revert_scan"  # state key: the head up to which reverts were looked for
+VALIDATION_SUMMARY_CHARS = 300
+
+
+# ------------------------------------------------------------------ outcomes
+
+
+def _validation_summary(store: Store, event: EvolutionEvent) -> str:
+    report = store.get_validation_report(event.validation_report_id) if event.validation_report_id else None
+    if report is None:
+        return ""
+    if report.skipped:
+        return f"not run ({report.skipped})"
+    parts = []
+    for r in report.results:
+        tail = (r.stderr or r.stdout).strip().splitlines()
+        parts.append(f"{r.cmd}: {'ok' if r.ok else 'FAILED'}" + ("" if r.ok or not tail else f" ({tail[-1]})"))
+    return "; ".join(parts)[:VALIDATION_SUMMARY_CHARS]
+
+
+def _model_summary(event: EvolutionEvent) -> str:
+    """What the agent said it did (prompt mode's "prompt written to ..." is not a summary of a change)."""
+    result = event.meta.mutator_result
+    return result.summary if result is not None and result.status != "awaiting_changes" else ""
+
+
+def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
+    """The lesson of a finished cycle, and the implicit signal its outcome gives (an empty or abandoned one)."""
+    if event.outcome.status not in LEARNED:
+        return
+    gene = event.genes_used[0] if event.genes_used else None
+    observation = outcome_observation(event.outcome.status, event.is_empty_cycle)
+    signal = implicit_signal(event_id=event.id, gene_id=gene, signals=event.signals, observation=observation,
+                             at=now) if observation else None
+    if signal is not None:
+        store.add_feedback(signal)
+    if gene is None:
+        return
+    m = event.meta
+    # a synthesis was asked for: it is one only when the change was made and checked (not abandoned, not empty)
+    synthesis = list(m.synthesis_of or []) if event.outcome.status in ("success", "failed") else []
+    inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
+                      failure_reasons=list(m.failure_reasons or []), validation_summary=_validation_summary(store, event),
+                      model_summary=_model_summary(event), files_changed=event.blast_radius.files,
+                      synthesis_of=synthesis)
+    record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
+
+
+def learn_from_cycle(ctx: CycleContext, event: EvolutionEvent | None) -> None:
+    """The record stage: what this cycle's outcome teaches, and what its commit addressed."""
+    if event is None:
+        return
+    learn_outcome(ctx.store, event, ctx.clock())
+    remember_commit(ctx, event)
+
+
+def catch_up(ctx: CycleContext) -> None:
+    """Outcomes recorded outside the stages (abandoned by ``--abandon-pending``, recovered after a crash)."""
+    events = [e for e in ctx.store.recent_events(CATCH_UP_EVENTS)
+              if e.outcome.status in LEARNED and e.genes_used and e.id != ctx.event_id]
+    known = ctx.store.lessons_of_events([e.id for e in events])
+    for event in events:
+        if not OUTCOME_LESSONS & {LessonCategory(c) for c in known.get(event.id, [])}:
+            learn_outcome(ctx.store, event, ctx.started_at)
+
+
+# ------------------------------------------------------------------ people
+
+
+class RevertScan(BaseModel):
+    head: str | None = None
+
+
+def scan_reverts(ctx: CycleContext) -> list[FeedbackSignal]:
+    """People's reverts of GEP commits since the last scan: ``not_helpful`` for the reverted cycle's gene."""
+    head = ctx.workspace.head()
+    seen = ctx.store.get_state(REVERT_SCAN, RevertScan) or RevertScan()
+    if seen.head == head:
+        return []
+    try:
+        found = find_reverts(ctx.workspace.path, since=seen.head)
+    except FeedbackError:  # the last scanned head is gone (history rewritten): look again (ids dedupe)
+        found = find_reverts(ctx.workspace.path)
+    added = [s for r in found if (s := _revert(ctx.store, r, ctx.started_at)) is not None]
+    ctx.store.set_state(REVERT_SCAN, RevertScan(head=head))
+    return added
+
+
+def _revert(store: Store, revert: RevertFound, now: datetime) -> FeedbackSignal | None:
+    event = store.get_event(revert.event_id)
+    if event is None or not event.genes_used:
+        return None
+    signal = revert_signal(revert, gene_id=event.genes_used[0], signals=event.signals)
+    if signal is None or not store.add_feedback(signal):
+        return None
+    note = f"reverted in {revert.revert_sha[:12]} by {signal.author}: {signal.note or ''}".strip()
+    _person_lesson(store, event, "not_helpful", note, now)
+    return signal
+
+
+def _person_lesson(store: Store, event: EvolutionEvent, verdict: Literal["helpful", "not_helpful"],
+                   note: str | None, now: datetime) -> None:
+    gene = event.genes_used[0]
+    inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
+                      person_verdict=verdict, note=note)
+    record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
+
+
+def default_author() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container without a passwd entry)
+        return "unknown"
+
+
+def give_feedback(store: Store, event_id: str, verdict: str, *, now: datetime, note: str | None = None,
+                  author: str | None = None) -> FeedbackSignal:
+    """A person's ``helpful`` / ``not_helpful`` on one of the workspace's events, with their note (redacted)."""
+    event = store.get_event(event_id)
+    if event is None:
+        raise FeedbackError(f"no event {event_id!r} in this workspace (see `gep history`)")
+    signal = explicit_signal(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
+                             signals=event.signals, kind=verdict, at=now, note=note, author=author or default_author())
+    if store.add_feedback(signal):
+        _person_lesson(store, event, "helpful" if verdict == "helpful" else "not_helpful", signal.note, now)
+    return signal
+
+
+def record_review(store: Store, event_id: str, *, approved: bool, note: str, now: datetime,
+                  author: str = "reviewer") -> FeedbackSignal:
+    """A review-mode decision: approve is ``helpful``, reject ``not_helpful``, the note kept with it."""
+    return give_feedback(store, event_id, "helpful" if approved else "not_helpful", now=now, note=note,
+                         author=author)
+
+
+# ------------------------------------------------------------------ the prompt
+
+
+class PromptMemory(BaseModel):
+    """What the prompt is told from the lessons: recalled lines (with their ids), and a synthesis request."""
+
+    lines: list[str] = Field(default_factory=list)
+    lesson_ids: list[str] = Field(default_factory=list)
+    synthesis: str = ""
+    synthesis_of: list[str] = Field(default_factory=list)
+
+
+def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> PromptMemory:
+    s, now = ctx.settings, ctx.started_at
+    lessons = ctx.store.list_lessons(gene.id)
+    recalled = recall(lessons, gene_id=gene.id, signals=signals, now=now, limit=s.lesson_limit,
+                      recency_weight=s.lesson_recency_weight)
+    lines = within_budget([r.text for r in recalled], s.lesson_prompt_chars)
+    request = synthesis_request(lessons, gene_id=gene.id, signals=signals, now=now,
+                                threshold=s.lesson_synthesis_threshold)
+    return PromptMemory(lines=lines, lesson_ids=[r.lesson.id for r in recalled[:len(lines)]],
+                        synthesis=request.text if request else "",
+                        synthesis_of=request.source_ids if request else [])

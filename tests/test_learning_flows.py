@@ -1,0 +1,114 @@
+"""People steering through Prefect: the review pause shows the change and keeps the reviewer's note as feedback;
+the `feedback` flow (and its deployment's run form) does what `gep feedback` does."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, git
+from learning_helpers import REPAIR, agent_workspace, committed_fix, store_of, venv_first
+from test_flows import FIX_AGENT, agent, flow_run
+
+from gep.feedback import FeedbackKind, Observation
+from gep.models import EvolutionEvent
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def prefect_server():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    venv_first(monkeypatch)
+    return agent_workspace(tmp_path / "ws")
+
+
+def paused_run(ws: Path, deadline_s: float = 120) -> str:
+    deadline = time.time() + deadline_s
+    while time.time() < deadline:
+        time.sleep(1)
+        with store_of(ws) as store:
+            running = [e for e in store.list_events(5) if e.outcome.status == "running"]
+        if running and running[0].meta.flow_run_id and flow_run(running[0].meta.flow_run_id).state_name == "Paused":
+            return running[0].meta.flow_run_id
+    pytest.fail("the flow never paused for review")
+
+
+def review_form(run_id: str) -> str:
+    """The description the Prefect UI shows above the pause form."""
+    from prefect import get_client
+
+    run = flow_run(run_id)
+    key = run.state.state_details.run_input_keyset["description"]
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run_input(run_id, key)
+
+
+@pytest.mark.parametrize("approve", [False, True])
+def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_server, ws: Path, tmp_path: Path,
+                                                                      approve: bool) -> None:
+    from prefect.flow_runs import resume_flow_run
+
+    from flows.cycle import evolution_cycle
+
+    result: dict[str, EvolutionEvent] = {}
+    runner = threading.Thread(target=lambda: result.update(event=evolution_cycle(
+        workspace=str(ws), mutator="command", review=True, agent_cmd=agent(tmp_path, "fix", FIX_AGENT))))
+    runner.start()
+    run_id = paused_run(ws)
+    form = review_form(run_id)
+    assert "`stats.py`" in form and "```diff" in form
+    assert "-    return sum(values) / (len(values) - 1)" in form and "+    return sum(values) / len(values)" in form
+    note = "right fix, and the log said so" if approve else "hides the empty-list case; handle it first"
+    resume_flow_run(run_id, run_input={"approve": approve, "note": note})
+    runner.join(120)
+    event = result["event"]
+    assert event.outcome.status == ("success" if approve else "failed")
+    with store_of(ws) as store:
+        [signal] = [f for f in store.list_feedback() if f.origin == Observation.person]
+        [lesson] = [x for x in store.list_lessons(REPAIR) if x.category.value == "person"]
+    assert (signal.event_id, signal.gene_id, signal.note) == (event.id, REPAIR, note)
+    assert signal.kind == (FeedbackKind.helpful if approve else FeedbackKind.not_helpful)
+    assert note in lesson.content
+    if not approve:
+        assert git(ws, "log", "-1", "--format=%s").strip() == "initial"
+
+
+def test_the_feedback_flow_does_what_gep_feedback_does(prefect_server, ws: Path) -> None:
+    from flows.feedback import feedback
+
+    fixed = committed_fix(ws)
+    signal = feedback(workspace=str(ws), event_id=fixed.id, verdict="helpful", note="the report is right again")
+    assert (signal.kind, signal.gene_id, signal.note) == (FeedbackKind.helpful, REPAIR, "the report is right again")
+    with store_of(ws) as store:
+        assert [f.id for f in store.list_feedback() if f.origin == Observation.person] == [signal.id]
+    with pytest.raises(Exception, match="no event 'evt_nope'"):
+        feedback(workspace=str(ws), event_id="evt_nope", verdict="not_helpful")
+
+
+def test_the_feedback_deployment_asks_for_what_gep_feedback_takes() -> None:
+    """What the UI's run form shows: every parameter described, the verdict a choice of the two."""
+    from prefect.flows import load_flow_from_entrypoint
+    from prefect.utilities.callables import parameter_schema
+
+    spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    [dep] = [d for d in spec["deployments"] if d["name"] == "feedback"]
+    assert dep["entrypoint"] == "flows/feedback.py:feedback" and dep["parameters"] == {"workspace": "{{ $GEP_WORKSPACE }}"}
+    sys.path.insert(0, str(ROOT))
+    flow = load_flow_from_entrypoint(str(ROOT / dep["entrypoint"]))
+    schema = parameter_schema(flow).model_dump()
+    props = schema["properties"]
+    assert set(schema["required"]) == {"workspace", "event_id", "verdict"}
+    assert all(props[p].get("description") for p in ("workspace", "event_id", "verdict", "note"))
+    assert props["verdict"]["enum"] == ["helpful", "not_helpful"]
