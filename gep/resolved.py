@@ -147,8 +147,8 @@ def _is_old(line: TailLine, tail: FileTail, res: Resolution, marks: dict[str, Fi
     if line.at is not None:
         return line.at <= res.committed_at
     mark = marks.get(tail.path)
-    # only an appended-to file keeps its old bytes where they were
-    return mark is not None and tail.size >= mark.size and line.start < mark.size
+    # only an appended-to file keeps its old bytes where they were (a rewritten one is new throughout)
+    return mark is not None and not tail.rewritten_since(mark) and line.start < mark.size
 
 
 class _NewText(BaseModel):

@@ -37,6 +37,7 @@ pattern's files stay inside the directory the pattern names.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -470,13 +471,15 @@ def collect_sources(workspace: Path, settings: Settings, now: datetime | None = 
 
 _LEAD_TIME = re.compile(
     r"^\s*\[?(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?)\s?(Z|UTC|[+-]\d{2}:?\d{2})?(?![\d:])")
-_JSON_TIME = re.compile(r'"timestamp"\s*:\s*"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)'
-                        r'(Z|[+-]\d{2}:?\d{2})?"')
+_JSON_TIME = re.compile(r'"(?:timestamp|ts|time|@timestamp)"\s*:\s*"(\d{4}-\d{2}-\d{2})[T ]'
+                        r'(\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}:?\d{2})?"')
 
 
 def parse_line_time(line: str, *, json_record: bool = False) -> datetime | None:
     """The timestamp a log line starts with (``2026-11-21T09:14:03Z``, ``[2026-11-21 09:14:03,120]``, with an
-    offset or without: then UTC), or a JSONL record's ``"timestamp"`` field; None when there is none."""
+    offset or without: then UTC), or a JSON record's ``"timestamp"`` (``ts``, ``time``, ``@timestamp``)
+    field (a transcript's records, or a log line that is a JSON object); None when there is none."""
+    json_record = json_record or line.lstrip().startswith("{")
     m = (_JSON_TIME if json_record else _LEAD_TIME).search(line[:400] if json_record else line[:64])
     if m is None:
         return None
@@ -505,6 +508,13 @@ class FileTail(BaseModel):
     kind: SourceKind
     size: int
     lines: list[TailLine] = Field(default_factory=list)
+    head: bytes = b""  # its first bytes (in memory only): compared with a mark's digest
+
+    def rewritten_since(self, mark: FileMark) -> bool:
+        """Whether the file is no longer the one marked grown: smaller now, or other first bytes."""
+        if self.size < mark.size:
+            return True
+        return mark.head is not None and head_digest(self.head[:min(mark.size, HEAD_BYTES)]) != mark.head
 
 
 class FileMark(BaseModel):
@@ -513,6 +523,25 @@ class FileMark(BaseModel):
     path: str
     kind: SourceKind
     size: int
+    head: str | None = None  # digest of its first bytes: a file rewritten since (not appended to) differs
+
+
+HEAD_BYTES = 256
+
+
+def head_digest(data: bytes) -> str:
+    return hashlib.sha256(data[:HEAD_BYTES]).hexdigest()[:16]
+
+
+def _read_head(path: Path, data: bytes, offset: int) -> bytes:
+    """The first bytes of a file already read (its tail ``data`` from ``offset``), read again when needed."""
+    if offset == 0:
+        return data[:HEAD_BYTES]
+    try:
+        with open_regular(path) as fh:
+            return fh.read(HEAD_BYTES)
+    except (OSError, Unreadable):
+        return b""
 
 
 def _redacted_lines(raw: list[str]) -> list[str]:
@@ -552,7 +581,7 @@ def _file_tail(path: Path, label: str, kind: SourceKind, cap: int, root: Path,
         if at is not None:
             last = at
         lines.append(TailLine(start=start, at=at if at is not None or not inherit else last, text=red))
-    return FileTail(path=label, kind=kind, size=size, lines=lines)
+    return FileTail(path=label, kind=kind, size=size, lines=lines, head=_read_head(path, data, offset))
 
 
 def _timeline_files(root: Path, settings: Settings, now: datetime,
@@ -588,8 +617,11 @@ def file_marks(workspace: Path, settings: Settings, now: datetime,
     marks: list[FileMark] = []
     for path, label, kind, _cap in _timeline_files(root, settings, now, warnings):
         try:
-            marks.append(FileMark(path=label, kind=kind, size=path.stat().st_size))
-        except OSError:
+            with open_regular(path) as fh:
+                size = os.fstat(fh.fileno()).st_size
+                head = fh.read(min(size, HEAD_BYTES))
+            marks.append(FileMark(path=label, kind=kind, size=size, head=head_digest(head)))
+        except (OSError, Unreadable):
             continue
     return marks
 

@@ -21,6 +21,9 @@ os.environ["DO_NOT_TRACK"] = "1"
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ.pop("ANTHROPIC_API_KEY", None)
 os.environ.pop("GEP_DATABASE_URL", None)
+# CI's machine has no global git identity: neither may the tests (a missing identity must not break a cycle)
+os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
+os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "workspace"

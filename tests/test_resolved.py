@@ -70,6 +70,10 @@ def errsigs(signals: list[str]) -> list[str]:
     ("Error at 2026-11-21T09:14:03Z", None),  # not at the start of the line
     ("2026-13-45T09:14:03Z nonsense date", None),
     ("plain line", None),
+    # a log line that is a JSON object: its time field
+    ('{"ts": "2026-11-21T09:14:03+00:00", "status": "error"}', datetime(2026, 11, 21, 9, 14, 3, tzinfo=UTC)),
+    ('{"level": "error", "@timestamp": "2026-11-21T09:14:03Z"}', datetime(2026, 11, 21, 9, 14, 3, tzinfo=UTC)),
+    ('{"level": "error", "msg": "2026-11-21T09:14:03Z"}', None),  # a time in the message is not the line's
 ])
 def test_parse_line_time(line, expected):
     assert parse_line_time(line) == expected
@@ -173,6 +177,17 @@ def test_a_rotated_log_is_all_new(tmp_path: Path):
     res = fix(tmp_path, signals_of(tmp_path, COMMIT))
     write(log, "Error: cannot open sensors.csv\n")  # truncated and written again: not the bytes we saw
     assert check(tmp_path, [res]).verdicts[0].verdict == "did_not_hold"
+
+
+def test_a_log_rewritten_as_long_or_longer_is_all_new(tmp_path: Path):
+    # a log written anew each run (not appended to) that is no shorter than at the commit: its first bytes
+    # differ, so its lines are not the ones the fix saw
+    log = write(tmp_path / "logs/plain.log", "run 1 starting\nError: cannot open sensors.csv\n")
+    res = fix(tmp_path, signals_of(tmp_path, COMMIT))
+    write(log, "run 2 starting\nError: cannot open sensors.csv\nretrying\n")
+    assert check(tmp_path, [res]).verdicts[0].verdict == "did_not_hold"
+    write(log, "run 1 starting\nError: cannot open sensors.csv\nretrying\n")  # the same start: appended to
+    assert check(tmp_path, [res]).verdicts[0].verdict == "verified"
 
 
 def test_a_new_error_takes_the_place_of_the_resolved_one(tmp_path: Path):

@@ -31,7 +31,7 @@ from gep.git.clone import check_event_id
 from gep.git.entries import index_info
 from gep.git.plumbing import NO_LOCKS, Git, enc, shown
 from gep.git.refs import unpin
-from gep.git.repo import GEP_DIR, Repo, operation_in_progress
+from gep.git.repo import GEP_DIR, Repo, identity_env, operation_in_progress
 from gep.git.scan import scan, temp_dir
 
 INPLACE = "inplace"
@@ -161,14 +161,15 @@ def begin_in_place(repo: Repo, event_id: str, env_dirs: Sequence[str] = (),
         raise WorkspaceError(f"{busy} is in progress in {shown(repo.path)}; finish or abort it first")
     g = repo.git()
     head, head_ref = repo.head(), repo.head_ref()
+    ident = g.with_(env=identity_env(repo))  # a clone without user.email must still get its baseline saved
     index_tree = _index_tree(repo, head)
     snap = scan(repo, repo.path, base_tree=head, seed_index=user_index(repo), skip=env_dirs, all_untracked=False,
                 baseline_rules=False)
     dirty = sorted({f.path for f in tree_diff(g, head, snap.tree)} | {f.path for f in tree_diff(g, head, index_tree)})
     raw_tree, unsaved = _raw_tree(repo, dirty, copy_max_bytes)
-    c_index = g.out("commit-tree", index_tree, "-p", head, input=b"gep: your index at the baseline\n")
-    c_snap = g.out("commit-tree", snap.tree, "-p", c_index, input=b"gep: your work tree at the baseline\n")
-    c_raw = g.out("commit-tree", raw_tree, "-p", c_snap, input=b"gep: exact bytes of your uncommitted files\n")
+    c_index = ident.out("commit-tree", index_tree, "-p", head, input=b"gep: your index at the baseline\n")
+    c_snap = ident.out("commit-tree", snap.tree, "-p", c_index, input=b"gep: your work tree at the baseline\n")
+    c_raw = ident.out("commit-tree", raw_tree, "-p", c_snap, input=b"gep: exact bytes of your uncommitted files\n")
     g.run("update-ref", f"refs/gep/baseline/{event_id}", c_raw)
     ignored, complete = fingerprint_ignored(repo, env_dirs)
     rec = InPlaceRecord(event_id=event_id, workspace=str(repo.path), head=head, head_ref=head_ref, index=c_index,
