@@ -9,7 +9,7 @@ from typing import Literal
 from prefect import flow, get_run_logger
 from prefect.client.schemas.objects import State
 
-from flows.cycle import refused
+from flows.states import refused_state
 from gep.api import open_store
 from gep.errors import GepError
 from gep.feedback import FeedbackSignal
@@ -33,6 +33,6 @@ def feedback(workspace: str, event_id: str, verdict: Literal["helpful", "not_hel
         with open_store(Path(workspace).expanduser()) as store:
             signal = give_feedback(store, event_id, verdict, now=utc_now(), note=note or None, author=author)
     except GepError as exc:  # an unknown event, an unusable workspace: the run fails with the one-line reason
-        return refused(exc)
+        return refused_state(exc)
     get_run_logger().info("recorded %s on %s (%s)", verdict, event_id, signal.gene_id)
     return signal

@@ -3,6 +3,7 @@ the `feedback` flow (and its deployment's run form) does what `gep feedback` doe
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 import time
@@ -14,6 +15,7 @@ from conftest import ROOT, git
 from learning_helpers import REPAIR, agent_workspace, committed_fix, store_of, venv_first
 from test_flows import FIX_AGENT, agent, flow_run
 
+from flows.states import event_of
 from gep.feedback import FeedbackKind, Observation
 from gep.models import EvolutionEvent
 
@@ -62,9 +64,13 @@ def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_se
 
     from flows.cycle import evolution_cycle
 
-    result: dict[str, EvolutionEvent] = {}
-    runner = threading.Thread(target=lambda: result.update(event=evolution_cycle(
-        workspace=str(ws), mutator="command", review=True, agent_cmd=agent(tmp_path, "fix", FIX_AGENT))))
+    result: dict[str, EvolutionEvent | None] = {}
+    def cycle() -> None:  # a rejected change is a Failed run: its state carries the event
+        state = asyncio.run(evolution_cycle(workspace=str(ws), mutator="command", review=True,
+                                            agent_cmd=agent(tmp_path, "fix", FIX_AGENT), return_state=True))
+        result["event"] = event_of(state)
+
+    runner = threading.Thread(target=cycle)
     runner.start()
     run_id = paused_run(ws)
     form = review_form(run_id)
@@ -74,7 +80,7 @@ def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_se
     resume_flow_run(run_id, run_input={"approve": approve, "note": note})
     runner.join(120)
     event = result["event"]
-    assert event.outcome.status == ("success" if approve else "failed")
+    assert event is not None and event.outcome.status == ("success" if approve else "failed")
     with store_of(ws) as store:
         [signal] = [f for f in store.list_feedback() if f.origin == Observation.person]
         [lesson] = [x for x in store.list_lessons(REPAIR) if x.category.value == "person"]
