@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gep.config import load_settings
-from gep.context import ensure_state_dir
 from gep.git import open_repo, workspace_lock
-from gep.recovery import Recovery, recover_workspace
+from gep.git.repo import ensure_state_dir
 from gep.store import Store
+
+if TYPE_CHECKING:  # recovery pulls in the cycle's machinery: store-only commands open the store without it
+    from gep.recovery import Recovery
 
 
 def open_store(workspace: Path | str) -> Store:
@@ -23,6 +26,8 @@ def recover(workspace: Path | str) -> Recovery:
     branch is recorded as the success it was, a prompt-mode cycle killed while solidifying awaits changes
     again, any other is recorded as interrupted (its change, if any, saved as a patch). The user's tree was
     never changed by a dead cycle; an ``index.lock`` the engine left is removed and named."""
+    from gep.recovery import recover_workspace
+
     repo = open_repo(workspace)
     settings = load_settings(repo.path)
     ensure_state_dir(repo)

@@ -740,6 +740,7 @@ def main() -> None:
         from gep.capture import main as capture_main
 
         sys.exit(capture_main(sys.argv[2:]))
+    _defer_model_builds()
     usage_errors, no_args = _click_exception_types()
     try:
         code = app(standalone_mode=False)
@@ -753,6 +754,16 @@ def main() -> None:
         err.print("gep: aborted", markup=False, highlight=False)
         code = 1
     _exit(code if isinstance(code, int) else 0)
+
+
+def _defer_model_builds() -> None:
+    """A command is a short process that validates with a few of the hundreds of pydantic models it imports
+    (the engine's, typer's, Prefect's for a cycle): each is built on first use instead of at import, which
+    halves a store-only command's time (bench/cli.py). Process-wide, so only the console script does it,
+    never ``import gep``."""
+    from pydantic import BaseModel
+
+    BaseModel.model_config["defer_build"] = True
 
 
 def _exit(code: int) -> None:

@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from gep.abandon import abandon_run, abandoned_line
 from gep.config import Settings, load_settings
 from gep.errors import ConfigError, PendingCycleError, WorkspaceError
-from gep.git import Repo, ensure_gep_dir, open_repo, workspace_lock
+from gep.git import Repo, open_repo, workspace_lock
 from gep.git.plumbing import Git, shown
-from gep.git.repo import operation_in_progress
+from gep.git.repo import ensure_state_dir, operation_in_progress
 from gep.llm_signals import check_llm_settings
 from gep.models import CycleRun, utc_now
 from gep.mutators import MUTATORS, default_mutator
@@ -166,15 +166,6 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
     if busy:  # prompt mode works in the person's tree: not in the middle of their merge
         raise WorkspaceError(f"{busy} is in progress in {shown(repo.path)}; finish or abort it first")
     check_llm_settings(settings, env)
-
-
-def ensure_state_dir(repo: Repo) -> Path:
-    """``<workspace>/.gep/``, or a one-line WorkspaceError when it cannot be created (read-only, a file)."""
-    try:
-        return ensure_gep_dir(repo)
-    except OSError as exc:
-        raise WorkspaceError(f"cannot write engine state in {shown(repo.path / '.gep')}: "
-                             f"{exc.strerror or type(exc).__name__}") from None
 
 
 def open_workspace(request: CycleRequest, env: Mapping[str, str], *, resume: bool) -> tuple[Repo, Settings]:

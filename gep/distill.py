@@ -29,9 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import anthropic
 from pydantic import BaseModel, Field, ValidationError
 
 from gep import constants as C
@@ -59,6 +58,9 @@ from gep.models import (
 from gep.runnable import command_problem
 from gep.sanitize import redact
 from gep.selector import DISTILLED_PREFIX, match_pattern
+
+if TYPE_CHECKING:  # imported where used: the SDK takes ~2 s to import
+    import anthropic
 
 __all__ = [
     "CheckedProposal",
@@ -644,12 +646,16 @@ class ClaudeGeneProposer:
 
     def __init__(self, settings: Settings, env: Mapping[str, str], *, max_retries: int = C.ANTHROPIC_MAX_RETRIES,
                  timeout_s: float = C.ANTHROPIC_TIMEOUT_S) -> None:
+        import anthropic
+
         self.model = settings.model
-        self.client = anthropic.Anthropic(api_key=env["ANTHROPIC_API_KEY"],
+        self.client: anthropic.Anthropic = anthropic.Anthropic(api_key=env["ANTHROPIC_API_KEY"],
                                           base_url=env.get("ANTHROPIC_BASE_URL") or None,
                                           max_retries=max_retries, timeout=timeout_s)
 
     def propose(self, request: ProposalRequest) -> Gene:
+        import anthropic
+
         tool = {"name": TOOL_NAME, "description": "Propose the distilled Gene.", "input_schema": gene_tool_schema()}
         try:
             reply = self.client.messages.create(

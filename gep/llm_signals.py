@@ -21,9 +21,8 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import anthropic
 from pydantic import BaseModel, Field, ValidationError
 
 from gep.behavior import (
@@ -43,6 +42,9 @@ from gep.mutators.anthropic_mutator import MalformedReply, estimate_cost, parse_
 from gep.records import LlmPassRecord, MutatorMetrics
 from gep.sanitize import redact
 from gep.sources import SessionExchanges, TranscriptExchange
+
+if TYPE_CHECKING:  # imported where used: the SDK takes ~2 s to import, most cycles never call it
+    import anthropic
 
 LlmType = Literal["preference", "emotion", "correction", "approval", "style", "pattern", "value", "fear", "defense"]
 CORE_TYPES = ("preference", "emotion", "correction", "approval", "style")
@@ -249,6 +251,8 @@ def run_llm_pass(exchanges: Sequence[TranscriptExchange], *, settings: Settings,
     result.metrics.model = settings.model
     if not exchanges:
         return result
+    import anthropic
+
     client = anthropic.Anthropic(api_key=env.get("ANTHROPIC_API_KEY") or "", max_retries=max_retries,
                                  base_url=env.get("ANTHROPIC_BASE_URL") or None, timeout=60.0)
     budget = settings.llm_signals_token_budget

@@ -216,7 +216,8 @@ def test_refused_starts_store_nothing_and_print_one_line(repo: Path):
 
 STORE_ONLY = [["history"], ["history", "--all"], ["history", "--json"], ["show", "evt_0"], ["genes", "list"],
               ["genes", "list", "--workspace", "."], ["genes", "show", "gene_repair_from_errors"],
-              ["signals", "--workspace", "."], ["capture", "--workspace", "."]]
+              ["signals", "--workspace", "."], ["capture", "--workspace", "."], ["lessons", "list"],
+              ["feedback", "stats"]]
 HOOK = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "t", "prompt": "keep it short please"})
 
 NO_PREFECT = """
@@ -229,6 +230,7 @@ except SystemExit as exc:
     code = exc.code
 print("PREFECT-LOADED" if any(m == "prefect" or m.startswith("prefect.") for m in sys.modules) else "NO-PREFECT",
       file=sys.stderr)
+print("ANTHROPIC-LOADED" if "anthropic" in sys.modules else "NO-ANTHROPIC", file=sys.stderr)  # ~2 s of import
 """
 
 
@@ -245,7 +247,7 @@ def test_store_only_commands_never_import_prefect_nor_start_a_server(repo: Path,
             run_env = {**env, "PREFECT_HOME": str(home), **({"PREFECT_API_URL": api} if api else {})}
             proc = subprocess.run([sys.executable, "-c", NO_PREFECT, *args], cwd=repo, env=run_env,
                                   capture_output=True, text=True, timeout=60, input=HOOK)
-            assert "NO-PREFECT" in proc.stderr, (args, api, proc.stderr)
+            assert "NO-PREFECT" in proc.stderr and "NO-ANTHROPIC" in proc.stderr, (args, api, proc.stderr)
             assert proc.returncode == 0, (args, api, proc.stdout, proc.stderr)
     assert not home.exists() or not (home / "gep-server.json").exists()  # no server was started for them
 

@@ -102,6 +102,15 @@ def ensure_gep_dir(repo: Repo) -> Path:
     return repo.gep_dir
 
 
+def ensure_state_dir(repo: Repo) -> Path:
+    """``<workspace>/.gep/``, or a one-line WorkspaceError when it cannot be created (read-only, a file)."""
+    try:
+        return ensure_gep_dir(repo)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot write engine state in {shown(repo.path / '.gep')}: "
+                             f"{exc.strerror or type(exc).__name__}") from None
+
+
 def identity_env(repo: Repo) -> dict[str, str]:
     """The repository's configured identity, or the engine's when none is set (never written to config)."""
     g = repo.git()
@@ -121,4 +130,4 @@ def operation_in_progress(repo: Repo) -> str | None:
     return None
 
 
-__all__ = ["Repo", "open_repo", "ensure_gep_dir", "identity_env", "operation_in_progress", "base_env"]
+__all__ = ["Repo", "open_repo", "ensure_gep_dir", "ensure_state_dir", "identity_env", "operation_in_progress", "base_env"]

@@ -16,9 +16,8 @@ import copy
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gep import constants as C
@@ -35,6 +34,10 @@ from gep.mutators.base import (
 )
 from gep.sanitize import redact
 from gep.tools import TOOL_SPECS, WorkspaceTools
+
+if TYPE_CHECKING:
+    # imported where used: the SDK takes ~2 s to import, and most commands and prompt-mode cycles never call it
+    import anthropic
 
 EPHEMERAL = {"type": "ephemeral"}
 
@@ -133,6 +136,8 @@ def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any
 
 
 def _api_error(exc: anthropic.APIError) -> str:
+    import anthropic
+
     if isinstance(exc, anthropic.APIStatusError):
         message = exc.message
         body = exc.body
@@ -158,6 +163,8 @@ class AnthropicMutator:
         if not api_key:
             raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
         self.settings = settings
+        import anthropic
+
         self.client = anthropic.Anthropic(api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None,
                                           max_retries=max_retries, timeout=timeout_s)
 
@@ -202,6 +209,8 @@ class _Session:
         return "changed" if self.tools.changed else "no_change"
 
     def run(self) -> MutatorResult:
+        import anthropic
+
         try:  # a copy of what the model was told, for review next to the event
             self.prompt_file = str(write_prompt_file(self.req))
         except OSError:
