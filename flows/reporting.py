@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from uuid import UUID
 
+import httpx
 from prefect import get_client, get_run_logger
 from prefect.artifacts import MarkdownArtifact
 from prefect.context import FlowRunContext
+from prefect.exceptions import PrefectException
 
 from flows import states
 from gep.models import EvolutionEvent
@@ -64,7 +66,7 @@ def label_now(name: str, tags: list[str]) -> threading.Thread | None:
         try:
             with get_client(sync_client=True) as client:
                 client.update_flow_run(run[0], name=name, tags=tags)
-        except Exception:  # noqa: BLE001 - a label is cosmetic; the final one follows
+        except (httpx.HTTPError, PrefectException):  # a label is cosmetic; the final one follows
             pass
 
     thread = threading.Thread(target=update, name="gep-label", daemon=True)

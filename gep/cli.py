@@ -68,7 +68,7 @@ def friendly(fn: F) -> F:
             raise fail(str(exc), exc.exit_code) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
-        except Exception as exc:  # noqa: BLE001 - never a traceback at the user
+        except Exception as exc:  # never a traceback at the user (re-raised as one line)
             if os.environ.get("GEP_DEBUG"):
                 raise
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -198,7 +198,7 @@ def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
         return event_of(state), api_url
     except GepError:
         raise
-    except Exception as exc:  # noqa: BLE001 - Prefect failed: the store may already hold the outcome
+    except Exception as exc:  # Prefect failed: the store may already hold the outcome, else re-raised
         recorded = F.RECORDED.get(str(ws))
         if recorded is None or recorded == before:
             raise

@@ -58,12 +58,13 @@ def workspace_key(path: Path | str) -> str:
 
 def _workspace_id(real: Path) -> str | None:
     try:
+        from gep.errors import WorkspaceError
         from gep.workspace_id import workspace_identity
     except ImportError:
         return None
     try:
         return str(workspace_identity(real).id)
-    except Exception:  # noqa: BLE001 - no id (not a directory, unreadable): the real path still identifies it
+    except (WorkspaceError, OSError):  # no id (not a directory, unreadable): the real path still identifies it
         return None
 
 
