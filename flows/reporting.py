@@ -253,7 +253,8 @@ def review_gate(decision_model: type[Any], timeout_s: int = 24 * 3600,
         get_run_logger().info("validation passed; waiting for approval in the Prefect UI: %s", summary)
         form = decision_model.with_initial_data(description=review_markdown(summary), approve=False)
         # _sync: the stage is sync code inside the async flow; pause from this thread, polling the API
-        decision = pause_flow_run(wait_for_input=form, timeout=timeout_s, poll_interval=2, _sync=True)
+        decision = pause_flow_run(  # type: ignore[call-overload]  # Prefect's stub omits sync_compatible's _sync
+            wait_for_input=form, timeout=timeout_s, poll_interval=2, _sync=True)
         if on_decision is not None:
             on_decision(summary, decision)
         return bool(decision.approve)

@@ -173,7 +173,7 @@ def _append(path: Path, lines: list[str], workspace: Path) -> None:
     append_regular(path, (prefix + "".join(line + "\n" for line in lines)).encode("utf-8"), within=workspace)
 
 
-def _day_keys(workspace: Path, day: date, warnings: list[InputWarning]) -> tuple[Counter[str], set[str]] | None:
+def _day_keys(workspace: Path, day: date, warnings: list[InputWarning]) -> tuple[Counter[str | None], set[str]] | None:
     """(signals per source, exchange keys) already in the day's file; None when it cannot be read (noted)."""
     try:
         existing, _bad = _read_file(_day_file(workspace, day), workspace)
@@ -201,7 +201,7 @@ def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rule
     with locked(workspace, timeout_s):
         done = seen(workspace, pass_, report.warnings)
         fresh = [d for d in {d.key: d for d in detected}.values() if d.key not in done]
-        days: dict[date, tuple[Counter[str], set[str]] | None] = {}
+        days: dict[date, tuple[Counter[str | None], set[str]] | None] = {}
         out: dict[date, list[str]] = {}
         for d in fresh:
             for sig in d.signals:

@@ -23,6 +23,8 @@ from gep.commands.store_cmd import store_app
 from gep.errors import GepError
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
+    from click.exceptions import ClickException, NoArgsIsHelpError
+
     from gep.records import InputWarning
 
 app = typer.Typer(
@@ -769,7 +771,7 @@ def _exit(code: int) -> None:
     os._exit(code)
 
 
-def _click_exception_types() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+def _click_exception_types() -> tuple[tuple[type[ClickException], ...], tuple[type[NoArgsIsHelpError], ...]]:
     """Click's exception classes: typer >= 0.2x raises those of its vendored copy, older ones click's own."""
     import click.exceptions
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anthropic
 from pydantic import BaseModel, Field, ValidationError
@@ -59,6 +59,9 @@ from gep.models import (
 from gep.runnable import command_problem
 from gep.sanitize import redact
 from gep.selector import DISTILLED_PREFIX, match_pattern
+
+if TYPE_CHECKING:
+    from anthropic.types import ToolParam
 
 __all__ = [
     "CheckedProposal",
@@ -650,10 +653,10 @@ class ClaudeGeneProposer:
                                           max_retries=max_retries, timeout=timeout_s)
 
     def propose(self, request: ProposalRequest) -> Gene:
-        tool = {"name": TOOL_NAME, "description": "Propose the distilled Gene.", "input_schema": gene_tool_schema()}
+        tool: ToolParam = {"name": TOOL_NAME, "description": "Propose the distilled Gene.", "input_schema": gene_tool_schema()}
         try:
             reply = self.client.messages.create(
-                model=self.model, max_tokens=C.MAX_OUTPUT_TOKENS_PER_TURN, system=SYSTEM_PROMPT, tools=[tool],  # type: ignore[list-item]
+                model=self.model, max_tokens=C.MAX_OUTPUT_TOKENS_PER_TURN, system=SYSTEM_PROMPT, tools=[tool],
                 tool_choice={"type": "tool", "name": TOOL_NAME},
                 messages=[{"role": "user", "content": _user_prompt(request)}])
         except anthropic.APIError as exc:
@@ -745,6 +748,20 @@ def _by_synthesis(inp: _Inputs, now: datetime, notes: list[str]) -> DistillRun:
     return run
 
 
+def _propose(chosen: GeneProposer | None, inp: _Inputs, now: datetime) -> DistillRun:
+    """Claude's gene when a proposer is chosen and answers; deterministic synthesis otherwise."""
+    notes: list[str] = []
+    if chosen is not None:
+        try:
+            return _by_claude(chosen, inp, now)
+        except ProposalUnavailable as exc:
+            notes.append(f"{exc}; used deterministic synthesis")
+        except ProposalInvalid as exc:
+            return DistillRun(at=now, status="rejected", reasons=[str(exc)], synthesis="claude",
+                              data_hash=inp.data_hash, capsule_count=len(inp.success), analysis=inp.analysis)
+    return _by_synthesis(inp, now, notes)
+
+
 def distill(*, capsules: Sequence[Capsule], events: Sequence[EvolutionEvent], genes: Sequence[Gene],
             log: DistillLog, workspace: Path, settings: Settings, env: Mapping[str, str], now: datetime,
             proposer: GeneProposer | None | Literal["auto"] = "auto", dry_run: bool = False) -> DistillResult:
@@ -760,19 +777,7 @@ def distill(*, capsules: Sequence[Capsule], events: Sequence[EvolutionEvent], ge
                          capsule_count=len(success))
     else:
         inp.analysis = analyse(capsules, success, events)
-        chosen = claude_proposer(settings, env) if proposer == "auto" else proposer
-        notes: list[str] = []
-        run = None
-        if chosen is not None:
-            try:
-                run = _by_claude(chosen, inp, now)
-            except ProposalUnavailable as exc:
-                notes.append(f"{exc}; used deterministic synthesis")
-            except ProposalInvalid as exc:
-                run = DistillRun(at=now, status="rejected", reasons=[str(exc)], synthesis="claude",
-                                 data_hash=inp.data_hash, capsule_count=len(success), analysis=inp.analysis)
-        if run is None:
-            run = _by_synthesis(inp, now, notes)
+        run = _propose(claude_proposer(settings, env) if proposer == "auto" else proposer, inp, now)
     if not dry_run:
         log.add_distill_run(run)
     return DistillResult(run=run, gene=run.gene if run.status == "kept" else None)

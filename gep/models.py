@@ -401,7 +401,8 @@ class EventMeta(BaseModel):
 
 
 _META_ADAPTERS: dict[str, TypeAdapter[Any]] = {
-    name: TypeAdapter(field.annotation) for name, field in EventMeta.model_fields.items()}
+    name: TypeAdapter(Any if field.annotation is None else field.annotation)
+    for name, field in EventMeta.model_fields.items()}
 
 
 class EvolutionEvent(GepModel):

@@ -16,7 +16,7 @@ import copy
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -36,7 +36,10 @@ from gep.mutators.base import (
 from gep.sanitize import redact
 from gep.tools import TOOL_SPECS, WorkspaceTools
 
-EPHEMERAL = {"type": "ephemeral"}
+if TYPE_CHECKING:
+    from anthropic.types import CacheControlEphemeralParam, MessageParam, TextBlockParam
+
+EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
 
 # USD per million tokens (input, output) by model family, first match wins. Cache writes cost 1.25x
 # input, cache reads 0.1x input. An estimate for the event, not a bill.
@@ -122,14 +125,15 @@ def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:
     return reply, history
 
 
-def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the conversation with one cache breakpoint on the newest block."""
+def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[MessageParam]:
+    """A copy of the conversation with one cache breakpoint on the newest block. The conversation is kept as
+    the JSON the API exchanges (reply blocks go back as they came): the SDK's TypedDicts describe that JSON."""
     out = list(messages)
     last = copy.deepcopy(out[-1])
     if isinstance(last.get("content"), list) and last["content"]:
         last["content"][-1]["cache_control"] = EPHEMERAL
     out[-1] = last
-    return out
+    return cast("list[MessageParam]", out)
 
 
 def _api_error(exc: anthropic.APIError) -> str:
@@ -206,7 +210,7 @@ class _Session:
             self.prompt_file = str(write_prompt_file(self.req))
         except OSError:
             self.prompt_file = None
-        system = [{"type": "text", "text": self.req.prompt.system, "cache_control": EPHEMERAL}]
+        system: list[TextBlockParam] = [{"type": "text", "text": self.req.prompt.system, "cache_control": EPHEMERAL}]
         tool_defs = [t.to_api() for t in TOOL_SPECS]
         tool_defs[-1]["cache_control"] = EPHEMERAL
         messages: list[dict[str, Any]] = [
