@@ -250,22 +250,24 @@ class _Session:
                 return self.result(self._changed_status(),
                                    rationale=self.last_text or "the model ended its turn without calling finish")
 
-            results: list[dict[str, Any]] = []
-            for use in uses:
-                outcome = self.tools.call(use.name or "", use.input or {})
-                flag = "REFUSED" if outcome.refused else ("error" if outcome.is_error else "ok")
-                self.log.append(f"[turn {turn}] {use.name}({_brief(use.input or {})}) -> {flag}: "
-                                f"{one_line(outcome.content, 160)}")
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.content}
-                if outcome.is_error:
-                    block["is_error"] = True
-                results.append(block)
+            results = [self._call(use, turn) for use in uses]
             if self.tools.finished is not None:
                 fin = self.tools.finished
                 return self.result(self._changed_status(), summary=fin.summary, rationale=fin.rationale)
             messages.append({"role": "user", "content": results})
 
         return self.result("error", error=f"turn budget exhausted ({max_turns} turns) before finish")
+
+    def _call(self, use: _Block, turn: int) -> dict[str, Any]:
+        """Run one tool call; its result block as the API takes it (a JSON edge), logged."""
+        outcome = self.tools.call(use.name or "", use.input or {})
+        flag = "REFUSED" if outcome.refused else ("error" if outcome.is_error else "ok")
+        self.log.append(f"[turn {turn}] {use.name}({_brief(use.input or {})}) -> {flag}: "
+                        f"{one_line(outcome.content, 160)}")
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.content}
+        if outcome.is_error:
+            block["is_error"] = True
+        return block
 
     def _account(self, reply: _Reply) -> None:
         if reply.model:
