@@ -25,7 +25,7 @@ from gep.errors import GepError
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
 
-    from gep.records import InputWarning
+    from gep.records import GeneBan, InputWarning
 
 app = typer.Typer(
     name="gep",
@@ -478,7 +478,7 @@ def genes_list(
     in the workspace (retired, or "not runnable here: node not found")."""
     from gep.assets import load_genes_dir, seed_genes_dir, workspace_genes
 
-    bans: dict[str, Any] = {}
+    bans: dict[str, GeneBan] = {}
     excluded: dict[str, str] = {}
     if workspace is not None:
         from gep.config import load_settings

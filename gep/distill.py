@@ -595,7 +595,7 @@ def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
     return node
 
 
-def gene_tool_schema() -> dict[str, Any]:
+def gene_tool_schema() -> dict[str, Any]:  # JSON edge: a JSON Schema for the API
     """The Gene model's JSON schema (references inlined) as the tool's input schema, without the fields the
     engine stamps itself; the fields a distilled gene needs are required. A JSON edge: the API takes a dict."""
     schema = Gene.model_json_schema()

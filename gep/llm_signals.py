@@ -221,7 +221,7 @@ def _ask(client: anthropic.Anthropic, model: str, ex: TranscriptExchange, budget
          result: LlmPassResult) -> list[LlmSignal]:
     """One conversation about one exchange: up to MAX_TURNS replies, at most 3 signals kept."""
     text, user_sent = _prompt(ex)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": text}]}]  # JSON edge: API
     kept: list[LlmSignal] = []
     for _turn in range(MAX_TURNS):
         left = budget - result.metrics.total_tokens

@@ -48,13 +48,13 @@ class ToolSpec(BaseModel):
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, Any]  # JSON edge: a JSON Schema for the API
 
     def to_api(self) -> ToolParam:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
-def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:  # JSON edge: JSON Schema
     return {"type": "object", "properties": props, "required": required}
 
 

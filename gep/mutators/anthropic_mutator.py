@@ -84,7 +84,7 @@ class _Block(BaseModel):
     text: str | None = None
     id: str | None = None
     name: str | None = None
-    input: dict[str, Any] | None = None
+    input: dict[str, Any] | None = None  # JSON edge: the model's tool arguments
 
 
 class _Reply(BaseModel):
@@ -99,7 +99,7 @@ class MalformedReply(Exception):
     pass
 
 
-def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:
+def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:  # JSON edge: reply blocks
     """The validated reply and its content blocks as they go back into the conversation."""
     try:
         data = json.loads(body)
@@ -112,7 +112,7 @@ def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:
         raise MalformedReply(f"reply field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}") from None
     if reply.type != "message":
         raise MalformedReply(f"reply type is '{reply.type}', expected 'message'")
-    history: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []  # JSON edge: blocks as the API takes them back
     for block, raw in zip(reply.content, data["content"], strict=True):
         if block.type == "tool_use":
             if not block.id or not block.name or block.input is None:
@@ -125,7 +125,7 @@ def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:
     return reply, history
 
 
-def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[MessageParam]:
+def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[MessageParam]:  # JSON edge: the API's
     """A copy of the conversation with one cache breakpoint on the newest block. The conversation is kept as
     the JSON the API exchanges (reply blocks go back as they came): the SDK's TypedDicts describe that JSON."""
     out = list(messages)
@@ -213,7 +213,7 @@ class _Session:
         system: list[TextBlockParam] = [{"type": "text", "text": self.req.prompt.system, "cache_control": EPHEMERAL}]
         tool_defs = [t.to_api() for t in TOOL_SPECS]
         tool_defs[-1]["cache_control"] = EPHEMERAL
-        messages: list[dict[str, Any]] = [
+        messages: list[dict[str, Any]] = [  # JSON edge: the conversation as the API exchanges it
             {"role": "user", "content": [{"type": "text", "text": self.req.prompt.context}]}]
         max_turns = self.settings.max_turns
         budget = self.settings.max_tokens_per_cycle
@@ -258,13 +258,13 @@ class _Session:
 
         return self.result("error", error=f"turn budget exhausted ({max_turns} turns) before finish")
 
-    def _call(self, use: _Block, turn: int) -> dict[str, Any]:
+    def _call(self, use: _Block, turn: int) -> dict[str, Any]:  # JSON edge: a tool_result block
         """Run one tool call; its result block as the API takes it (a JSON edge), logged."""
         outcome = self.tools.call(use.name or "", use.input or {})
         flag = "REFUSED" if outcome.refused else ("error" if outcome.is_error else "ok")
         self.log.append(f"[turn {turn}] {use.name}({_brief(use.input or {})}) -> {flag}: "
                         f"{one_line(outcome.content, 160)}")
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.content}
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.content}  # JSON edge
         if outcome.is_error:
             block["is_error"] = True
         return block
