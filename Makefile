@@ -34,10 +34,12 @@ demo: $(DEMOSTAMP)
 
 test: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
+	$(BIN)/mypy gep flows
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 lint: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
+	$(BIN)/mypy gep flows
 
 bench: $(STAMP)
 	$(BIN)/python bench/signals.py

@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gep.behavior import SIGNAL_TYPES, detect  # noqa: E402
-from gep.llm_signals import wants_llm  # noqa: E402
-from gep.sources import TranscriptExchange  # noqa: E402
+from gep.behavior import SIGNAL_TYPES, detect
+from gep.llm_signals import wants_llm
+from gep.sources import TranscriptExchange
 
 SET = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "behavior_labelled.jsonl"
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)

@@ -33,9 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gep import constants as C  # noqa: E402
-from gep.config import Settings  # noqa: E402
-from gep.feedback import (  # noqa: E402
+from gep import constants as C
+from gep.config import Settings
+from gep.feedback import (
     FeedbackIndex,
     FeedbackSignal,
     InMemoryFeedback,
@@ -44,7 +44,7 @@ from gep.feedback import (  # noqa: E402
     implicit_signal,
     outcome_observation,
 )
-from gep.memory import (  # noqa: E402
+from gep.memory import (
     InMemoryLessons,
     LessonInput,
     build_lesson,
@@ -52,7 +52,7 @@ from gep.memory import (  # noqa: E402
     record_lesson,
     synthesis_request,
 )
-from gep.models import (  # noqa: E402
+from gep.models import (
     BlastRadius,
     Capsule,
     EvolutionEvent,
@@ -62,10 +62,10 @@ from gep.models import (  # noqa: E402
     PersonalityState,
     iso,
 )
-from gep.mutation import build_mutation  # noqa: E402
-from gep.selector import Selection, match_pattern, select_gene_and_capsule  # noqa: E402
-from gep.store import Store  # noqa: E402
-from gep.strategy import PRESETS  # noqa: E402
+from gep.mutation import build_mutation
+from gep.selector import Selection, match_pattern, select_gene_and_capsule
+from gep.store import Store
+from gep.strategy import PRESETS
 
 HISTORY = 200  # events the engine reads per cycle (memory graph, dominance, bans)
 

@@ -57,15 +57,15 @@ class ReviewDecision(RunInput):
     note: str = ""
 
 
-_TASKS: dict[tuple[str, Any], Task[Any, Any]] = {}
+_TASKS: dict[tuple[str, Any], Task[..., CycleState]] = {}
 
 
-def stage_task(stage: P.Stage) -> Task[Any, Any]:
+def stage_task(stage: P.Stage) -> Task[..., CycleState]:
     """The stage as a task, made once per stage function (building a Task inspects its source)."""
     key = (stage.name, stage.fn)
     if key not in _TASKS:
         # The context holds a lock and a database handle: tasks share it in-process, never cache it.
-        _TASKS[key] = task(stage.fn, name=stage.name, cache_policy=NO_CACHE, persist_result=False)
+        _TASKS[key] = task(name=stage.name, cache_policy=NO_CACHE, persist_result=False)(stage.fn)
     return _TASKS[key]
 
 

@@ -6,6 +6,7 @@ import asyncio
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
@@ -24,13 +25,15 @@ def workspace_cycle(workspace: str, mutator: Mutator, strategy: Strategy, agent_
     run = scheduled_cycle if scheduled else evolution_cycle
     # its own event loop in this worker thread: the cycle's stages block the loop they run on, and the
     # fleet's cycles must not share one
-    state = asyncio.run(run(workspace=workspace, mutator=mutator, strategy=strategy, agent_cmd=agent_cmd,
-                            return_state=True))
+    state: State = asyncio.run(run(  # type: ignore[arg-type]  # Prefect types the call as Awaitable: a coroutine
+        workspace=workspace, mutator=mutator, strategy=strategy, agent_cmd=agent_cmd, return_state=True))
     event = event_of(state)
     return event.id if event is not None else "skipped"
 
 
-@flow(name="evolve-fleet", validate_parameters=True, task_runner=ThreadPoolTaskRunner(max_workers=FLEET_PARALLEL))
+# Prefect's own ThreadPoolTaskRunner does not match flow()'s invariant TaskRunner[PrefectFuture] annotation
+@flow(name="evolve-fleet", validate_parameters=True,
+      task_runner=ThreadPoolTaskRunner(max_workers=FLEET_PARALLEL))  # type: ignore[arg-type]
 def evolve_fleet(
     workspaces: list[str],
     mutator: Mutator = "auto",

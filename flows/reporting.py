@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from uuid import UUID
 
+import httpx
 from prefect import get_client, get_run_logger
 from prefect.artifacts import MarkdownArtifact
 from prefect.context import FlowRunContext
+from prefect.exceptions import PrefectException
 
 from flows import states
 from gep.models import EvolutionEvent
@@ -64,7 +66,7 @@ def label_now(name: str, tags: list[str]) -> threading.Thread | None:
         try:
             with get_client(sync_client=True) as client:
                 client.update_flow_run(run[0], name=name, tags=tags)
-        except Exception:  # noqa: BLE001 - a label is cosmetic; the final one follows
+        except (httpx.HTTPError, PrefectException):  # a label is cosmetic; the final one follows
             pass
 
     thread = threading.Thread(target=update, name="gep-label", daemon=True)
@@ -251,7 +253,8 @@ def review_gate(decision_model: type[Any], timeout_s: int = 24 * 3600,
         get_run_logger().info("validation passed; waiting for approval in the Prefect UI: %s", summary)
         form = decision_model.with_initial_data(description=review_markdown(summary), approve=False)
         # _sync: the stage is sync code inside the async flow; pause from this thread, polling the API
-        decision = pause_flow_run(wait_for_input=form, timeout=timeout_s, poll_interval=2, _sync=True)
+        decision = pause_flow_run(  # type: ignore[call-overload]  # Prefect's stub omits sync_compatible's _sync
+            wait_for_input=form, timeout=timeout_s, poll_interval=2, _sync=True)
         if on_decision is not None:
             on_decision(summary, decision)
         return bool(decision.approve)

@@ -26,7 +26,7 @@ def foreground_run(api_url: str | None = None) -> Iterator[None]:
     the workspace either way. ``api_url`` is always set by the CLI, so Prefect never falls back to a
     temporary server of its own.
     """
-    updates: dict[str, Any] = {"flows.heartbeat_frequency": None}
+    updates: dict[str, str | None] = {"flows.heartbeat_frequency": None}
     if api_url:
         updates["api.url"] = api_url
     with temporary_settings(updates=updates):

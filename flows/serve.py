@@ -84,4 +84,5 @@ def serve_workspace(request: ServeRequest, *, api_url: str, say: Callable[[str],
             name=manual_name, parameters=request.params, description=f"Run one GEP cycle on {request.workspace} now")
         say(f"serving evolution-cycle/{scheduled_name} (cron {request.cron}, UTC) and "
             f"evolution-cycle/{manual_name}; Ctrl-C stops")
-        serve(scheduled, manual)  # returns on Ctrl-C after Prefect stops the runner cleanly
+        # returns on Ctrl-C after Prefect stops the runner cleanly
+        serve(scheduled, manual)  # type: ignore[arg-type]  # from sync code to_deployment returns the deployment

@@ -25,7 +25,7 @@ from prefect import get_client, get_run_logger
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from prefect.client.schemas.objects import ConcurrencyLeaseHolder
 from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
-from prefect.exceptions import ObjectAlreadyExists, ObjectNotFound
+from prefect.exceptions import MissingContextError, ObjectAlreadyExists, ObjectNotFound
 
 from gep.prefect_api import workspace_key
 
@@ -100,8 +100,8 @@ def _renew(lease: UUID, stop: threading.Event) -> None:
         try:
             with get_client(sync_client=True) as client:
                 client.renew_concurrency_lease(lease, lease_duration=LEASE_S)
-        except Exception as exc:  # noqa: BLE001 - the file lock still keeps cycles apart; say so and go on
+        except Exception as exc:  # noqa: BLE001 - this thread must keep renewing; the file lock still keeps cycles apart
             try:
                 get_run_logger().warning("could not renew the workspace slot's lease: %s", exc)
-            except Exception:  # noqa: BLE001 - no run logger in this thread's context
+            except MissingContextError:  # no run logger in this thread's context
                 pass

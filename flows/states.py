@@ -14,7 +14,7 @@ from prefect.states import Completed, Failed
 
 from gep.models import EvolutionEvent, OutcomeStatus
 
-COMPLETED_NAMES = {
+COMPLETED_NAMES: dict[str, str] = {
     OutcomeStatus.success: "Success",
     OutcomeStatus.awaiting_changes: "Awaiting changes",
     OutcomeStatus.empty: "Empty",

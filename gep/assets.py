@@ -324,18 +324,21 @@ def _where(path: Path, index: int, obj: Any, line: bool = False) -> str:
     return pos if line else f"{pos} (item {index})"
 
 
+_Read = dict[str, Any]  # JSON edge: an object as read from an asset file, stored as the file had it
+
+
 @dataclass
 class _Plan:
     """Everything read and validated, with the JSON object each model was read from, before any write."""
 
-    genes: list[tuple[Gene, dict[str, Any]]] = field(default_factory=list)
-    capsules: list[tuple[Capsule, dict[str, Any]]] = field(default_factory=list)
-    failed_capsules: list[tuple[FailedCapsule, dict[str, Any]]] = field(default_factory=list)
-    events: list[tuple[EvolutionEvent, dict[str, Any]]] = field(default_factory=list)
-    validation_reports: list[tuple[ValidationReport, dict[str, Any]]] = field(default_factory=list)
+    genes: list[tuple[Gene, _Read]] = field(default_factory=list)
+    capsules: list[tuple[Capsule, _Read]] = field(default_factory=list)
+    failed_capsules: list[tuple[FailedCapsule, _Read]] = field(default_factory=list)
+    events: list[tuple[EvolutionEvent, _Read]] = field(default_factory=list)
+    validation_reports: list[tuple[ValidationReport, _Read]] = field(default_factory=list)
 
 
-def _accept(obj: dict[str, Any], path: Path, report: ImportReport, allow_mismatch: bool) -> bool:
+def _accept(obj: _Read, path: Path, report: ImportReport, allow_mismatch: bool) -> bool:
     claimed = obj.get("asset_id")
     if not isinstance(claimed, str) or not claimed or verify_asset_id(obj):
         return True
@@ -362,7 +365,7 @@ def _present(path: Path) -> bool:
 def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan:
     plan = _Plan()
 
-    def array_file(name: str, key: str, cls: type[M], into: list[tuple[M, dict[str, Any]]]) -> None:
+    def array_file(name: str, key: str, cls: type[M], into: list[tuple[M, _Read]]) -> None:
         path = assets_dir / name
         if not _present(path):
             return
@@ -374,7 +377,7 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
             if _accept(obj, path, report, allow_mismatch):
                 into.append((model, obj))
 
-    def lines_file(name: str, cls: type[M], into: list[tuple[M, dict[str, Any]]]) -> None:
+    def lines_file(name: str, cls: type[M], into: list[tuple[M, _Read]]) -> None:
         path = assets_dir / name
         if not _present(path):
             return
@@ -427,7 +430,7 @@ def _count(store: Store, kind: str, obj_id: str, obj: Mapping[str, Any], counts:
     return True
 
 
-def _content(gene: Gene) -> dict[str, Any]:
+def _content(gene: Gene) -> dict[str, Any]:  # JSON edge: compared as a file holds it
     """A gene's content for comparison (asset_id and schema_version left out)."""
     return gene.model_dump(mode="json", exclude={"asset_id", "schema_version"})
 

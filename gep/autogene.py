@@ -87,7 +87,7 @@ def actionable_signals(signals: Sequence[str]) -> list[str]:
 
 def infer_category(signals: Sequence[str], intent: str | None = None) -> Intent:
     """The intent when it is one, else: errors -> repair, new capability asked for -> innovate, else optimize."""
-    if intent in Intent.__members__:
+    if intent is not None and intent in Intent.__members__:
         return Intent(intent)
     sigs = [str(s) for s in signals]
     if has_error_signal(sigs) or any(s.startswith(("recurring_error", "recurring_errsig")) for s in sigs):

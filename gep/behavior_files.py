@@ -18,10 +18,8 @@ workspace in its place is skipped (named in the report's ``warnings``), never wa
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -33,7 +31,15 @@ from pydantic import BaseModel, Field, ValidationError
 
 from gep import constants as C
 from gep.behavior import MAX_PER_DAY, Detected, StoredSignal
-from gep.inputs import Unreadable, append_regular, glob_files, note, open_regular, read_text_capped
+from gep.inputs import (
+    Unreadable,
+    append_regular,
+    flock_within,
+    glob_files,
+    note,
+    open_regular,
+    read_text_capped,
+)
 from gep.records import InputWarning
 from gep.sanitize import redact
 
@@ -98,15 +104,8 @@ def locked(workspace: Path, timeout_s: float) -> Iterator[None]:
     """Hold ``.gep/behavior/lock``; :class:`Busy` when it cannot be had within ``timeout_s``."""
     fd = os.open(state_dir(workspace) / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise Busy(f"signals lock held by another writer for more than {timeout_s:g}s") from None
-                time.sleep(0.01)
+        if not flock_within(fd, timeout_s, 0.01):
+            raise Busy(f"signals lock held by another writer for more than {timeout_s:g}s")
         yield
     finally:
         os.close(fd)  # releases the lock
@@ -173,7 +172,7 @@ def _append(path: Path, lines: list[str], workspace: Path) -> None:
     append_regular(path, (prefix + "".join(line + "\n" for line in lines)).encode("utf-8"), within=workspace)
 
 
-def _day_keys(workspace: Path, day: date, warnings: list[InputWarning]) -> tuple[Counter[str], set[str]] | None:
+def _day_keys(workspace: Path, day: date, warnings: list[InputWarning]) -> tuple[Counter[str | None], set[str]] | None:
     """(signals per source, exchange keys) already in the day's file; None when it cannot be read (noted)."""
     try:
         existing, _bad = _read_file(_day_file(workspace, day), workspace)
@@ -201,7 +200,7 @@ def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rule
     with locked(workspace, timeout_s):
         done = seen(workspace, pass_, report.warnings)
         fresh = [d for d in {d.key: d for d in detected}.values() if d.key not in done]
-        days: dict[date, tuple[Counter[str], set[str]] | None] = {}
+        days: dict[date, tuple[Counter[str | None], set[str]] | None] = {}
         out: dict[date, list[str]] = {}
         for d in fresh:
             for sig in d.signals:

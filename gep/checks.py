@@ -55,7 +55,8 @@ def check_constraints(*, tc: TreeChange, tree: CycleTree, gene: Gene, settings: 
     committed; forbidden paths are looked for in every file the cycle touched (an ignored ``.gep/`` file a
     clone's change wrote included)."""
     out = ConstraintCheck()
-    max_files = gene.constraints.max_files if (gene.constraints.max_files or 0) > 0 else C.DEFAULT_MAX_FILES
+    limit = gene.constraints.max_files or 0
+    max_files = limit if limit > 0 else C.DEFAULT_MAX_FILES
     radius = tc.radius
     out.severity, out.severity_message = classify_blast(radius.files, radius.lines, max_files, settings, radius.bytes)
     if out.severity == "approaching_limit":

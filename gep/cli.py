@@ -23,7 +23,9 @@ from gep.commands.store_cmd import store_app
 from gep.errors import GepError
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
-    from gep.records import InputWarning
+    from click.exceptions import ClickException, NoArgsIsHelpError
+
+    from gep.records import GeneBan, InputWarning
 
 app = typer.Typer(
     name="gep",
@@ -68,7 +70,7 @@ def friendly(fn: F) -> F:
             raise fail(str(exc), exc.exit_code) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
-        except Exception as exc:  # noqa: BLE001 - never a traceback at the user
+        except Exception as exc:  # never a traceback at the user (re-raised as one line)
             if os.environ.get("GEP_DEBUG"):
                 raise
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -198,7 +200,7 @@ def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
         return event_of(state), api_url
     except GepError:
         raise
-    except Exception as exc:  # noqa: BLE001 - Prefect failed: the store may already hold the outcome
+    except Exception as exc:  # Prefect failed: the store may already hold the outcome, else re-raised
         recorded = F.RECORDED.get(str(ws))
         if recorded is None or recorded == before:
             raise
@@ -476,7 +478,7 @@ def genes_list(
     in the workspace (retired, or "not runnable here: node not found")."""
     from gep.assets import load_genes_dir, seed_genes_dir, workspace_genes
 
-    bans: dict[str, Any] = {}
+    bans: dict[str, GeneBan] = {}
     excluded: dict[str, str] = {}
     if workspace is not None:
         from gep.config import load_settings
@@ -780,7 +782,7 @@ def _exit(code: int) -> None:
     os._exit(code)
 
 
-def _click_exception_types() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
+def _click_exception_types() -> tuple[tuple[type[ClickException], ...], tuple[type[NoArgsIsHelpError], ...]]:
     """Click's exception classes: typer >= 0.2x raises those of its vendored copy, older ones click's own."""
     import click.exceptions
 

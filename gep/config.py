@@ -188,8 +188,8 @@ _LIST_FIELDS = {name for name, f in Settings.model_fields.items() if "list" in s
 _ENV_ALIASES = {"database_url": "GEP_DATABASE_URL", "ui_url": "PREFECT_UI_URL"}
 
 
-def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:  # JSON edge: raw values, validated by Settings
+    out: dict[str, Any] = {}  # JSON edge: setting name -> value as the environment spells it
     for name in Settings.model_fields:
         key = _ENV_ALIASES.get(name, "GEP_" + name.upper())
         if key in env and env[key] != "":
@@ -198,7 +198,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def _from_toml(path: Path) -> dict[str, Any]:
+def _from_toml(path: Path) -> dict[str, Any]:  # JSON edge: the file's values, validated by Settings
     """gep.toml's settings ({} when there is none); a ConfigError when it cannot be used."""
     where = printable(path)
     try:
@@ -228,7 +228,7 @@ def load_settings(
 ) -> Settings:
     """Settings for a workspace. Overrides (e.g. CLI flags) win; None-valued overrides are ignored."""
     env = os.environ if env is None else env
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # JSON edge: gep.toml then environment, validated by Settings
     if workspace is not None:
         values.update(_from_toml(Path(workspace) / CONFIG_FILE))
     values.update(_from_env(env))

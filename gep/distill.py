@@ -61,6 +61,7 @@ from gep.selector import DISTILLED_PREFIX, match_pattern
 
 if TYPE_CHECKING:  # imported where used: the SDK takes ~2 s to import
     import anthropic
+    from anthropic.types import ToolParam
 
 __all__ = [
     "CheckedProposal",
@@ -594,7 +595,7 @@ def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
     return node
 
 
-def gene_tool_schema() -> dict[str, Any]:
+def gene_tool_schema() -> dict[str, Any]:  # JSON edge: a JSON Schema for the API
     """The Gene model's JSON schema (references inlined) as the tool's input schema, without the fields the
     engine stamps itself; the fields a distilled gene needs are required. A JSON edge: the API takes a dict."""
     schema = Gene.model_json_schema()
@@ -656,10 +657,10 @@ class ClaudeGeneProposer:
     def propose(self, request: ProposalRequest) -> Gene:
         import anthropic
 
-        tool = {"name": TOOL_NAME, "description": "Propose the distilled Gene.", "input_schema": gene_tool_schema()}
+        tool: ToolParam = {"name": TOOL_NAME, "description": "Propose the distilled Gene.", "input_schema": gene_tool_schema()}
         try:
             reply = self.client.messages.create(
-                model=self.model, max_tokens=C.MAX_OUTPUT_TOKENS_PER_TURN, system=SYSTEM_PROMPT, tools=[tool],  # type: ignore[list-item]
+                model=self.model, max_tokens=C.MAX_OUTPUT_TOKENS_PER_TURN, system=SYSTEM_PROMPT, tools=[tool],
                 tool_choice={"type": "tool", "name": TOOL_NAME},
                 messages=[{"role": "user", "content": _user_prompt(request)}])
         except anthropic.APIError as exc:
@@ -751,6 +752,20 @@ def _by_synthesis(inp: _Inputs, now: datetime, notes: list[str]) -> DistillRun:
     return run
 
 
+def _propose(chosen: GeneProposer | None, inp: _Inputs, now: datetime) -> DistillRun:
+    """Claude's gene when a proposer is chosen and answers; deterministic synthesis otherwise."""
+    notes: list[str] = []
+    if chosen is not None:
+        try:
+            return _by_claude(chosen, inp, now)
+        except ProposalUnavailable as exc:
+            notes.append(f"{exc}; used deterministic synthesis")
+        except ProposalInvalid as exc:
+            return DistillRun(at=now, status="rejected", reasons=[str(exc)], synthesis="claude",
+                              data_hash=inp.data_hash, capsule_count=len(inp.success), analysis=inp.analysis)
+    return _by_synthesis(inp, now, notes)
+
+
 def distill(*, capsules: Sequence[Capsule], events: Sequence[EvolutionEvent], genes: Sequence[Gene],
             log: DistillLog, workspace: Path, settings: Settings, env: Mapping[str, str], now: datetime,
             proposer: GeneProposer | None | Literal["auto"] = "auto", dry_run: bool = False) -> DistillResult:
@@ -766,19 +781,7 @@ def distill(*, capsules: Sequence[Capsule], events: Sequence[EvolutionEvent], ge
                          capsule_count=len(success))
     else:
         inp.analysis = analyse(capsules, success, events)
-        chosen = claude_proposer(settings, env) if proposer == "auto" else proposer
-        notes: list[str] = []
-        run = None
-        if chosen is not None:
-            try:
-                run = _by_claude(chosen, inp, now)
-            except ProposalUnavailable as exc:
-                notes.append(f"{exc}; used deterministic synthesis")
-            except ProposalInvalid as exc:
-                run = DistillRun(at=now, status="rejected", reasons=[str(exc)], synthesis="claude",
-                                 data_hash=inp.data_hash, capsule_count=len(success), analysis=inp.analysis)
-        if run is None:
-            run = _by_synthesis(inp, now, notes)
+        run = _propose(claude_proposer(settings, env) if proposer == "auto" else proposer, inp, now)
     if not dry_run:
         log.add_distill_run(run)
     return DistillResult(run=run, gene=run.gene if run.status == "kept" else None)

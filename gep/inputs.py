@@ -24,12 +24,14 @@ the opened file itself).
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import logging
 import os
 import re
 import stat
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -166,6 +168,20 @@ def append_regular(path: Path, data: bytes, *, within: Path | None = None) -> No
 
 
 # ---------------------------------------------------------------- walking
+
+
+def flock_within(fd: int, timeout_s: float, poll_s: float) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, trying every ``poll_s`` for up to ``timeout_s``; False when
+    another holder kept it that long (never waits forever on a lock another process forgot)."""
+    deadline = time.monotonic() + max(0.0, timeout_s)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll_s)
 
 
 class Walked(NamedTuple):

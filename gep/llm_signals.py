@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -45,6 +45,7 @@ from gep.sources import SessionExchanges, TranscriptExchange
 
 if TYPE_CHECKING:  # imported where used: the SDK takes ~2 s to import, most cycles never call it
     import anthropic
+    from anthropic.types import MessageParam, ToolParam
 
 LlmType = Literal["preference", "emotion", "correction", "approval", "style", "pattern", "value", "fear", "defense"]
 CORE_TYPES = ("preference", "emotion", "correction", "approval", "style")
@@ -69,8 +70,8 @@ themselves). Only extract a signal when your confidence is above 0.6.
 
 Extract 2-3 signals at most with extract_signal, then stop. If the exchange says nothing clear, extract nothing."""
 
-# The tool as the Messages API takes it (a JSON edge).
-TOOL: dict[str, Any] = {
+# The tool as the Messages API takes it.
+TOOL: ToolParam = {
     "name": "extract_signal",
     "description": "Record one signal about the person from what they just said. Only when confidence > 0.6.",
     "input_schema": {
@@ -220,14 +221,15 @@ def _ask(client: anthropic.Anthropic, model: str, ex: TranscriptExchange, budget
          result: LlmPassResult) -> list[LlmSignal]:
     """One conversation about one exchange: up to MAX_TURNS replies, at most 3 signals kept."""
     text, user_sent = _prompt(ex)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": text}]}]  # JSON edge: API
     kept: list[LlmSignal] = []
     for _turn in range(MAX_TURNS):
         left = budget - result.metrics.total_tokens
         if left <= MAX_OUTPUT_TOKENS:
             break
+        # the conversation is kept as the JSON the API exchanges (reply blocks go back as they came)
         raw = client.messages.with_raw_response.create(model=model, max_tokens=MAX_OUTPUT_TOKENS, system=SYSTEM,
-                                                       tools=[TOOL], messages=messages)
+                                                       tools=[TOOL], messages=cast("list[MessageParam]", messages))
         reply, history = parse_reply(raw.text())
         _account(result.metrics, reply)
         uses = [b for b in reply.content if b.type == "tool_use"]

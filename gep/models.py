@@ -50,7 +50,7 @@ class GepModel(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    def to_asset(self) -> dict[str, Any]:
+    def to_asset(self) -> dict[str, Any]:  # JSON edge: the asset file's object
         """The JSON object written to asset files: set fields and explicit nulls, unset Nones left out
         (the same object the store keeps, see gep.store.asset_json)."""
         from gep.store import asset_json
@@ -385,7 +385,7 @@ class EventMeta(BaseModel):
         return self
 
     @model_serializer(mode="wrap")
-    def _dump_foreign(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _dump_foreign(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:  # JSON edge: foreign values
         data = handler(self)
         for name in type(self).model_fields.keys() - self.model_fields_set:
             if data.get(name) is None:  # never set: left out, as a dict without the key would be
@@ -401,7 +401,8 @@ class EventMeta(BaseModel):
 
 
 _META_ADAPTERS: dict[str, TypeAdapter[Any]] = {
-    name: TypeAdapter(field.annotation) for name, field in EventMeta.model_fields.items()}
+    name: TypeAdapter(Any if field.annotation is None else field.annotation)
+    for name, field in EventMeta.model_fields.items()}
 
 
 class EvolutionEvent(GepModel):

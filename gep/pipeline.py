@@ -88,7 +88,7 @@ def run_pipeline(ctx: CycleContext, state: S.CycleState | None = None, hooks: Ho
                 hooks.drafted(ctx, state.event)
             if state.done:
                 break
-    except Exception as exc:  # noqa: BLE001 - whatever broke, the workspace is restored and the cycle recorded
+    except Exception as exc:  # whatever broke, the workspace is restored and the cycle recorded (then re-raised)
         state = S.fail(ctx, state, describe_error(exc))
         state = hooks.run(RECORD, ctx, state)
         hooks.finished(ctx, state)

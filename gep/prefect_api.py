@@ -58,12 +58,13 @@ def workspace_key(path: Path | str) -> str:
 
 def _workspace_id(real: Path) -> str | None:
     try:
+        from gep.errors import WorkspaceError
         from gep.workspace_id import workspace_identity
     except ImportError:
         return None
     try:
         return str(workspace_identity(real).id)
-    except Exception:  # noqa: BLE001 - no id (not a directory, unreadable): the real path still identifies it
+    except (WorkspaceError, OSError):  # no id (not a directory, unreadable): the real path still identifies it
         return None
 
 
@@ -159,17 +160,18 @@ def _filter(api_url: str, body: dict[str, object], timeout_s: float,
 
 
 def _info(row: dict[str, object], api_url: str, env: Mapping[str, str] | None) -> FlowRunInfo:
-    state = row.get("state") if isinstance(row.get("state"), dict) else {}
-    params = row.get("parameters") if isinstance(row.get("parameters"), dict) else {}
+    raw_state, raw_params, tags = row.get("state"), row.get("parameters"), row.get("tags")
+    state = raw_state if isinstance(raw_state, dict) else {}
+    params = raw_params if isinstance(raw_params, dict) else {}
     run_id = str(row.get("id"))
     total = row.get("total_run_time")
     return FlowRunInfo(
         id=run_id, name=str(row.get("name") or ""), state_type=_str(row.get("state_type")),
-        state=_str(row.get("state_name")) or "?", message=_str(state.get("message")),  # type: ignore[union-attr]
+        state=_str(row.get("state_name")) or "?", message=_str(state.get("message")),
         duration_s=float(total) if isinstance(total, int | float) else None,
-        tags=[str(t) for t in row.get("tags") or []],  # type: ignore[union-attr]
-        start=row.get("start_time") or row.get("expected_start_time"),  # type: ignore[arg-type]
-        workspace=_str(params.get("workspace")), link=run_link(api_url, run_id, env))  # type: ignore[union-attr]
+        tags=[str(t) for t in tags] if isinstance(tags, list) else [],
+        start=row.get("start_time") or row.get("expected_start_time"),
+        workspace=_str(params.get("workspace")), link=run_link(api_url, run_id, env))
 
 
 def _str(value: object) -> str | None:

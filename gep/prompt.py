@@ -215,6 +215,38 @@ def _block(lines: list[str], cap: int) -> str:
     return _trim("\n".join(lines) + "\n", max(0, cap), keep_head=True)
 
 
+def _gene_lines(g: Gene, protected_paths: list[str]) -> list[str]:
+    gene = ["", f"## Gene {_item(g.id)} ({_item(g.category)})"]
+    if g.summary:
+        gene.append(_item(g.summary))
+    if g.preconditions:
+        gene.append("preconditions: " + "; ".join(_item(p) for p in g.preconditions[:10]))
+    if g.strategy:
+        gene.append("strategy:")
+        gene += [f"{i}. {_item(step)}" for i, step in enumerate(g.strategy[:20], 1)]
+    forbidden = sorted({*g.constraints.forbidden_paths, ".git", ".gep"})
+    max_files = g.constraints.max_files or C.DEFAULT_MAX_FILES
+    gene.append(f"constraints: max_files {max_files}; forbidden: {_list(forbidden, 30)}"
+                + (f"; protected: {_list(protected_paths, 30)}" if protected_paths else ""))
+    gene.append("validation: " + ("; ".join(_code(_item(v)) for v in g.validation[:10]) or "(none declared)"))
+    return gene
+
+
+def _capsule_lines(c: Capsule) -> list[str]:
+    cap = ["", f"## Capsule to reuse {_item(c.id)}",
+           f"summary: {_item(c.summary)} · confidence {c.confidence:.2f} · "
+           f"blast radius {c.blast_radius.files} files/{c.blast_radius.lines} lines · "
+           f"success streak {c.success_streak}",
+           f"trigger: {_list(c.trigger, 12)}"]
+    if c.diff:
+        diff = _window(c.diff, C.PROMPT_CAPSULE_DIFF_CHARS * 2)
+        if len(diff) > C.PROMPT_CAPSULE_DIFF_CHARS:
+            diff = diff[: C.PROMPT_CAPSULE_DIFF_CHARS] + "\n[... diff truncated ...]"
+        opening, closing = fence(diff, "diff")
+        cap += [opening + diff.rstrip("\n") + closing.rstrip("\n")]
+    return cap
+
+
 def _head_section(inp: PromptInput, budget: int) -> str:
     """The decisions (mutation, gene, capsule, personality, signals), each within its share of the budget,
     so one huge field cannot crowd out the others."""
@@ -230,34 +262,8 @@ def _head_section(inp: PromptInput, budget: int) -> str:
         mut.append(f"expected effect: {_item(m.expected_effect)}")
     mut.append(f"trigger signals: {_list(m.trigger_signals, C.PROMPT_MAX_SIGNALS)}")
 
-    gene = ["", f"## Gene {_item(g.id)} ({_item(g.category)})"]
-    if g.summary:
-        gene.append(_item(g.summary))
-    if g.preconditions:
-        gene.append("preconditions: " + "; ".join(_item(p) for p in g.preconditions[:10]))
-    if g.strategy:
-        gene.append("strategy:")
-        gene += [f"{i}. {_item(step)}" for i, step in enumerate(g.strategy[:20], 1)]
-    forbidden = sorted({*g.constraints.forbidden_paths, ".git", ".gep"})
-    max_files = g.constraints.max_files or C.DEFAULT_MAX_FILES
-    gene.append(f"constraints: max_files {max_files}; forbidden: {_list(forbidden, 30)}"
-                + (f"; protected: {_list(inp.protected_paths, 30)}" if inp.protected_paths else ""))
-    gene.append("validation: " + ("; ".join(_code(_item(v)) for v in g.validation[:10]) or "(none declared)"))
-
-    cap: list[str] = []
-    if inp.capsule is not None:
-        c = inp.capsule
-        cap += ["", f"## Capsule to reuse {_item(c.id)}",
-                f"summary: {_item(c.summary)} · confidence {c.confidence:.2f} · "
-                f"blast radius {c.blast_radius.files} files/{c.blast_radius.lines} lines · "
-                f"success streak {c.success_streak}",
-                f"trigger: {_list(c.trigger, 12)}"]
-        if c.diff:
-            diff = _window(c.diff, C.PROMPT_CAPSULE_DIFF_CHARS * 2)
-            if len(diff) > C.PROMPT_CAPSULE_DIFF_CHARS:
-                diff = diff[: C.PROMPT_CAPSULE_DIFF_CHARS] + "\n[... diff truncated ...]"
-            opening, closing = fence(diff, "diff")
-            cap += [opening + diff.rstrip("\n") + closing.rstrip("\n")]
+    gene = _gene_lines(g, inp.protected_paths)
+    cap = _capsule_lines(inp.capsule) if inp.capsule is not None else []
 
     pers: list[str] = []
     if inp.personality is not None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from gep import constants as C
+from gep.errors import GepError
 from gep.git import Radius, Repo, clone_change, close_in_place, find_event_commit, load_in_place, load_record
 from gep.git.plumbing import shell_quote
 from gep.git.recovery import recover_git
@@ -74,7 +75,7 @@ def _clone_radius(repo: Repo, event_id: str) -> Radius | None:
         return None
     try:
         return clone_change(repo, rec).radius(("tracked",))
-    except Exception:  # noqa: BLE001 - a broken clone is removed all the same; its size is unknown
+    except (GepError, OSError, ValueError):  # a broken clone is removed all the same; its size is unknown
         return None
 
 

@@ -364,6 +364,92 @@ def _inherit_source_rank(scored: Sequence[CandidateScore], by_id: Mapping[str, G
             c.rank, c.refines = max(c.rank, best.rank), best.gene_id
 
 
+def _all_bans(recent_events: Sequence[EvolutionEvent], signals: Sequence[str],
+              failed_capsules: Sequence[FailedCapsule], advice: MemoryAdvice, settings: Settings) -> dict[str, GeneBan]:
+    """Every ban that applies here, by gene: recent failures on these signals, failed capsules, the memory graph."""
+    bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),
+                  _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles),
+                  _memory_bans(advice))
+    return {b.gene_id: b for b in bans}
+
+
+def _ranked(scored: Sequence[CandidateScore], by_id: Mapping[str, Gene]) -> list[CandidateScore]:
+    """The candidates not banned, best first: rank, a refinement before its source, match, gene order."""
+    order = {gid: i for i, gid in enumerate(by_id)}
+    # sorted() is stable, and ``order`` makes the gene-order tie-break explicit
+    return sorted((c for c in scored if not c.banned),
+                  key=lambda c: (-c.rank, c.refines is None, -c.match_score, order[c.gene_id]))
+
+
+def _usefulness_reasons(candidates: Sequence[CandidateScore], weight: float) -> list[str]:
+    known = [c for c in candidates if c.usefulness_scope != "none"]
+    if weight > 0 and known:
+        return [f"usefulness (weight {weight:g}): " + ", ".join(
+            f"{c.gene_id} {c.usefulness:.2f} ({c.usefulness_scope})" for c in known[:C.MAX_ALTERNATIVES])]
+    return []
+
+
+def _pick_reasons(gene: Gene, pick: CandidateScore, weight: float) -> list[str]:
+    """The reasons that head the decision: why this gene, and whose rank a distilled one borrowed."""
+    out = [f"signals match {gene.id}.signals_match (score {pick.match_score:g}, expected success {pick.expected:.2f}"
+           + (f", usefulness {pick.usefulness:.2f})" if weight > 0 else ")")]
+    if pick.refines:
+        out.append(f"{gene.id} refines {pick.refines} (distilled from its successes): ranked as it "
+                   f"until it has a record of its own")
+    return out
+
+
+def _no_gene(scored: Sequence[CandidateScore], capsules: Sequence[Capsule], signals: Sequence[str],
+             banned: set[str], decision: SelectorDecision, reasons: list[str]) -> Selection:
+    """No candidate left: say why, and still offer a capsule whose trigger matches."""
+    if scored:
+        reasons.insert(0, f"all {len(scored)} matching gene(s) are banned; no gene selected")
+    else:
+        reasons.insert(0, "no gene matches the signals; a new gene may be required")
+    capsule = select_capsule(capsules, signals, banned=banned)
+    decision.capsule = capsule.id if capsule else None
+    decision.reasons = reasons
+    return Selection(gene=None, capsule=capsule, decision=decision)
+
+
+def _drift_pick(candidates: Sequence[CandidateScore], advice: MemoryAdvice, rng: random.Random, intensity: float,
+                weight: float, reasons: list[str]) -> tuple[CandidateScore, str]:
+    """The best candidate, or under drift a Thompson draw among the top ones; with the mode it was picked by."""
+    if len(candidates) <= 1 or rng.random() >= intensity:
+        return candidates[0], "selection"
+    k = min(len(candidates), max(2, math.ceil(len(candidates) * intensity)))
+    draws = []
+    for c in candidates[:k]:
+        st = advice.stats(c.gene_id)
+        draws.append(_blend(rng.betavariate(st.alpha, st.beta), c.usefulness, weight))
+    reasons.append(f"drift: stochastic pick among top {k} (intensity {intensity:.2f})")
+    return candidates[max(range(k), key=lambda i: draws[i])], "drift"
+
+
+def _dominance_cap(pick: CandidateScore, candidates: Sequence[CandidateScore],
+                   recent_events: Sequence[EvolutionEvent], settings: Settings,
+                   reasons: list[str]) -> tuple[CandidateScore, list[str]]:
+    """A gene picked too often in the recent window yields to the best one that was not (if any)."""
+    if len(candidates) <= 1:
+        return pick, []
+    window = settings.dominance_window
+    cap = math.floor(settings.dominance_share * window + 1e-9)
+    recent = _recent_selections(recent_events, window - 1)
+
+    def over(gid: str) -> bool:
+        return recent.count(gid) + 1 > cap
+
+    if not over(pick.gene_id):
+        return pick, []
+    alt = next((c for c in candidates if c.gene_id != pick.gene_id and not over(c.gene_id)), None)
+    if alt is None:
+        return pick, []
+    reasons.append(f"dominance: {pick.gene_id} had {recent.count(pick.gene_id)} of the last "
+                   f"{len(recent)} selections (cap {settings.dominance_share:.0%} of {window}); "
+                   f"yielding to {alt.gene_id}")
+    return alt, [pick.gene_id]
+
+
 def select_gene_and_capsule(
     *,
     genes: Sequence[Gene],
@@ -387,24 +473,16 @@ def select_gene_and_capsule(
     ``memory_history()``), so its advice covers the whole decayed history."""
     signals = [str(s) for s in signals]
     recent_events = judged(recent_events)
-    reasons: list[str] = []
     advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now, summaries=summaries)
-    bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),
-                  _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles),
-                  _memory_bans(advice))
-    banned = {b.gene_id: b for b in bans}
+    banned = _all_bans(recent_events, signals, failed_capsules, advice, settings)
     intensity = drift_intensity(len(genes), drift)
     weight = min(1.0, max(0.0, settings.usefulness_weight)) if feedback is not None else 0.0
     allowed = [g for g in genes if not (excluded and g.id in excluded)]
-    for gid, why in (excluded or {}).items():
-        if any(g.id == gid and match_score(g, signals) > 0 for g in genes):
-            reasons.append(f"not selectable {gid}: {why}")
+    reasons = [f"not selectable {gid}: {why}" for gid, why in (excluded or {}).items()
+               if any(g.id == gid and match_score(g, signals) > 0 for g in genes)]
     scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
     _inherit_source_rank(scored, by_id)
-    order = {gid: i for i, gid in enumerate(by_id)}
-    # sorted() is stable, and ``order`` makes the gene-order tie-break explicit
-    candidates = sorted((c for c in scored if not c.banned),
-                        key=lambda c: (-c.rank, c.refines is None, -c.match_score, order[c.gene_id]))
+    candidates = _ranked(scored, by_id)
     applied = [banned[c.gene_id] for c in scored if c.banned]
     for b in applied:
         reasons.append(f"banned {b.gene_id}: {b.reason}")
@@ -414,58 +492,13 @@ def select_gene_and_capsule(
                                 memory_preferred=advice.preferred_gene_id, usefulness_weight=weight)
     if advice.explanation:
         reasons.append("memory_graph: " + " | ".join(advice.explanation))
-    known = [c for c in candidates if c.usefulness_scope != "none"]
-    if weight > 0 and known:
-        reasons.append(f"usefulness (weight {weight:g}): " + ", ".join(
-            f"{c.gene_id} {c.usefulness:.2f} ({c.usefulness_scope})" for c in known[:C.MAX_ALTERNATIVES]))
-
+    reasons += _usefulness_reasons(candidates, weight)
     if not candidates:
-        if scored:
-            reasons.insert(0, f"all {len(scored)} matching gene(s) are banned; no gene selected")
-        else:
-            reasons.insert(0, "no gene matches the signals; a new gene may be required")
-        capsule = select_capsule(capsules, signals, banned=set(banned))
-        decision.capsule = capsule.id if capsule else None
-        decision.reasons = reasons
-        return Selection(gene=None, capsule=capsule, decision=decision)
-
-    pick = candidates[0]
-    mode = "selection"
-    if len(candidates) > 1 and rng.random() < intensity:
-        k = min(len(candidates), max(2, math.ceil(len(candidates) * intensity)))
-        draws = []
-        for c in candidates[:k]:
-            st = advice.stats(c.gene_id)
-            draws.append(_blend(rng.betavariate(st.alpha, st.beta), c.usefulness, weight))
-        pick = candidates[max(range(k), key=lambda i: draws[i])]
-        mode = "drift"
-        reasons.append(f"drift: stochastic pick among top {k} (intensity {intensity:.2f})")
-
-    capped: list[str] = []
-    if len(candidates) > 1:
-        window = settings.dominance_window
-        cap = math.floor(settings.dominance_share * window + 1e-9)
-        recent = _recent_selections(recent_events, window - 1)
-
-        def over(gid: str) -> bool:
-            return recent.count(gid) + 1 > cap
-
-        if over(pick.gene_id):
-            alt = next((c for c in candidates if c.gene_id != pick.gene_id and not over(c.gene_id)), None)
-            if alt is not None:
-                capped.append(pick.gene_id)
-                reasons.append(f"dominance: {pick.gene_id} had {recent.count(pick.gene_id)} of the last "
-                               f"{len(recent)} selections (cap {settings.dominance_share:.0%} of {window}); "
-                               f"yielding to {alt.gene_id}")
-                pick = alt
-
+        return _no_gene(scored, capsules, signals, set(banned), decision, reasons)
+    pick, mode = _drift_pick(candidates, advice, rng, intensity, weight, reasons)
+    pick, capped = _dominance_cap(pick, candidates, recent_events, settings, reasons)
     gene = by_id[pick.gene_id]
-    reasons.insert(0, f"signals match {gene.id}.signals_match (score {pick.match_score:g}, "
-                      f"expected success {pick.expected:.2f}"
-                      + (f", usefulness {pick.usefulness:.2f})" if weight > 0 else ")"))
-    if pick.refines:
-        reasons.insert(1, f"{gene.id} refines {pick.refines} (distilled from its successes): ranked as it "
-                          f"until it has a record of its own")
+    reasons[0:0] = _pick_reasons(gene, pick, weight)
     capsule = select_capsule(capsules, signals, gene_id=gene.id, banned=set(banned))
     if capsule is not None:
         reasons.append(f"capsule {capsule.id} trigger matches signals")

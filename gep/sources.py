@@ -254,7 +254,7 @@ def _tool_result_line(content: str, is_error: bool) -> str | None:
     return ("[TOOL ERROR] " if is_error else "[TOOL RESULT] ") + preview
 
 
-def _openclaw_lines(data: dict[str, Any]) -> list[str]:
+def _openclaw_lines(data: dict[str, Any]) -> list[str]:  # JSON edge: a record of OpenClaw's transcript
     msg = data.get("message")
     if data.get("type") == "message" and isinstance(msg, dict) and msg.get("role") != "toolResult":
         role = str(msg.get("role") or "unknown").upper()
@@ -294,7 +294,7 @@ def _openclaw_lines(data: dict[str, Any]) -> list[str]:
     return [line] if line else []
 
 
-def _claude_code_lines(data: dict[str, Any]) -> list[str]:
+def _claude_code_lines(data: dict[str, Any]) -> list[str]:  # JSON edge: a record of Claude Code's transcript
     msg = data.get("message")
     if not isinstance(msg, dict):
         return []
@@ -680,7 +680,7 @@ def _blocks(content: Any, text_kind: str, tool_kind: str) -> tuple[str, list[str
     return "\n".join(t for t in texts if t), tools, results
 
 
-def _turn(data: dict[str, Any]) -> tuple[str, str, list[str], datetime | None] | None:
+def _turn(data: dict[str, Any]) -> tuple[str, str, list[str], datetime | None] | None:  # JSON edge: a transcript record
     """(role, text, tools, ts) of one transcript record, or None when it is neither person nor agent."""
     msg = data.get("message")
     if not isinstance(msg, dict):

@@ -21,7 +21,7 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -34,6 +34,9 @@ from gep.runner import run_validation
 from gep.sandbox import ChangeOrigin, Sandbox
 from gep.sanitize import redact
 
+if TYPE_CHECKING:
+    from anthropic.types import ToolParam
+
 # The engine's own state and git's: off limits whatever the request says.
 ALWAYS_FORBIDDEN = (".git", ".gep")
 # Directories never worth listing or searching (noise, not secrets: they are still readable).
@@ -45,13 +48,13 @@ class ToolSpec(BaseModel):
 
     name: str
     description: str
-    input_schema: dict[str, Any]
+    input_schema: dict[str, Any]  # JSON edge: a JSON Schema for the API
 
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump()
+    def to_api(self) -> ToolParam:
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
 
-def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:  # JSON edge: JSON Schema
     return {"type": "object", "properties": props, "required": required}
 
 

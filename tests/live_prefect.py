@@ -150,7 +150,7 @@ class LiveServer:
     def spawn(self, args: Sequence[str], *, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
               log: Path | None = None, base: Mapping[str, str] | None = None) -> subprocess.Popen:
         """Start a long-running process (worker, `gep serve`) in its own group; stopped with the server."""
-        out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - the child owns it from here
+        out = open(log, "wb") if log else subprocess.DEVNULL  # the child owns it from here
         try:
             proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env, base), stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

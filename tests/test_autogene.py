@@ -125,7 +125,7 @@ def test_an_uncovered_signal_set_gets_an_automatic_gene_that_selection_then_pick
     signals = ["integration_key_missing", "high_failure_ratio"]  # no seed gene covers the missing key
     settings = Settings()
 
-    def select(genes: list[Gene]):  # noqa: ANN202 - local helper
+    def select(genes: list[Gene]):
         return select_gene_and_capsule(genes=genes, capsules=[], failed_capsules=[], signals=signals,
                                        recent_events=[], settings=settings, rng=random.Random(7), now=NOW)
 

@@ -155,7 +155,7 @@ def run_gep(*args: str, stdin: str = "", cwd: Path | None = None) -> tuple[subpr
     return result, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def wait_for(check, timeout: float = 30.0) -> bool:  # noqa: ANN001 - a predicate
+def wait_for(check, timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

@@ -45,7 +45,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def run(ws: Path, capsules: list[Capsule], log: InMemoryDistillLog | None = None, now=NOW,
-        genes: list[Gene] | None = None, settings: Settings = SETTINGS, **kw):  # noqa: ANN201 - test helper
+        genes: list[Gene] | None = None, settings: Settings = SETTINGS, **kw):
     return distill(capsules=capsules, events=events(), genes=seed_genes() if genes is None else genes,
                    log=log if log is not None else InMemoryDistillLog(), workspace=ws, settings=settings, env={},
                    now=now, **kw)

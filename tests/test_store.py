@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -182,16 +186,42 @@ def test_unwritable_location_is_a_store_error(tmp_path: Path) -> None:
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file: permission denied cannot be shown")
+def _open_refused(db: Path) -> None:
+    with pytest.raises(StoreError, match="permission denied"):
+        Store.open(f"sqlite:///{db}")
+
+
+def _as_nobody(check: Callable[[], None]) -> int:
+    """Run ``check`` in a forked child that gave up root (root reads every file, and CI runs as root); its
+    exit code: 0 when it passed. Everything it needs is imported before the fork: the child cannot read
+    the interpreter's own files under root's home."""
+    pid = os.fork()
+    if pid == 0:  # the child never returns into pytest
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            check()
+            code = 0
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
 def test_permission_denied_is_a_store_error(tmp_path: Path) -> None:
-    db = tmp_path / "gep.db"
-    Store.open(f"sqlite:///{db}").close()
-    db.chmod(0)
+    importlib.import_module("gep.store.migrations")  # Store.open imports it first thing
+    folder = Path(tempfile.mkdtemp())  # tmp_path is root's alone: another user cannot reach a file in it
     try:
-        with pytest.raises(StoreError, match="permission denied"):
-            Store.open(f"sqlite:///{db}")
+        folder.chmod(0o755)
+        db = folder / "gep.db"
+        Store.open(f"sqlite:///{db}").close()
+        db.chmod(0)
+        if os.geteuid() == 0:
+            assert _as_nobody(lambda: _open_refused(db)) == 0
+        else:
+            _open_refused(db)
     finally:
-        db.chmod(0o600)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_database_deleted_under_an_open_store_is_a_store_error(tmp_path: Path) -> None:

@@ -105,8 +105,8 @@ def tree_diff(g: Git, a: str, b: str) -> list[FileChange]:
         for rel, size in zip(sizes, res.text.split(), strict=True):
             out[rel].bytes = int(size)
     text = [f.path for f in out.values() if f.status != "added" and (f.added or f.deleted)]
-    for rel, size in line_bytes(g, a, b, text).items():  # modified text files: the lines changed
-        out[rel].bytes = size
+    for rel, changed in line_bytes(g, a, b, text).items():  # modified text files: the lines changed
+        out[rel].bytes = changed
     return sorted(out.values(), key=lambda f: f.path)
 
 
@@ -141,7 +141,7 @@ def _diff_path(raw: bytes) -> str:
     """The path of a ``+++ b/<path>`` line (C-quoted by git when it holds special characters)."""
     text = raw.rstrip(b"\n")
     if text.startswith(b'"'):
-        text = codecs.escape_decode(text[1:-1])[0]  # type: ignore[attr-defined]
+        text = codecs.escape_decode(text[1:-1])[0]
     return os.fsdecode(text[2:]) if text.startswith(b"b/") else ""
 
 

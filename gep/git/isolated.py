@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gep.errors import GepError
 from gep.git.change import Change, FileChange, tree_diff, untracked_changes
 from gep.git.clone import CloneRecord, clone_paths, read_clone_state, remove_clone, save_record
 from gep.git.repo import Repo, identity_env
@@ -21,7 +22,7 @@ def clone_git_actions(rec: CloneRecord) -> list[str]:
     """What the agent did to its clone's refs: commits, checkouts, resets, branches, tags, stashes."""
     try:
         now = read_clone_state(rec)
-    except Exception as exc:  # noqa: BLE001 - a clone whose git dir the agent broke is a finding, not a crash
+    except GepError as exc:  # a clone whose git dir the agent broke is a finding, not a crash
         return [f"the agent broke its copy's git directory ({exc})"]
     was = rec.clone_state
     out: list[str] = []

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gep.errors import WorkspaceError
 from gep.git.plumbing import shown
 from gep.git.repo import Repo, ensure_gep_dir
+from gep.inputs import flock_within
 
 LOCK_FILE = "cycle.lock"
 POLL_S = 0.1
@@ -23,18 +23,11 @@ def workspace_lock(repo: Repo, timeout_s: float) -> Iterator[None]:
     """Hold the lock; wait up to ``timeout_s`` for another holder, then fail naming its pid."""
     path = ensure_gep_dir(repo) / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    deadline = time.monotonic() + max(0.0, timeout_s)
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                    raise WorkspaceError(f"another cycle is running on {shown(repo.path)} (pid {holder}); "
-                                         f"gave up after {timeout_s:g}s") from None
-                time.sleep(POLL_S)
+        if not flock_within(fd, timeout_s, POLL_S):
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise WorkspaceError(f"another cycle is running on {shown(repo.path)} (pid {holder}); "
+                                 f"gave up after {timeout_s:g}s")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         _HELD.add(str(repo.path))

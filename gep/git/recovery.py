@@ -22,6 +22,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
+from gep.errors import GepError
 from gep.git.clone import CloneRecord, load_record, remove_clone, worktrees_dir
 from gep.git.delivery import evolution_refs
 from gep.git.indexwrite import IndexWrite, clear_engine_lock, marker_path, pid_alive, read_marker
@@ -117,7 +118,7 @@ def _remove_dead_clone(repo: Repo, event_id: str, report: RecoveryReport) -> Non
             else:
                 rescue = discard_clone(repo, rec, change)
                 note = f"; its change is saved in {rescue.patch} ({rescue.command})" if rescue.patch else ""
-        except Exception as exc:  # noqa: BLE001 - a broken clone is removed all the same
+        except (GepError, OSError, ValueError) as exc:  # a broken clone is removed all the same
             note = f"; its change could not be saved ({exc})"
     remove_clone(repo, event_id)
     report.removed_clones.append(event_id)
@@ -176,7 +177,7 @@ def salvage(rows: Iterable[tuple[str, object]], parse: Callable[[object], T],
     for key, raw in rows:
         try:
             good.append(parse(raw))
-        except Exception as exc:  # noqa: BLE001 - any unreadable record is set aside, whatever the cause
+        except (ValueError, TypeError) as exc:  # an unreadable record (pydantic's ValidationError is a ValueError)
             reason = " ".join(str(exc).split())[:200] or type(exc).__name__
             move_aside(key, reason)
             warnings.append(f"record {key} could not be read and was moved aside: {reason}")

@@ -16,7 +16,7 @@ import copy
 import json
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -38,8 +38,9 @@ from gep.tools import TOOL_SPECS, WorkspaceTools
 if TYPE_CHECKING:
     # imported where used: the SDK takes ~2 s to import, and most commands and prompt-mode cycles never call it
     import anthropic
+    from anthropic.types import CacheControlEphemeralParam, MessageParam, TextBlockParam
 
-EPHEMERAL = {"type": "ephemeral"}
+EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
 
 # USD per million tokens (input, output) by model family, first match wins. Cache writes cost 1.25x
 # input, cache reads 0.1x input. An estimate for the event, not a bill.
@@ -84,7 +85,7 @@ class _Block(BaseModel):
     text: str | None = None
     id: str | None = None
     name: str | None = None
-    input: dict[str, Any] | None = None
+    input: dict[str, Any] | None = None  # JSON edge: the model's tool arguments
 
 
 class _Reply(BaseModel):
@@ -99,7 +100,7 @@ class MalformedReply(Exception):
     pass
 
 
-def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:
+def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:  # JSON edge: reply blocks
     """The validated reply and its content blocks as they go back into the conversation."""
     try:
         data = json.loads(body)
@@ -112,7 +113,7 @@ def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:
         raise MalformedReply(f"reply field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}") from None
     if reply.type != "message":
         raise MalformedReply(f"reply type is '{reply.type}', expected 'message'")
-    history: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []  # JSON edge: blocks as the API takes them back
     for block, raw in zip(reply.content, data["content"], strict=True):
         if block.type == "tool_use":
             if not block.id or not block.name or block.input is None:
@@ -125,14 +126,15 @@ def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:
     return reply, history
 
 
-def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the conversation with one cache breakpoint on the newest block."""
+def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[MessageParam]:  # JSON edge: the API's
+    """A copy of the conversation with one cache breakpoint on the newest block. The conversation is kept as
+    the JSON the API exchanges (reply blocks go back as they came): the SDK's TypedDicts describe that JSON."""
     out = list(messages)
     last = copy.deepcopy(out[-1])
     if isinstance(last.get("content"), list) and last["content"]:
         last["content"][-1]["cache_control"] = EPHEMERAL
     out[-1] = last
-    return out
+    return cast("list[MessageParam]", out)
 
 
 def _api_error(exc: anthropic.APIError) -> str:
@@ -215,10 +217,10 @@ class _Session:
             self.prompt_file = str(write_prompt_file(self.req))
         except OSError:
             self.prompt_file = None
-        system = [{"type": "text", "text": self.req.prompt.system, "cache_control": EPHEMERAL}]
+        system: list[TextBlockParam] = [{"type": "text", "text": self.req.prompt.system, "cache_control": EPHEMERAL}]
         tool_defs = [t.to_api() for t in TOOL_SPECS]
         tool_defs[-1]["cache_control"] = EPHEMERAL
-        messages: list[dict[str, Any]] = [
+        messages: list[dict[str, Any]] = [  # JSON edge: the conversation as the API exchanges it
             {"role": "user", "content": [{"type": "text", "text": self.req.prompt.context}]}]
         max_turns = self.settings.max_turns
         budget = self.settings.max_tokens_per_cycle
@@ -255,22 +257,24 @@ class _Session:
                 return self.result(self._changed_status(),
                                    rationale=self.last_text or "the model ended its turn without calling finish")
 
-            results: list[dict[str, Any]] = []
-            for use in uses:
-                outcome = self.tools.call(use.name or "", use.input or {})
-                flag = "REFUSED" if outcome.refused else ("error" if outcome.is_error else "ok")
-                self.log.append(f"[turn {turn}] {use.name}({_brief(use.input or {})}) -> {flag}: "
-                                f"{one_line(outcome.content, 160)}")
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.content}
-                if outcome.is_error:
-                    block["is_error"] = True
-                results.append(block)
+            results = [self._call(use, turn) for use in uses]
             if self.tools.finished is not None:
                 fin = self.tools.finished
                 return self.result(self._changed_status(), summary=fin.summary, rationale=fin.rationale)
             messages.append({"role": "user", "content": results})
 
         return self.result("error", error=f"turn budget exhausted ({max_turns} turns) before finish")
+
+    def _call(self, use: _Block, turn: int) -> dict[str, Any]:  # JSON edge: a tool_result block
+        """Run one tool call; its result block as the API takes it (a JSON edge), logged."""
+        outcome = self.tools.call(use.name or "", use.input or {})
+        flag = "REFUSED" if outcome.refused else ("error" if outcome.is_error else "ok")
+        self.log.append(f"[turn {turn}] {use.name}({_brief(use.input or {})}) -> {flag}: "
+                        f"{one_line(outcome.content, 160)}")
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": outcome.content}  # JSON edge
+        if outcome.is_error:
+            block["is_error"] = True
+        return block
 
     def _account(self, reply: _Reply) -> None:
         if reply.model:

@@ -26,7 +26,7 @@ M = TypeVar("M", bound=BaseModel)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def _prune_unset_none(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
+def _prune_unset_none(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:  # JSON edge: the stored object
     """Drop optional fields that are None only because nobody set them (explicit nulls stay)."""
     for name, field in type(model).model_fields.items():
         key = field.alias or name
@@ -44,19 +44,19 @@ def _prune_unset_none(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
 
 
 # JSON edge: the stored object is arbitrary JSON (unknown fields of other tools' assets are kept)
-def asset_json(model: BaseModel) -> dict[str, Any]:
+def asset_json(model: BaseModel) -> dict[str, Any]:  # JSON edge: see above
     """The JSON object the engine stores for ``model``: set fields and explicit nulls, unset Nones left out."""
     return _prune_unset_none(model, model.model_dump(mode="json", by_alias=True))
 
 
-def as_read_json(model: BaseModel, as_read: Mapping[str, Any]) -> dict[str, Any]:
+def as_read_json(model: BaseModel, as_read: Mapping[str, Any]) -> dict[str, Any]:  # JSON edge: the stored object
     """What to store for an object read from an asset file: the file's own object when the model holds
     exactly its content (so key order and number spelling survive too), else the fields the file had."""
     dumped = model.model_dump(mode="json", exclude_unset=True, by_alias=True)
     return dict(as_read) if dumped == as_read else dumped
 
 
-def stamp(model: BaseModel) -> dict[str, Any]:
+def stamp(model: BaseModel) -> dict[str, Any]:  # JSON edge: the stored object
     """Set ``schema_version`` (if missing) and a correct ``asset_id`` on ``model``; return its stored JSON."""
     if "schema_version" in type(model).model_fields and getattr(model, "schema_version", None) is None:
         model.schema_version = SCHEMA_VERSION  # type: ignore[attr-defined]

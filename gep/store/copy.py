@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 from sqlalchemy.engine import make_url
@@ -131,7 +131,7 @@ def _copy(src: Store, dst: Store) -> CopyReport:
     return report
 
 
-def _rows(store: Store, table: type[SQLModel], order: str, after: Any) -> list[dict[str, Any]]:
+def _rows(store: Store, table: type[SQLModel], order: str, after: object) -> list[dict[str, object]]:
     with store.session() as s:
         q = select(table).where(table.workspace_id == store.workspace_id)  # type: ignore[attr-defined]
         if after is not None:
@@ -139,15 +139,15 @@ def _rows(store: Store, table: type[SQLModel], order: str, after: Any) -> list[d
         return [r.model_dump() for r in s.exec(q.order_by(col(getattr(table, order))).limit(_PAGE)).all()]
 
 
-def _pages(store: Store, table: type[SQLModel], order: str) -> Iterator[list[dict[str, Any]]]:
+def _pages(store: Store, table: type[SQLModel], order: str) -> Iterator[list[dict[str, object]]]:
     """The workspace's rows of ``table`` in pages, in order."""
-    after: Any = None
+    after: object = None
     while rows := _rows(store, table, order, after):
         yield rows
         after = rows[-1][order]
 
 
-def _insert(dst: Store, table: type[SQLModel], key: str, rows: list[dict[str, Any]]) -> int:
+def _insert(dst: Store, table: type[SQLModel], key: str, rows: list[dict[str, object]]) -> int:
     fresh = [{**{k: v for k, v in r.items() if k != "seq"}, "workspace_id": dst.workspace_id} for r in rows]
     if table is EventRow:
         return dst.insert_event_rows(fresh)  # counts them, too
@@ -217,7 +217,8 @@ def _ids(store: Store, kind: str) -> dict[str, str | None]:
     """Every key of the workspace's rows of ``kind`` with its stored asset id (None: runs and state)."""
     table, key, order = _KINDS[kind]
     asset = kind not in ("runs", "state")
-    return {r[key]: _asset_id(r["data"]) if asset else None for page in _pages(store, table, order) for r in page}
+    return {str(r[key]): _asset_id(str(r["data"])) if asset else None
+            for page in _pages(store, table, order) for r in page}
 
 
 def _verify(src: Store, dst: Store, report: CopyReport) -> None:

@@ -10,7 +10,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import create_engine
 
 from gep.config import gep_dir
@@ -58,7 +58,7 @@ def scrub(message: str, url: str) -> str:
     """Remove the URL's password from a driver message (some drivers echo the DSN)."""
     try:
         password = make_url(url).password
-    except Exception:  # noqa: BLE001 - a malformed URL has no password to hide
+    except (ArgumentError, ValueError):  # a malformed URL has no password to hide
         password = None
     if password:
         message = message.replace(str(password), "***")
@@ -69,7 +69,7 @@ def safe_url(url: str) -> str:
     """The URL without its password, for error messages."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a malformed URL is itself the error to report
+    except (ArgumentError, ValueError):  # a malformed URL (ValueError: a port that is not a number)
         return "<malformed database URL>"
 
 

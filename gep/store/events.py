@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypedDict
 
 from sqlmodel import col, select
 
@@ -18,7 +18,16 @@ EVENTS = "events"  # the counter of events recorded in a workspace (pruned ones 
 _BATCH = 2_000
 
 
-def _columns(event: EvolutionEvent, flow_run_id: str | None) -> dict[str, Any]:
+class _Columns(TypedDict):
+    """The event row's columns beside its JSON ``data``, kept for queries."""
+
+    intent: str
+    status: str
+    gene_id: str | None
+    flow_run_id: str | None
+
+
+def _columns(event: EvolutionEvent, flow_run_id: str | None) -> _Columns:
     return {"intent": str(event.intent), "status": event.outcome.status,
             "gene_id": event.genes_used[0] if event.genes_used else None,
             "flow_run_id": flow_run_id or event.meta.flow_run_id}
@@ -90,7 +99,7 @@ class EventsMixin(StoreBase):
 
     def _add_many(self, pairs: Iterable[tuple[EvolutionEvent, Mapping[str, Any] | None]]) -> int:
         added = 0
-        batch: list[dict[str, Any]] = []
+        batch: list[dict[str, object]] = []
         for ev, as_read in pairs:
             batch.append({"workspace_id": self.workspace_id, "id": ev.id, "created_at": _created_at(ev),
                           **_columns(ev, None), "data": stored_text(ev, as_read)})
@@ -99,7 +108,7 @@ class EventsMixin(StoreBase):
                 batch = []
         return added + self.insert_event_rows(batch)
 
-    def insert_event_rows(self, rows: list[dict[str, Any]]) -> int:
+    def insert_event_rows(self, rows: Sequence[Mapping[str, object]]) -> int:
         """Insert event rows (column values) of this workspace, in order, skipping known ids; count them."""
         if not rows:
             return 0

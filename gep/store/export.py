@@ -33,7 +33,7 @@ class ExportMixin(StoreBase):
         return [] if table is GeneRow else [table.workspace_id == self.workspace_id]
 
     # JSON edge: stored objects are arbitrary JSON (unknown fields of other tools' assets are kept)
-    def iter_asset_json(self, kind: str) -> Iterator[dict[str, Any]]:
+    def iter_asset_json(self, kind: str) -> Iterator[dict[str, Any]]:  # JSON edge: see above
         """Stored JSON objects of one kind in insertion order (genes: by id), read in pages.
 
         ``kind``: "genes", "capsules", "failed_capsules", "events" or "validation_reports".
@@ -56,7 +56,7 @@ class ExportMixin(StoreBase):
             raise db_error(self.url, exc) from None
 
     @store_errors
-    def stored_json(self, kind: str, asset_id_or_id: str) -> dict[str, Any] | None:
+    def stored_json(self, kind: str, asset_id_or_id: str) -> dict[str, Any] | None:  # JSON edge: a stored object
         """One stored JSON object by id (``kind`` as in :meth:`iter_asset_json`)."""
         table, _ = self._kind(kind)
         with self.session() as s:

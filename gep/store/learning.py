@@ -53,7 +53,7 @@ class LearningMixin(StoreBase):
             if gene_id is not None:
                 q = q.where(row_cls.gene_id == gene_id)
             rows = [cls.model_validate_json(d) for d in s.exec(q.order_by(col(row_cls.seq))).all()]
-        return sorted(rows, key=lambda r: (r.created_at, r.id))  # type: ignore[attr-defined]
+        return sorted(rows, key=lambda r: (r.created_at, r.id))
 
     # ---------------------------------------------------------------- lessons
 

@@ -16,15 +16,15 @@ SEQ = BigInteger().with_variant(Integer(), "sqlite")
 
 
 def _seq() -> int | None:
-    return Field(default=None, primary_key=True, sa_type=SEQ)  # type: ignore[no-any-return]
+    return Field(default=None, primary_key=True, sa_type=SEQ)
 
 
 def _text(*, primary_key: bool = False, nullable: bool = False) -> str:
-    return Field(primary_key=primary_key, nullable=nullable, sa_type=Text)  # type: ignore[no-any-return]
+    return Field(primary_key=primary_key, nullable=nullable, sa_type=Text)
 
 
 def _opt_text() -> str | None:
-    return Field(default=None, nullable=True, sa_type=Text)  # type: ignore[no-any-return]
+    return Field(default=None, nullable=True, sa_type=Text)
 
 
 def _ws_indexes(table: str, key: str = "id") -> tuple[Index, Index]:
