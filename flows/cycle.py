@@ -29,7 +29,7 @@ from prefect.utilities.annotations import quote
 
 from flows import reporting, states
 from flows.review import review_recorder
-from flows.slot import workspace_slot
+from flows.slot import lease_seconds, workspace_slot
 from gep import pipeline as P
 from gep.context import Approve, CycleContext, CycleRequest, open_cycle, reveal_agent_cmd
 from gep.errors import ConfigError, GepError, PendingCycleError
@@ -191,9 +191,13 @@ async def run_in_slot(typed: str, request: CycleRequest, resume: bool = False) -
         return await refuse(None, ConfigError("parameter 'workspace' is empty: deploy with "
                                               "GEP_WORKSPACE=/path/to/workspace or fill in the workspace field "
                                               "of the Run form"))
+    try:
+        lease_s = lease_seconds()
+    except ConfigError as exc:
+        return await refuse(request.workspace, exc)
     # The Prefect slot first: an overlapping tick waits visibly in the UI instead of on the file lock.
     try:
-        async with workspace_slot(request.workspace, SLOT_TIMEOUT_S, holder=_run_id()):
+        async with workspace_slot(request.workspace, SLOT_TIMEOUT_S, holder=_run_id(), lease_s=lease_s):
             final, report = await run_request(request, resume=resume)
             publishing = asyncio.ensure_future(reporting.publish(report))
     except TimeoutError:

@@ -1,62 +1,171 @@
-"""Evolve many workspaces: one cycle each, in parallel, never two at once on the same repository."""
+"""Evolve many workspaces: one cycle each, spread over every worker of the work pool.
+
+Each workspace's cycle is a flow run of the `evolution-cycle/evolve-now` deployment (`scheduled`: of
+`evolution-cycle/scheduled`), created with Prefect's run_deployment as a subflow of the fleet's run, so any
+worker polling the pool, on any machine, picks it up (process pools here; Docker or Kubernetes pools the
+same way). The fleet waits for them all with one bounded poll and reports a table artifact: workspace, run,
+final state, event and outcome. Never two cycles on one workspace: each cycle holds its workspace's global
+concurrency slot (flows/slot.py), wherever it runs; a workspace listed twice runs twice, one after the other.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
-from prefect.client.schemas.objects import State
-from prefect.task_runners import ThreadPoolTaskRunner
+from prefect import flow, get_client, get_run_logger
+from prefect.artifacts import MarkdownArtifact
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    ArtifactFilterKey,
+    FlowRunFilter,
+    FlowRunFilterId,
+)
+from prefect.client.schemas.objects import FlowRun, State
+from prefect.deployments.flow_runs import arun_deployment
+from prefect.exceptions import ObjectNotFound
+from prefect.settings import get_current_settings
+from prefect.states import Completed, Failed
 
-from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
-from flows.states import event_of
+from flows.cycle import Mutator, Strategy
 from gep.context import hide_agent_cmd, reveal_agent_cmd
+from gep.errors import ConfigError
+from gep.fleet import (
+    CYCLE_DEPLOYMENT,
+    FLEET_ARTIFACT,
+    SCHEDULED_DEPLOYMENT,
+    FleetRow,
+    check_agent_cmd,
+    check_workspaces,
+    markdown,
+    missing_deployment,
+    summary,
+)
+from gep.prefect_api import run_link
 
-# Cycles at once: a local Prefect server keeps its runs in SQLite, one writer at a time; more cycles in
-# parallel than this wait on its lock instead of running (bench/cli.py measures the fleet).
-FLEET_PARALLEL = 3
+WAIT_S = 6 * 3600.0  # the bound on the fleet's wait: a cycle may first wait up to 30 min for its slot
+POLL_S = 2.0  # one request for every run's state per poll
+DISPATCH_AT_ONCE = 8  # run creations in flight: each is three requests to the server
+PAGE = 200  # the server's largest page of flow runs or artifacts
+EVENT_IN_DESCRIPTION = re.compile(r"^GEP cycle (\S+) on ")  # flows/reporting.py's cycle artifact
 
 
-@task(name="workspace cycle", cache_policy=NO_CACHE, persist_result=False)
-def workspace_cycle(workspace: str, mutator: Mutator, strategy: Strategy, agent_cmd: str, scheduled: bool) -> str:
-    # the cycle holds the workspace's global concurrency slot, so a workspace listed twice, or an
-    # overlapping tick of another deployment, waits instead of interleaving with this one.
-    run = scheduled_cycle if scheduled else evolution_cycle
-    # its own event loop in this worker thread: the cycle's stages block the loop they run on, and the
-    # fleet's cycles must not share one
-    state: State = asyncio.run(run(  # type: ignore[arg-type]  # Prefect types the call as Awaitable: a coroutine
-        workspace=workspace, mutator=mutator, strategy=strategy, agent_cmd=agent_cmd, return_state=True))
-    event = event_of(state)
-    return event.id if event is not None else "skipped"
-
-
-# Prefect's own ThreadPoolTaskRunner does not match flow()'s invariant TaskRunner[PrefectFuture] annotation
-@flow(name="evolve-fleet", validate_parameters=True,
-      task_runner=ThreadPoolTaskRunner(max_workers=FLEET_PARALLEL))  # type: ignore[arg-type]
-def evolve_fleet(
+@flow(name="evolve-fleet", validate_parameters=True, log_prints=False)
+async def evolve_fleet(
     workspaces: list[str],
     mutator: Mutator = "auto",
     strategy: Strategy = "auto",
     agent_cmd: str = "",
     scheduled: bool = False,
-) -> dict[str, str]:
-    """Run one evolution cycle per workspace, in parallel.
+) -> State:
+    """Run one evolution cycle per workspace, each a flow run of the evolve-now deployment on any worker.
 
     Args:
-        workspaces: Paths of the workspaces (git repositories) to evolve, on the worker's machine.
+        workspaces: Paths of the workspaces (git repositories) to evolve, on the workers' machines.
         mutator: anthropic, command or prompt; auto: anthropic when ANTHROPIC_API_KEY is set, else prompt.
         strategy: Strategy preset for every cycle; auto: chosen per workspace.
-        agent_cmd: External agent command for mutator "command". Empty: each workspace's gep.toml.
+        agent_cmd: External agent command for mutator "command" (no secrets: the cycles' runs record it).
+            Empty: each workspace's gep.toml.
         scheduled: Set by schedules: under steady state, most ticks are skipped with a recorded reason.
     """
-    shown_cmd = hide_agent_cmd(reveal_agent_cmd(agent_cmd)) or ""  # what the cycles' runs record: redacted
-    futures = {ws: workspace_cycle.submit(ws, mutator, strategy, shown_cmd, scheduled) for ws in workspaces}
-    results: dict[str, str] = {}
-    for ws, fut in futures.items():
+    logger = get_run_logger()
+    deployment = SCHEDULED_DEPLOYMENT if scheduled else CYCLE_DEPLOYMENT
+    try:
+        paths = check_workspaces(workspaces)
+        # what the cycles' runs record: redacted (a command that needs its secret is refused above)
+        shown_cmd = hide_agent_cmd(check_agent_cmd(reveal_agent_cmd(agent_cmd) or "")) or ""
+    except ConfigError as exc:
+        logger.error(str(exc))
+        return Failed(message=str(exc))
+    api_url = _api_url()
+    async with get_client() as client:
         try:
-            results[ws] = fut.result()
-        except Exception as exc:  # noqa: BLE001 - one failing workspace does not stop the fleet's report
-            get_run_logger().error("%s: %s", ws, exc)
-            results[ws] = f"error: {exc}"
-    return results
+            await client.read_deployment_by_name(deployment)
+        except ObjectNotFound:
+            message = missing_deployment(deployment, api_url)
+            logger.error(message)
+            return Failed(message=message)
+        params = {"mutator": mutator, "strategy": strategy, "agent_cmd": shown_cmd}
+        runs = await dispatch(client, deployment, paths, params)
+        logger.info("%d cycles dispatched to %s", len(runs), deployment)
+        final = await wait_for(client, [r.id for r in runs], WAIT_S)
+        rows = await fleet_rows(client, paths, [final.get(r.id, r) for r in runs], api_url)
+        await MarkdownArtifact(key=FLEET_ARTIFACT, markdown=markdown(rows, deployment),
+                               description=f"GEP fleet: {summary(rows)}").acreate(client)
+    for row in rows:
+        logger.info("%s: %s %s %s", row.workspace, row.state, row.event_id or "-", row.link or "")
+    if not all(r.final for r in rows):
+        return Failed(message=f"{summary(rows)} within {WAIT_S:.0f} s", data=rows)
+    return Completed(message=summary(rows), data=rows)
+
+
+def _api_url() -> str | None:
+    url = get_current_settings().api.url
+    return str(url).rstrip("/") if url else None
+
+
+async def dispatch(client: Any, deployment: str, workspaces: Sequence[str], params: dict[str, Any]) -> list[FlowRun]:
+    """One flow run of ``deployment`` per workspace, linked to this run as subflows; none waited for here."""
+    gate = asyncio.Semaphore(DISPATCH_AT_ONCE)
+
+    async def one(workspace: str) -> FlowRun:
+        async with gate:
+            # run_deployment's async form; timeout=0: create the run and return, the poll below waits
+            return await arun_deployment(deployment, client=client, parameters={**params, "workspace": workspace},
+                                         timeout=0, tags=["fleet"])
+
+    return list(await asyncio.gather(*(one(w) for w in workspaces)))
+
+
+async def wait_for(client: Any, ids: Sequence[UUID], within_s: float) -> dict[UUID, FlowRun]:
+    """The runs once all are final, or as they are when ``within_s`` has passed (one request a poll)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        runs = {r.id: r for r in await read_runs(client, ids)}
+        if all(r.state is not None and r.state.is_final() for r in runs.values()) or time.monotonic() > deadline:
+            return runs
+        await asyncio.sleep(POLL_S)
+
+
+async def read_runs(client: Any, ids: Sequence[UUID]) -> list[FlowRun]:
+    pages = [list(ids[i:i + PAGE]) for i in range(0, len(ids), PAGE)]
+    found = await asyncio.gather(*(client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=p)),
+                                                         limit=len(p)) for p in pages))
+    return [run for page in found for run in page]
+
+
+async def fleet_rows(client: Any, workspaces: Sequence[str], runs: Sequence[FlowRun],
+                     api_url: str | None) -> list[FleetRow]:
+    """A row per workspace: its run, state and outcome, and the event its cycle artifact names."""
+    events = await event_ids(client, [r.id for r in runs])
+    return [row(w, run, events.get(run.id), api_url) for w, run in zip(workspaces, runs, strict=True)]
+
+
+def row(workspace: str, run: FlowRun, event_id: str | None, api_url: str | None) -> FleetRow:
+    state = run.state
+    final = state is not None and state.is_final()
+    outcome = next((t.split(":", 1)[1] for t in run.tags or [] if t.startswith("outcome:")), None)
+    took = run.total_run_time.total_seconds() if final and run.start_time else None
+    return FleetRow(workspace=workspace, run_id=str(run.id), run_name=run.name or "-", state=run.state_name or "-",
+                    link=run_link(api_url, str(run.id)) if api_url else None, final=final, event_id=event_id,
+                    outcome=outcome, duration_s=took, message=state.message if state else None)
+
+
+async def event_ids(client: Any, ids: Sequence[UUID]) -> dict[UUID, str]:
+    """The event each run's cycle recorded, from its cycle artifact (the fleet may run on another machine than
+    the workspaces' stores: Prefect is what both see)."""
+    pages = [list(ids[i:i + PAGE]) for i in range(0, len(ids), PAGE)]
+    found = await asyncio.gather(*(client.read_artifacts(
+        artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=p),
+                                       key=ArtifactFilterKey(like_="gep-%-cycle"))) for p in pages))
+    events: dict[UUID, str] = {}
+    for artifact in (a for page in found for a in page):
+        match = EVENT_IN_DESCRIPTION.match(artifact.description or "")
+        if match and artifact.flow_run_id is not None:
+            events[artifact.flow_run_id] = match.group(1)
+    return events

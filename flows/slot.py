@@ -5,16 +5,19 @@ it finishes, or gives up after the timeout. The slot is taken with the flow run'
 request to take it and one to give it back; the limit is created by the first run on a workspace (taking a
 slot of a missing limit says so, so no run reads the limit first). Its lease is renewed from a thread, only
 for a cycle that outlives three quarters of it, so a long stage that blocks the flow's event loop keeps it
-and a short cycle sends no renewal at all.
+and a short cycle sends no renewal at all. A cycle killed with SIGKILL renews nothing: the server takes the
+slot back when the lease runs out (LEASE_S, or GEP_SLOT_LEASE_S seconds), and the next cycle goes ahead.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
+import os
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -27,10 +30,30 @@ from prefect.client.schemas.objects import ConcurrencyLeaseHolder
 from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
 from prefect.exceptions import MissingContextError, ObjectAlreadyExists, ObjectNotFound
 
+from gep.errors import ConfigError
 from gep.prefect_api import workspace_key
 
 LEASE_S = 300.0
+LEASE_ENV = "GEP_SLOT_LEASE_S"  # how long a dead cycle can keep its workspace's slot
+MIN_LEASE_S, MAX_LEASE_S = 60.0, 86400.0  # what the server accepts
 LOCKED = 423  # the limit is full: the server says when to ask again (Retry-After)
+RETRY_CAP_S = 5.0  # ... up to 30 s; ask at least this often, so a slot given back is taken at once
+
+
+def lease_seconds(env: Mapping[str, str] | None = None) -> float:
+    """The slot's lease: GEP_SLOT_LEASE_S when set (a one-line ConfigError when it is no number of seconds
+    the server accepts), else LEASE_S."""
+    raw = (os.environ if env is None else env).get(LEASE_ENV, "").strip()
+    if not raw:
+        return LEASE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not MIN_LEASE_S <= value <= MAX_LEASE_S:  # nan compares false: refused too
+        raise ConfigError(f"{LEASE_ENV}={raw!r} is not a number of seconds from {MIN_LEASE_S:.0f} to "
+                          f"{MAX_LEASE_S:.0f}")
+    return value
 
 
 def slot_name(path: Path) -> str:
@@ -50,15 +73,17 @@ def ensure_limit(name: str, limit: int = 1) -> None:
 
 
 @asynccontextmanager
-async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = None) -> AsyncIterator[None]:
+async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = None,
+                         lease_s: float = LEASE_S) -> AsyncIterator[None]:
     """Hold the workspace's slot; TimeoutError when another run held it for ``timeout_s``."""
     name = slot_name(path)
     async with get_client() as client:  # inside a flow run: the run's own client
-        lease = await _acquire(client, name, timeout_s, holder)
+        lease = await _acquire(client, name, timeout_s, holder, lease_s)
         stop = threading.Event()
         # the run's settings (API URL) and logger live in context variables: the thread gets a copy
         renew = contextvars.copy_context()
-        threading.Thread(target=renew.run, args=(_renew, lease, stop), name=f"gep-slot-{name}", daemon=True).start()
+        threading.Thread(target=renew.run, args=(_renew, lease, stop, lease_s), name=f"gep-slot-{name}",
+                         daemon=True).start()
         try:
             yield
         finally:
@@ -66,18 +91,18 @@ async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = Non
             await client.release_concurrency_slots_with_lease(lease)
 
 
-async def _acquire(client: Any, name: str, timeout_s: float, holder: UUID | None) -> UUID:
+async def _acquire(client: Any, name: str, timeout_s: float, holder: UUID | None, lease_s: float) -> UUID:
     deadline = time.monotonic() + timeout_s
     who = ConcurrencyLeaseHolder(type="flow_run", id=holder) if holder else None
     created = False
     while True:
         try:
             response = await client.increment_concurrency_slots_with_lease(
-                names=[name], slots=1, mode="concurrency", lease_duration=LEASE_S, holder=who)
+                names=[name], slots=1, mode="concurrency", lease_duration=lease_s, holder=who)
         except httpx.HTTPStatusError as exc:
             if exc.response.status_code != LOCKED:
                 raise
-            wait = float(exc.response.headers.get("Retry-After", 1.0))
+            wait = min(float(exc.response.headers.get("Retry-After", 1.0)), RETRY_CAP_S)
             if time.monotonic() + wait > deadline:
                 raise TimeoutError(f"{name} stayed held for {timeout_s:.0f} s") from None
             await asyncio.sleep(wait)
@@ -94,12 +119,12 @@ async def _acquire(client: Any, name: str, timeout_s: float, holder: UUID | None
         created = True
 
 
-def _renew(lease: UUID, stop: threading.Event) -> None:
+def _renew(lease: UUID, stop: threading.Event, lease_s: float) -> None:
     """Renew the lease each time three quarters of it have passed, until the slot is given back."""
-    while not stop.wait(LEASE_S * 0.75):
+    while not stop.wait(lease_s * 0.75):
         try:
             with get_client(sync_client=True) as client:
-                client.renew_concurrency_lease(lease, lease_duration=LEASE_S)
+                client.renew_concurrency_lease(lease, lease_duration=lease_s)
         except Exception as exc:  # noqa: BLE001 - this thread must keep renewing; the file lock still keeps cycles apart
             try:
                 get_run_logger().warning("could not renew the workspace slot's lease: %s", exc)

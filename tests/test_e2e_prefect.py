@@ -177,7 +177,10 @@ def check_deployments(server: LiveServer, ws: Path) -> None:
     assert fleet.parameter_openapi_schema["required"] == ["workspaces"]
     [sched] = scheduled.schedules
     assert sched.schedule.cron == "*/30 * * * *" and sched.active
-    assert manual.schedules == [] and fleet.schedules == []
+    assert manual.schedules == []
+    # the fleet's schedule is there, off until workspaces are listed; its ticks run scheduled cycles
+    [tick] = fleet.schedules
+    assert tick.schedule.cron == "0 */6 * * *" and not tick.active and tick.parameters == {"scheduled": True}
     with server.client() as client:  # gene distillation, once a day (issue 16)
         distill = client.read_deployment_by_name("distill-genes/daily")
     assert distill.entrypoint == "flows/distill.py:distill_genes" and distill.parameters["workspace"] == str(ws)
@@ -269,12 +272,18 @@ def step10_fleet(doc: Doc, server: LiveServer, ws: Path, worker_log: Path) -> No
     other = Path(f"{ws}-2")
     for starts in ("cp -r examples/workspace", "git -C", "git -C", "git -C"):
         doc.run(starts)
-    out = doc.run("prefect deployment run 'evolve-fleet/evolve-fleet'", timeout_s=240)
-    fleet = wait_for_run(server, run_id_in(out, server), worker_log, timeout_s=5)
+    out = doc.run("gep fleet --workspace", timeout_s=240)
+    link = re.search(rf"flow run: {re.escape(server.url)}/runs/flow-run/([0-9a-f-]{{36}})", out)
+    assert link, out
+    fleet = wait_for_run(server, UUID(link.group(1)), worker_log, timeout_s=5)
     assert fleet.state_name == "Completed", out
     for w in (ws, other):
         [latest, *_] = json_history(server, w)
         assert latest["outcome"]["status"] == "awaiting_changes" and latest["flow_run"]["state"] == "Awaiting changes"
+        # --watch printed the fleet's table: the workspace, its cycle's run and state, and its event
+        row = next(line for line in out.splitlines() if f"`{w}`" in line)
+        assert latest["id"] in row and "Awaiting changes" in row, out
+        assert f"{server.url}/runs/flow-run/{latest['meta']['flow_run_id']}" in row, out
     shutil.rmtree(other)
 
 

@@ -263,21 +263,6 @@ def test_scheduled_ticks_skip_under_steady_state(prefect_server, example_ws: Pat
     assert manual.outcome.status in {"awaiting_changes", "empty"}
 
 
-def test_fleet_runs_each_workspace_once_never_interleaved(prefect_server, tmp_path: Path):
-    from flows.fleet import evolve_fleet
-
-    a = init_repo(tmp_path / "a", {"logs/app.log": "[ERROR] boom: TypeError: x is not a function\n"})
-    b = init_repo(tmp_path / "b", {"logs/app.log": "[ERROR] crash: ValueError: bad\n"})
-    cmd = agent(tmp_path, "noop", NOOP_AGENT)
-    results = evolve_fleet(workspaces=[str(a), str(b), str(a)], mutator="command", agent_cmd=cmd)
-    assert set(results) == {str(a), str(b)}
-    evs_a = events(a)
-    assert len(evs_a) == 2  # listed twice: two cycles, one after the other
-    assert all(e.outcome.status == "empty" for e in evs_a + events(b))
-    starts = sorted(e.meta.at for e in evs_a)
-    assert starts[0] != starts[1]
-
-
 @pytest.mark.parametrize("approve", [False, True])
 def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_path: Path, approve: bool):
     from prefect.flow_runs import resume_flow_run

@@ -1,0 +1,166 @@
+"""`gep fleet --workspace A --workspace B ...`: start a run of the evolve-fleet deployment.
+
+Each workspace's cycle becomes a flow run of `evolution-cycle/evolve-now` that any worker of the pool picks
+up (flows/fleet.py). This command only checks what it is given, starts the fleet's run on the server `gep`
+uses and prints its link; `--watch` waits for it and prints the fleet's table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gep.errors import ConfigError, GepError
+
+WATCH_POLL_S = 2.0
+
+
+def register(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
+    """Add the `fleet` command to ``app``; ``friendly`` turns errors into one line (gep.cli's)."""
+    app.command("fleet")(friendly(fleet))
+
+
+def fleet(
+    workspace: Annotated[list[Path] | None, typer.Option(
+        "--workspace", "-w", help="A workspace to evolve (repeat for each); a git repository with a commit.")] = None,
+    mutator: Annotated[str, typer.Option(help="auto | anthropic | command | prompt, for every cycle (auto: "
+                                         "anthropic when the worker has ANTHROPIC_API_KEY, else prompt).")] = "auto",
+    strategy: Annotated[str, typer.Option(help="auto | balanced | innovate | harden | repair-only | "
+                                          "early-stabilize | steady-state, for every cycle.")] = "auto",
+    agent_cmd: Annotated[str | None, typer.Option("--agent-cmd", help="External agent command for --mutator "
+                                                  "command (the cycles' runs record it: no secrets; default: "
+                                                  "each workspace's gep.toml).")] = None,
+    as_given: Annotated[bool, typer.Option("--as-given", help="Send the paths unchecked, as typed: they are "
+                                           "paths on the workers' machines, not on this one.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Wait until every cycle finished; print each "
+                                        "workspace's run, state and event.")] = False,
+) -> None:
+    """Evolve several workspaces at once: one cycle each, spread over the workers of the work pool.
+
+    Starts a run of the evolve-fleet deployment; each workspace's cycle is then a flow run of
+    evolution-cycle/evolve-now that any worker polling the pool picks up, on any machine, never two at once
+    on one workspace (a workspace listed twice runs twice, one after the other). Needs a Prefect server
+    (PREFECT_API_URL, or `gep server start`), the deployments (`prefect deploy --all` from the gep
+    checkout) and a worker (`prefect worker start --pool gep-pool`): docs/deploy.md, steps 1-4 and 10.
+    Prints the fleet run's link.
+
+    Exit status: 0 started (--watch: every cycle finished); 1 the fleet failed or could not start; 2 bad input.
+    """
+    from gep.fleet import check_agent_cmd, check_workspaces
+
+    if not workspace:
+        raise ConfigError("no workspace given: name each with --workspace DIR")
+    paths = check_workspaces([str(p) for p in workspace])
+    params = {"workspaces": paths if as_given else local_workspaces(paths), "mutator": _mutator(mutator),
+              "strategy": _strategy(strategy), "agent_cmd": check_agent_cmd(agent_cmd or "")}
+    api_url = fleet_api()
+    with prefect_client(api_url) as client:
+        run_id = start(client, api_url, params)
+        if watch:
+            raise typer.Exit(watch_run(client, run_id))
+
+
+def local_workspaces(paths: Sequence[str]) -> list[str]:
+    """Each path checked as a cycle checks it (a git repository's top, with a commit), made absolute: the
+    workers run in the gep checkout, where a relative path would mean something else."""
+    from gep.git import open_repo
+
+    return [str(open_repo(p).path) for p in paths]
+
+
+def _mutator(name: str) -> str:
+    from gep.mutators import MUTATORS
+
+    value = name.strip().lower() or "auto"
+    if value not in ("auto", *MUTATORS):
+        raise ConfigError(f"unknown mutator {name!r}: auto, {', '.join(MUTATORS)}")
+    return value
+
+
+def _strategy(name: str) -> str:
+    from gep.strategy import PRESETS
+
+    value = name.strip().lower().replace("_", "-") or "auto"
+    if value not in ("auto", *PRESETS):
+        raise ConfigError(f"unknown strategy {name!r}: auto, {', '.join(PRESETS)}")
+    return value
+
+
+def fleet_api() -> str:
+    """PREFECT_API_URL when set (it must answer), else gep's running background server; never a new one: a
+    server started now would have no deployments and no workers."""
+    from gep import prefect_api as api
+    from gep import server
+
+    configured = api.configured_api_url()
+    if configured:
+        if not api.healthy(configured, timeout_s=5.0):
+            raise server.ServerError(f"cannot reach the Prefect server at {configured} (PREFECT_API_URL)")
+        return configured
+    running = server.running_api_url()
+    if running:
+        return running
+    raise server.ServerError("no Prefect server is running: a fleet runs on the workers of a server's work pool; "
+                             "start one (`gep server start`), deploy and start a worker (docs/deploy.md)")
+
+
+@contextmanager
+def prefect_client(api_url: str) -> Iterator[Any]:
+    from prefect import get_client
+    from prefect.settings import temporary_settings
+
+    with temporary_settings(updates={"api.url": api_url}), get_client(sync_client=True) as client:
+        yield client
+
+
+def _say(message: str) -> None:
+    typer.echo(f"gep: {message}", err=True)
+
+
+def start(client: Any, api_url: str, params: dict[str, Any]) -> str:
+    """Create the fleet's run (both deployments checked first); print its link. The run's id."""
+    from prefect.exceptions import ObjectNotFound
+
+    from gep.fleet import CYCLE_DEPLOYMENT, FLEET_DEPLOYMENT, missing_deployment
+    from gep.prefect_api import run_link
+
+    deployments = {}
+    for name in (FLEET_DEPLOYMENT, CYCLE_DEPLOYMENT):
+        try:
+            deployments[name] = client.read_deployment_by_name(name)
+        except ObjectNotFound:
+            raise GepError(missing_deployment(name, api_url)) from None
+    fleet_deployment = deployments[FLEET_DEPLOYMENT]
+    pool = fleet_deployment.work_pool_name
+    if pool and not any(w.status == "ONLINE" for w in client.read_workers_for_work_pool(pool)):
+        _say(f"no worker is polling the work pool {pool}: the runs wait until one starts "
+             f"(`prefect worker start --pool {pool}`)")
+    run = client.create_flow_run_from_deployment(fleet_deployment.id, parameters=params)
+    n = len(params["workspaces"])
+    typer.echo(f"fleet run {run.name}: {n} cycle{'s' if n != 1 else ''} as runs of {CYCLE_DEPLOYMENT}")
+    typer.echo(f"  flow run: {run_link(api_url, str(run.id))}")
+    return str(run.id)
+
+
+def watch_run(client: Any, run_id: str) -> int:
+    """Wait for the fleet's run; print its table. 0 when it completed, else 1."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    from gep.fleet import FLEET_ARTIFACT
+
+    while True:
+        run = client.read_flow_run(run_id)
+        if run.state is not None and run.state.is_final():
+            break
+        time.sleep(WATCH_POLL_S)
+    tables = client.read_artifacts(artifact_filter=ArtifactFilter(
+        flow_run_id=ArtifactFilterFlowRunId(any_=[run.id]), key=ArtifactFilterKey(any_=[FLEET_ARTIFACT])))
+    if tables:
+        typer.echo(tables[0].data)
+    typer.echo(f"{run.state_name}: {run.state.message or ''}".rstrip(": "))
+    return 0 if run.state.is_completed() else 1

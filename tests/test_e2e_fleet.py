@@ -1,0 +1,216 @@
+"""A fleet on real parts: the session's Prefect server, one PostgreSQL store, two process workers, six
+workspaces (copies of the example, real git repositories), `prefect deploy` from this repository's
+prefect.yaml and `gep fleet --watch`, the prompt mutator.
+
+Before the fleet: workspace A's cycle is finished by hand (a committed fix, its capsule in the shared store),
+and a cycle on workspace F is killed with SIGKILL while it holds F's concurrency slot (lease: 60 s, the
+shortest the server takes). The fleet then runs one cycle on each of the six: every cycle once, on either
+worker, each history apart, A's capsule reused by the others with its origin on their events, and F's cycle
+waiting out the dead cycle's lease, then running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE, init_repo
+from live_prefect import BIN, ROOT, LiveServer, kill_group
+from store_backends import NO_PG, pg_schema_url
+
+from gep.models import EvolutionEvent
+from gep.server import group_alive
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, NO_PG, pytest.mark.timeout(600)]
+
+POOL = "gep-fleet-test-pool"  # not gep-pool: test_e2e_prefect.py creates that one as docs/deploy.md says
+LEASE_S = 60  # the shortest lease the server accepts
+NAMES = ["team-a", "team-b", "team-c", "team-d", "team-e", "team-f"]
+SLEEPER = "import pathlib, sys, time\nsys.stdin.read()\npathlib.Path(sys.argv[1]).write_text('x')\ntime.sleep(600)\n"
+SUBMITTED = re.compile(r"Worker '([^']+)' submitting flow run '([0-9a-f-]{36})'")
+ABORTED = re.compile(r"Aborted submission of flow run '([0-9a-f-]{36})'")
+
+
+@dataclass
+class Fleet:
+    server: LiveServer
+    env: dict[str, str]
+    workspaces: list[Path]
+    fix: EvolutionEvent  # A's committed fix, before the fleet
+    slot_held_at: datetime  # when the killed cycle held F's slot
+    output: str  # `gep fleet --watch`
+    fleet_run_id: str
+    worker_logs: list[str]
+
+
+def example(path: Path) -> Path:
+    shutil.copytree(EXAMPLE, path)
+    return init_repo(path, {})
+
+
+def committed_fix(ws: Path, env: dict[str, str]) -> EvolutionEvent:
+    """A prompt-mode cycle on A, the fix made by hand and solidified: a capsule in the shared store."""
+    from gep import CycleRequest, run_cycle, solidify_pending
+
+    first = run_cycle(CycleRequest(workspace=ws, mutator="prompt"), env=env)
+    assert first is not None and first.outcome.status == "awaiting_changes"
+    stats = ws / "stats.py"
+    stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
+    done = solidify_pending(CycleRequest(workspace=ws, summary="Fix the mean"), env=env)
+    assert done is not None and done.outcome.status == "success" and done.capsule_id, done.meta.failure_reasons
+    return done
+
+
+def kill_a_cycle_holding_the_slot(server: LiveServer, ws: Path, env: dict[str, str], tmp: Path) -> datetime:
+    """`gep cycle` with an agent that never ends, killed with SIGKILL (its whole group) once the agent runs;
+    when its slot was seen held."""
+    from flows.slot import slot_name
+
+    marker, script = tmp / "agent-started", tmp / "sleeper.py"
+    script.write_text(SLEEPER)
+    proc = server.spawn([str(BIN / "gep"), "cycle", "--workspace", str(ws), "--mutator", "command",
+                         "--agent-cmd", f"{sys.executable} {script} {marker}"],
+                        env={**env, "GEP_SLOT_LEASE_S": str(LEASE_S)}, log=tmp / "killed-cycle.log")
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp / "killed-cycle.log").read_text()
+        time.sleep(0.2)
+    with server.client() as client:
+        limit = client.read_global_concurrency_limit_by_name(slot_name(ws))
+    assert limit.active_slots == 1  # the cycle holds the workspace's slot
+    held_at = datetime.now(UTC)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    assert not group_alive(proc.pid)  # gep, the flow and the agent: all gone, nothing released the slot
+    return held_at
+
+
+def deploy(server: LiveServer, env: dict[str, str], tmp: Path) -> None:
+    """The work pool, and `prefect deploy --all` from this repository's prefect.yaml, on the test's pool."""
+    yaml = tmp / "prefect.yaml"
+    yaml.write_text((ROOT / "prefect.yaml").read_text().replace("name: gep-pool", f"name: {POOL}"))
+    r = server.run([str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process"], env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # {{ $PWD }} in the pull step: the worker runs the flows from this checkout
+    r = server.run([str(BIN / "prefect"), "deploy", "--all", "--prefect-file", str(yaml)], cwd=ROOT,
+                   env={**env, "PWD": str(ROOT), "GEP_WORKSPACE": "/nonexistent"}, timeout_s=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def fleet(live_prefect: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    server, tmp = live_prefect, tmp_path_factory.mktemp("fleet")
+    with pg_schema_url() as url, pytest.MonkeyPatch.context() as mp:
+        # `python` in the example's validation: this interpreter, which has pytest
+        mp.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
+        env = {"GEP_DATABASE_URL": url, "GEP_SHARE_CAPSULES": "true", "PATH": os.environ["PATH"]}
+        workspaces = [example(tmp / name) for name in NAMES]
+        fix = committed_fix(workspaces[0], {**os.environ, **env})
+        held_at = kill_a_cycle_holding_the_slot(server, workspaces[-1], env, tmp)
+        deploy(server, env, tmp)
+        logs = [tmp / f"worker-{n}.log" for n in (1, 2)]
+        workers = [server.spawn([str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--limit", "3",
+                                 "--name", f"fleet-worker-{n}"], log=log,
+                                env={**env, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "5"})
+                   for n, log in zip((1, 2), logs, strict=True)]
+        try:
+            args = [a for ws in workspaces for a in ("--workspace", str(ws))]
+            r = server.run([str(BIN / "gep"), "fleet", *args, "--mutator", "prompt", "--watch"], env=env,
+                           timeout_s=420)
+        finally:
+            for worker in workers:
+                kill_group(worker, signal.SIGINT, grace_s=15)  # Ctrl-C, as a user stops a worker
+        texts = [log.read_text(errors="replace") for log in logs]
+        assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n" + "\n".join(t[-3000:] for t in texts)
+        for worker in workers:
+            assert not group_alive(worker.pid)  # the worker and every flow run it started are gone
+        run_id = re.search(r"flow run: \S+/runs/flow-run/([0-9a-f-]{36})", r.stdout)
+        assert run_id, r.stdout
+        yield Fleet(server, env, workspaces, fix, held_at, r.stdout, run_id.group(1), texts)
+
+
+def history(f: Fleet, ws: Path) -> list[dict]:
+    r = f.server.run([str(BIN / "gep"), "history", "--workspace", str(ws), "--json"], env=f.env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def cycle_runs(f: Fleet) -> dict[str, object]:
+    """The fleet's cycle runs (subflow runs of its run), by workspace: exactly one each."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentTaskRunId
+
+    with f.server.client() as client:
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[f.fleet_run_id])))
+        runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_task_run_id=FlowRunFilterParentTaskRunId(any_=[t.id for t in tasks])), limit=50)
+    assert len(tasks) == len(f.workspaces) == len(runs)
+    by_ws = {r.parameters["workspace"]: r for r in runs}
+    assert sorted(by_ws) == sorted(str(ws) for ws in f.workspaces)  # each workspace's cycle: one run
+    assert all(r.deployment_id == runs[0].deployment_id and "fleet" in r.tags for r in runs)
+    return by_ws
+
+
+def test_each_cycle_ran_once_on_either_worker_and_histories_stay_apart(fleet: Fleet):
+    runs = cycle_runs(fleet)
+    ran_by: dict[str, list[str]] = {}
+    for n, text in enumerate(fleet.worker_logs, 1):
+        aborted = set(ABORTED.findall(text))
+        for worker, run_id in SUBMITTED.findall(text):
+            assert worker == f"fleet-worker-{n}"
+            if run_id not in aborted:
+                ran_by.setdefault(run_id, []).append(worker)
+    ids = {str(r.id) for r in runs.values()}
+    assert ids | {fleet.fleet_run_id} == set(ran_by), ran_by  # the fleet's run and its cycles, nothing else
+    assert all(len(w) == 1 for w in ran_by.values()), ran_by  # each run on one worker, once
+    assert {w[0] for i, w in ran_by.items() if i in ids} == {"fleet-worker-1", "fleet-worker-2"}  # spread
+    seen: set[str] = set()
+    for ws in fleet.workspaces:
+        events = history(fleet, ws)
+        run = runs[str(ws)]
+        mine = [e for e in events if e["meta"].get("flow_run_id") == str(run.id)]
+        assert len(mine) == 1, events  # the fleet's cycle, recorded once, in this workspace's history
+        assert run.state_name == "Awaiting changes" == mine[0]["flow_run"]["state"]
+        assert not seen & {e["id"] for e in events}  # no event in two histories
+        seen |= {e["id"] for e in events}
+        # the --watch table: the workspace, its cycle's run (linked), state and event
+        row = next(line for line in fleet.output.splitlines() if f"`{ws}`" in line)
+        assert mine[0]["id"] in row and "Awaiting changes" in row and str(run.id) in row, fleet.output
+        assert not (ws / ".gep" / "gep.db").exists()  # the shared PostgreSQL store, not a SQLite file
+    assert [len(history(fleet, ws)) for ws in fleet.workspaces] == [3, 1, 1, 1, 1, 2]  # A: 2 + fleet; F: killed + fleet
+    assert "Completed: 6 cycles: 6 Awaiting changes" in fleet.output
+
+
+def test_a_capsule_of_workspace_a_is_reused_by_the_others_with_its_origin(fleet: Fleet):
+    from gep.workspace_id import workspace_identity
+
+    a = workspace_identity(fleet.workspaces[0])
+    for ws in fleet.workspaces[1:]:
+        [latest, *_] = history(fleet, ws)
+        assert latest["meta"]["capsule_reused"] == fleet.fix.capsule_id, (ws, latest["meta"].get("selector"))
+        origin = latest["meta"]["capsule_origin"]
+        assert origin["workspace_id"] == a.id and origin["workspace_name"] == "team-a" and not origin["own"]
+
+
+def test_a_killed_cycle_holds_its_workspace_only_until_the_lease_runs_out(fleet: Fleet):
+    """F's cycle was SIGKILLed holding F's slot: the fleet's cycle on F waited for the lease, then ran, after
+    recovering the dead one (recorded as interrupted)."""
+    from flows.slot import slot_name
+
+    f = fleet.workspaces[-1]
+    latest, killed = history(fleet, f)
+    assert killed["outcome"]["status"] == "interrupted"
+    started = datetime.fromisoformat(latest["meta"]["at"].replace("Z", "+00:00"))
+    assert started >= fleet.slot_held_at + timedelta(seconds=LEASE_S - 2), (started, fleet.slot_held_at)
+    assert latest["outcome"]["status"] == "awaiting_changes"
+    with fleet.server.client() as client:
+        assert client.read_global_concurrency_limit_by_name(slot_name(f)).active_slots == 0
