@@ -51,6 +51,7 @@ class Fleet:
     output: str  # `gep fleet --watch`
     fleet_run_id: str
     worker_logs: list[str]
+    histories: dict[Path, list[dict]]  # `gep history --json` of each workspace, after the fleet
 
 
 def example(path: Path) -> Path:
@@ -136,11 +137,12 @@ def fleet(live_prefect: LiveServer, tmp_path_factory: pytest.TempPathFactory) ->
             assert not group_alive(worker.pid)  # the worker and every flow run it started are gone
         run_id = re.search(r"flow run: \S+/runs/flow-run/([0-9a-f-]{36})", r.stdout)
         assert run_id, r.stdout
-        yield Fleet(server, env, workspaces, fix, held_at, r.stdout, run_id.group(1), texts)
+        yield Fleet(server, env, workspaces, fix, held_at, r.stdout, run_id.group(1), texts,
+                    {ws: history(server, env, ws) for ws in workspaces})
 
 
-def history(f: Fleet, ws: Path) -> list[dict]:
-    r = f.server.run([str(BIN / "gep"), "history", "--workspace", str(ws), "--json"], env=f.env)
+def history(server: LiveServer, env: dict[str, str], ws: Path) -> list[dict]:
+    r = server.run([str(BIN / "gep"), "history", "--workspace", str(ws), "--json"], env=env)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -175,7 +177,7 @@ def test_each_cycle_ran_once_on_either_worker_and_histories_stay_apart(fleet: Fl
     assert {w[0] for i, w in ran_by.items() if i in ids} == {"fleet-worker-1", "fleet-worker-2"}  # spread
     seen: set[str] = set()
     for ws in fleet.workspaces:
-        events = history(fleet, ws)
+        events = fleet.histories[ws]
         run = runs[str(ws)]
         mine = [e for e in events if e["meta"].get("flow_run_id") == str(run.id)]
         assert len(mine) == 1, events  # the fleet's cycle, recorded once, in this workspace's history
@@ -186,7 +188,7 @@ def test_each_cycle_ran_once_on_either_worker_and_histories_stay_apart(fleet: Fl
         row = next(line for line in fleet.output.splitlines() if f"`{ws}`" in line)
         assert mine[0]["id"] in row and "Awaiting changes" in row and str(run.id) in row, fleet.output
         assert not (ws / ".gep" / "gep.db").exists()  # the shared PostgreSQL store, not a SQLite file
-    assert [len(history(fleet, ws)) for ws in fleet.workspaces] == [3, 1, 1, 1, 1, 2]  # A: 2 + fleet; F: killed + fleet
+    assert [len(fleet.histories[ws]) for ws in fleet.workspaces] == [2, 1, 1, 1, 1, 2]  # A: its fix + fleet; F: killed + fleet
     assert "Completed: 6 cycles: 6 Awaiting changes" in fleet.output
 
 
@@ -195,7 +197,7 @@ def test_a_capsule_of_workspace_a_is_reused_by_the_others_with_its_origin(fleet:
 
     a = workspace_identity(fleet.workspaces[0])
     for ws in fleet.workspaces[1:]:
-        [latest, *_] = history(fleet, ws)
+        [latest, *_] = fleet.histories[ws]
         assert latest["meta"]["capsule_reused"] == fleet.fix.capsule_id, (ws, latest["meta"].get("selector"))
         origin = latest["meta"]["capsule_origin"]
         assert origin["workspace_id"] == a.id and origin["workspace_name"] == "team-a" and not origin["own"]
@@ -207,10 +209,11 @@ def test_a_killed_cycle_holds_its_workspace_only_until_the_lease_runs_out(fleet:
     from flows.slot import slot_name
 
     f = fleet.workspaces[-1]
-    latest, killed = history(fleet, f)
+    latest, killed = fleet.histories[f]
     assert killed["outcome"]["status"] == "interrupted"
     started = datetime.fromisoformat(latest["meta"]["at"].replace("Z", "+00:00"))
     assert started >= fleet.slot_held_at + timedelta(seconds=LEASE_S - 2), (started, fleet.slot_held_at)
     assert latest["outcome"]["status"] == "awaiting_changes"
     with fleet.server.client() as client:
         assert client.read_global_concurrency_limit_by_name(slot_name(f)).active_slots == 0
+

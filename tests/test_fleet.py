@@ -1,0 +1,140 @@
+"""What a fleet refuses before any cycle starts, the fleet's table, and the slot's lease setting.
+
+The fleet itself (two workers, PostgreSQL, a killed cycle's slot): tests/test_e2e_fleet.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_cli import one_line_error, run
+from test_flows import prefect_server, run_state  # noqa: F401 - the session server, as the flow tests use it
+
+from gep.errors import ConfigError
+from gep.fleet import FleetRow, check_agent_cmd, check_workspaces, markdown
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.mark.parametrize("cmd", ["ANTHROPIC_API_KEY=sk-ant-api03-" + "a" * 40 + " claude -p",
+                                 "agent --api-key sk-live-0123456789abcdef0123", "python /home/alice/agent.py",
+                                 "claude --token=[REDACTED]"])
+def test_an_agent_command_that_would_arrive_redacted_is_refused(cmd: str):
+    with pytest.raises(ConfigError, match="gep.toml"):
+        check_agent_cmd(cmd)
+
+
+def test_a_plain_agent_command_passes_as_given():
+    assert check_agent_cmd(" claude -p ") == "claude -p"
+    assert check_agent_cmd('python -c "print(1)"') == 'python -c "print(1)"'
+    assert check_agent_cmd("") == ""
+
+
+@pytest.mark.parametrize("workspaces", [[], [""], ["/srv/a", "  "], ["{{ $GEP_WORKSPACE }}"]])
+def test_workspaces_must_be_paths(workspaces: list[str]):
+    with pytest.raises(ConfigError, match="workspaces"):
+        check_workspaces(workspaces)
+
+
+def test_the_table_keeps_one_row_per_workspace_whatever_the_cells_hold():
+    rows = [FleetRow(workspace="/srv/a|b", run_id="1", run_name="cycle-0001 repair gene|x", link="http://ui/runs/1",
+                     state="Failed", final=True, message="validation failed:\nexit 1"),
+            FleetRow(workspace="/srv/c", state="Running")]
+    text = markdown(rows, "evolution-cycle/evolve-now")
+    table = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(table) == 2 and all(line.count(" | ") == 5 for line in table), text
+    assert "[cycle-0001 repair gene\\|x](http://ui/runs/1)" in table[0]
+    assert text.startswith("# Fleet: 2 cycles: 1 Failed, 1 Running; 1 not finished")
+    assert "validation failed: exit 1" in text
+
+
+# ------------------------------------------------------------------ the flow refuses, in one line
+
+
+def test_the_flow_refuses_an_empty_list_and_a_command_with_a_secret(prefect_server):  # noqa: F811
+    from flows.fleet import evolve_fleet
+
+    state = run_state(evolve_fleet, workspaces=[])
+    assert state.is_failed() and state.message.startswith("parameter 'workspaces' is empty")
+    state = run_state(evolve_fleet, workspaces=["/srv/a"], agent_cmd="python /home/alice/agent.py")
+    assert state.is_failed() and "gep.toml" in state.message and "alice" not in state.message
+
+
+def test_the_flow_names_a_missing_deployment_and_how_to_create_it(prefect_server, repo: Path,  # noqa: F811
+                                                                   monkeypatch: pytest.MonkeyPatch):
+    import flows.fleet
+
+    monkeypatch.setattr(flows.fleet, "CYCLE_DEPLOYMENT", "evolution-cycle/no-such-deployment")
+    state = run_state(flows.fleet.evolve_fleet, workspaces=[str(repo)], mutator="prompt")
+    assert state.is_failed()
+    assert state.message == (f"deployment 'evolution-cycle/no-such-deployment' does not exist on "
+                             f"{prefect_server.api_url}: create the deployments with `prefect deploy --all` from "
+                             "the gep checkout (docs/deploy.md, step 3)")
+    assert not (repo / ".gep").exists()  # nothing ran
+
+
+# ------------------------------------------------------------------ gep fleet
+
+
+def test_gep_fleet_refuses_bad_input_in_one_line(repo: Path, tmp_path: Path):
+    one_line_error(run("fleet"), "no workspace given", "--workspace")
+    one_line_error(run("fleet", "-w", str(tmp_path / "nope")), "nope", "does not exist")
+    one_line_error(run("fleet", "-w", str(tmp_path)), "not a git repository")
+    one_line_error(run("fleet", "-w", str(repo), "--mutator", "gpt"), "unknown mutator 'gpt'")
+    one_line_error(run("fleet", "-w", str(repo), "--strategy", "yolo"), "unknown strategy 'yolo'")
+    one_line_error(run("fleet", "-w", str(repo), "--agent-cmd", "python /home/alice/agent.py"), "gep.toml")
+    assert run("fleet", "-w", str(repo), "--mutator", "gpt").exit_code == 2
+
+
+def test_gep_fleet_needs_a_server_it_does_not_start_one(repo: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
+    one_line_error(run("fleet", "-w", str(repo)), "no Prefect server is running", "gep server start")
+    assert not (tmp_path / "prefect-home" / "gep-server.json").exists()
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    one_line_error(run("fleet", "-w", str(repo)), "cannot reach the Prefect server at http://127.0.0.1:9/api")
+
+
+def test_gep_fleet_names_a_missing_deployment(prefect_server, repo: Path, monkeypatch):  # noqa: F811
+    import gep.fleet
+
+    monkeypatch.setenv("PREFECT_API_URL", prefect_server.api_url)
+    monkeypatch.setattr(gep.fleet, "FLEET_DEPLOYMENT", "evolve-fleet/no-such-fleet")
+    one_line_error(run("fleet", "-w", str(repo)), "deployment 'evolve-fleet/no-such-fleet' does not exist",
+                   "prefect deploy --all")
+
+
+def test_gep_fleet_help_explains_what_it_needs():
+    result = run("fleet", "--help")
+    text = " ".join(result.stdout.split())  # rich wraps the lines
+    assert result.exit_code == 0
+    for needle in ("--workspace", "--as-given", "--watch", "evolution-cycle/evolve-now", "prefect deploy --all",
+                   "prefect worker start --pool gep-pool", "never two at once on one workspace"):
+        assert needle in text, needle
+
+
+# ------------------------------------------------------------------ the slot's lease
+
+
+@pytest.mark.parametrize(("raw", "lease"), [("", 300.0), ("90", 90.0), (" 60 ", 60.0)])
+def test_the_lease_setting(raw: str, lease: float):
+    from flows.slot import lease_seconds
+
+    assert lease_seconds({"GEP_SLOT_LEASE_S": raw}) == lease
+
+
+@pytest.mark.parametrize("raw", ["59", "86401", "nan", "inf", "-1", "five"])
+def test_a_bad_lease_setting_is_refused(raw: str):
+    from flows.slot import lease_seconds
+
+    with pytest.raises(ConfigError, match=f"GEP_SLOT_LEASE_S='{raw}' is not a number of seconds from 60 to 86400"):
+        lease_seconds({"GEP_SLOT_LEASE_S": raw})
+
+
+def test_a_bad_lease_setting_refuses_the_run_in_one_line(prefect_server, example_ws: Path, monkeypatch):  # noqa: F811
+    from flows.cycle import evolution_cycle
+
+    monkeypatch.setenv("GEP_SLOT_LEASE_S", "nan")
+    state = run_state(evolution_cycle, workspace=str(example_ws), mutator="prompt")
+    assert state.is_failed() and state.message == "GEP_SLOT_LEASE_S='nan' is not a number of seconds from 60 to 86400"
+    assert not (example_ws / ".gep" / "gep.db").exists()
