@@ -41,11 +41,15 @@ lint: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
 	$(BIN)/mypy gep flows
 
-bench: $(STAMP)
+# bench/fleet.py needs PostgreSQL's driver (a test extra); it starts PostgreSQL itself when
+# GEP_TEST_POSTGRES_URL is not set
+bench: $(TESTSTAMP)
 	$(BIN)/python bench/signals.py
 	$(BIN)/python bench/store.py
 	$(BIN)/python bench/selection.py
 	$(BIN)/python bench/cycle.py
+	$(BIN)/python bench/cli.py
+	$(BIN)/python bench/fleet.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -11,13 +11,12 @@ compare.
   server        `gep server start` on a fresh PREFECT_HOME (Prefect creates its database), then `gep cycle`
                 (prompt mutator) on fresh workspaces with that server running: every cycle after the first
                 of a session. Target <= 2.5 s. Then `gep solidify` of those cycles.
-  fleet         --fleet prompt-mode cycles on as many workspaces through the `evolve-fleet` flow, against the
-                same server. Target: 100 in < 100 s.
+  fleet         bench/fleet.py: cycles spread over Prefect workers, the fleet of 100 (target < 100 s).
   reference     with --reference DIR (a checkout of EvoMap/evolver) and node installed: its prompt-only
                 cycle, `node index.js run`, on fresh copies of the same workspace. Nothing is said about
                 the reference unless it is measured here.
 
-Run: ``.venv/bin/python bench/cli.py [--runs 5] [--fleet 100] [--reference DIR]``
+Run: ``.venv/bin/python bench/cli.py [--runs 5] [--reference DIR]``
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ BIN = Path(sys.executable).parent
 GEP = str(BIN / "gep")
 sys.path.insert(0, str(ROOT / "tests"))  # live_prefect: the same server helper the end-to-end tests use
 
-TARGET_STORE_S, TARGET_STORE_MB, TARGET_CAPTURE_S, TARGET_CYCLE_S, TARGET_FLEET_S = 0.5, 80.0, 0.3, 2.5, 100.0
+TARGET_STORE_S, TARGET_STORE_MB, TARGET_CAPTURE_S, TARGET_CYCLE_S = 0.5, 80.0, 0.3, 2.5
 HOOK_INPUT = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "bench",
                          "prompt": "please keep answers short, and thanks, that fix worked"})
 
@@ -175,35 +174,6 @@ def cycles(rep: Report, env: dict[str, str], scratch: Path, runs: int) -> tuple[
     return done[0], events[0]["id"]
 
 
-FLEET_CHILD = """
-import json, sys, time
-from flows.fleet import evolve_fleet
-workspaces = sys.argv[1:]
-t = time.perf_counter()
-results = evolve_fleet(workspaces=workspaces, mutator="prompt")
-print(json.dumps({"wall": time.perf_counter() - t, "results": results}))
-"""
-
-
-def fleet(rep: Report, env: dict[str, str], server_api: str, scratch: Path, n: int) -> None:
-    parent = scratch / "fleet"
-    parent.mkdir()
-    workspaces = [str(fresh_workspace(parent, f"ws-{i:03d}")) for i in range(n)]
-    child_env = {**env, "PREFECT_API_URL": server_api, "PREFECT_LOGGING_LEVEL": "WARNING"}
-    started = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", FLEET_CHILD, *workspaces], env=child_env, cwd=ROOT,
-                       capture_output=True, text=True, timeout=3600)
-    wall = time.perf_counter() - started
-    if r.returncode != 0:
-        raise SystemExit(f"fleet failed ({r.returncode}):\n{r.stderr[-3000:]}")
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    recorded = sum(1 for v in out["results"].values() if v.startswith("evt_"))
-    verdict = "OK" if wall < TARGET_FLEET_S * n / 100 else "OVER"
-    rep.note(f"fleet: {n} prompt-mode cycles on {n} workspaces through evolve-fleet, one server")
-    rep.note(f"  {recorded}/{n} cycles recorded; flow {out['wall']:.1f} s, process {wall:.1f} s "
-             f"(target < {TARGET_FLEET_S * n / 100:g} s) {verdict}")
-
-
 def reference_cycle_s(checkout: Path, scratch: Path, runs: int) -> float | None:
     """Median wall time of the reference's prompt-only cycle here, or None when it cannot be run."""
     node = shutil.which("node")
@@ -229,7 +199,6 @@ def reference(rep: Report, checkout: Path, scratch: Path, runs: int) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="runs per command (median)")
-    ap.add_argument("--fleet", type=int, default=100, help="workspaces in the fleet run (0: skip)")
     ap.add_argument("--reference", type=Path, help="a checkout of EvoMap/evolver, to time its cycle here")
     args = ap.parse_args()
 
@@ -249,8 +218,6 @@ def main() -> int:
             no_server = {**clean_env(PREFECT_HOME=str(scratch / "empty-home")), "PATH": path}
             ws, event_id = cycles(rep, env, scratch, args.runs)
             store_only(rep, env, no_server, ws, event_id, args.runs)
-            if args.fleet:
-                fleet(rep, env, server.api_url, scratch, args.fleet)
         if args.reference:
             reference(rep, args.reference.resolve(), scratch, args.runs)
     finally:
