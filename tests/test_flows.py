@@ -38,9 +38,6 @@ BREAK_AGENT = textwrap.dedent("""
     print("changed median")
 """)
 
-NOOP_AGENT = "import sys; sys.stdin.read(); print('nothing to do')\n"
-
-
 @pytest.fixture(scope="session")
 def prefect_server(live_prefect):
     """The end-to-end tests' server, for flows called in this process (as Prefect's test harness sets it up,
