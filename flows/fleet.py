@@ -49,8 +49,7 @@ from gep.fleet import (
 from gep.prefect_api import run_link
 
 WAIT_S = 6 * 3600.0  # the bound on the fleet's wait: a cycle may first wait up to 30 min for its slot
-POLL_S = 2.0  # one request for every run's state per poll
-DISPATCH_AT_ONCE = 8  # run creations in flight: each is three requests to the server
+POLL_S = 1.0  # one request for every run's state per poll
 PAGE = 200  # the server's largest page of flow runs or artifacts
 EVENT_IN_DESCRIPTION = re.compile(r"^GEP cycle (\S+) on ")  # flows/reporting.py's cycle artifact
 
@@ -92,15 +91,18 @@ async def evolve_fleet(
             return Failed(message=message)
         params = {"mutator": mutator, "strategy": strategy, "agent_cmd": shown_cmd}
         runs = await dispatch(client, deployment, paths, params)
-        logger.info("%d cycles dispatched to %s", len(runs), deployment)
-        final = await wait_for(client, [r.id for r in runs], WAIT_S)
-        rows = await fleet_rows(client, paths, [final.get(r.id, r) for r in runs], api_url)
+        started = [r for r in runs if isinstance(r, FlowRun)]
+        logger.info("%d cycles dispatched to %s", len(started), deployment)
+        final = await wait_for(client, [r.id for r in started], WAIT_S)
+        rows = await fleet_rows(client, paths, [final.get(r.id, r) if isinstance(r, FlowRun) else r for r in runs],
+                                api_url)
         await MarkdownArtifact(key=FLEET_ARTIFACT, markdown=markdown(rows, deployment),
                                description=f"GEP fleet: {summary(rows)}").acreate(client)
     for row in rows:
         logger.info("%s: %s %s %s", row.workspace, row.state, row.event_id or "-", row.link or "")
-    if not all(r.final for r in rows):
-        return Failed(message=f"{summary(rows)} within {WAIT_S:.0f} s", data=rows)
+    if not all(r.final for r in rows):  # a run not created, or not finished in time
+        late = any(r.run_id and not r.final for r in rows)
+        return Failed(message=summary(rows) + (f" within {WAIT_S:.0f} s" if late else ""), data=rows)
     return Completed(message=summary(rows), data=rows)
 
 
@@ -109,17 +111,21 @@ def _api_url() -> str | None:
     return str(url).rstrip("/") if url else None
 
 
-async def dispatch(client: Any, deployment: str, workspaces: Sequence[str], params: dict[str, Any]) -> list[FlowRun]:
-    """One flow run of ``deployment`` per workspace, linked to this run as subflows; none waited for here."""
-    gate = asyncio.Semaphore(DISPATCH_AT_ONCE)
+async def dispatch(client: Any, deployment: str, workspaces: Sequence[str],
+                   params: dict[str, Any]) -> list[FlowRun | Exception]:
+    """One flow run of ``deployment`` per workspace, linked to this run as subflows; none waited for here.
 
-    async def one(workspace: str) -> FlowRun:
-        async with gate:
+    One after another: each is three requests (about 0.1 s), and a server on SQLite takes concurrent writes
+    slower than serial ones. A run that could not be created is reported, and the others still run."""
+    runs: list[FlowRun | Exception] = []
+    for workspace in workspaces:
+        try:
             # run_deployment's async form; timeout=0: create the run and return, the poll below waits
-            return await arun_deployment(deployment, client=client, parameters={**params, "workspace": workspace},
-                                         timeout=0, tags=["fleet"])
-
-    return list(await asyncio.gather(*(one(w) for w in workspaces)))
+            runs.append(await arun_deployment(deployment, client=client, timeout=0, tags=["fleet"],
+                                              parameters={**params, "workspace": workspace}))
+        except Exception as exc:  # noqa: BLE001 - one run that could not be created does not stop the fleet
+            runs.append(exc)
+    return runs
 
 
 async def wait_for(client: Any, ids: Sequence[UUID], within_s: float) -> dict[UUID, FlowRun]:
@@ -139,11 +145,13 @@ async def read_runs(client: Any, ids: Sequence[UUID]) -> list[FlowRun]:
     return [run for page in found for run in page]
 
 
-async def fleet_rows(client: Any, workspaces: Sequence[str], runs: Sequence[FlowRun],
+async def fleet_rows(client: Any, workspaces: Sequence[str], runs: Sequence[FlowRun | Exception],
                      api_url: str | None) -> list[FleetRow]:
     """A row per workspace: its run, state and outcome, and the event its cycle artifact names."""
-    events = await event_ids(client, [r.id for r in runs])
-    return [row(w, run, events.get(run.id), api_url) for w, run in zip(workspaces, runs, strict=True)]
+    events = await event_ids(client, [r.id for r in runs if isinstance(r, FlowRun)])
+    return [row(w, run, events.get(run.id), api_url) if isinstance(run, FlowRun) else
+            FleetRow(workspace=w, state="Not started", message=f"the run could not be created: {run}")
+            for w, run in zip(workspaces, runs, strict=True)]
 
 
 def row(workspace: str, run: FlowRun, event_id: str | None, api_url: str | None) -> FleetRow:

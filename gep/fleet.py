@@ -80,7 +80,7 @@ def summary(rows: Sequence[FleetRow]) -> str:
     """``6 cycles: 4 Awaiting changes, 2 Failed`` (and how many had not finished)."""
     counts = Counter(r.state for r in rows)
     text = f"{len(rows)} cycle{'s' if len(rows) != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
-    unfinished = sum(1 for r in rows if not r.final)
+    unfinished = sum(1 for r in rows if r.run_id and not r.final)  # a run never created is no run
     return text + (f"; {unfinished} not finished" if unfinished else "")
 
 

@@ -68,7 +68,8 @@ class LiveServer:
     ``env`` points commands at it with PREFECT_API_URL; ``home_env`` only with PREFECT_HOME, as a user who
     ran `gep server start` and set nothing else."""
 
-    def __init__(self, home: Path, port: int | None = None, *, scheduler: bool = False) -> None:
+    def __init__(self, home: Path, port: int | None = None, *, scheduler: bool = False,
+                 server_env: Mapping[str, str] | None = None) -> None:
         self.home = Path(home)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -76,7 +77,8 @@ class LiveServer:
         self.env = clean_env(PREFECT_HOME=str(self.home), PREFECT_API_URL=self.api_url)
         # The scheduler service would create runs of the cron deployment on its own at :00 and :30, which a
         # `--run-once` worker could pick up instead of the run under test. Off unless asked for.
-        self._server_env = {**self.env, "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": str(scheduler).lower()}
+        self._server_env = {**self.env, "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": str(scheduler).lower(),
+                            **(server_env or {})}  # e.g. its database (PREFECT_API_DATABASE_CONNECTION_URL)
         self._server_env.pop("PREFECT_API_URL")
         self.pid: int | None = None
         self.start_output = ""

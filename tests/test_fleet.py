@@ -39,7 +39,7 @@ def test_workspaces_must_be_paths(workspaces: list[str]):
 def test_the_table_keeps_one_row_per_workspace_whatever_the_cells_hold():
     rows = [FleetRow(workspace="/srv/a|b", run_id="1", run_name="cycle-0001 repair gene|x", link="http://ui/runs/1",
                      state="Failed", final=True, message="validation failed:\nexit 1"),
-            FleetRow(workspace="/srv/c", state="Running")]
+            FleetRow(workspace="/srv/c", run_id="2", state="Running")]
     text = markdown(rows, "evolution-cycle/evolve-now")
     table = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(table) == 2 and all(line.count(" | ") == 5 for line in table), text

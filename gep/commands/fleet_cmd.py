@@ -17,7 +17,7 @@ import typer
 
 from gep.errors import ConfigError, GepError
 
-WATCH_POLL_S = 2.0
+WATCH_POLL_S = 1.0
 
 
 def register(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:

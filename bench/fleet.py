@@ -1,0 +1,251 @@
+"""A fleet of workspaces on Prefect workers and one PostgreSQL store, as figures.
+
+  workers       --workspaces (50) prompt-mode cycles on as many fresh workspaces (copies of the example, real
+                git repositories), started by `gep fleet --watch` and run by 1, then 2, process workers
+                (`prefect worker start --limit`, the fleet's own run counts as one) of one Prefect server; every
+                cycle's store is one PostgreSQL database. Total wall time, per-cycle p50/p95 (the flow run's own
+                time, and from its creation to its end), and the ratio to the same number of cycles run one
+                after another with `gep cycle` against the same server.
+  history       one workspace's history read (what `gep history` reads from the store: its newest 20 events and
+                their count; and the loop rules' reads) where it has 1 neighbour and where it has --others
+                (999), each workspace with --per-workspace events (bench/store.py's helpers). Target < 1.2.
+  fleet of 100  (issue 19) --fleet (100) cycles on as many workspaces, 2 workers. Target < 100 s.
+
+PostgreSQL: GEP_TEST_POSTGRES_URL, else a throwaway server started here with .ci/postgres.sh. The Prefect
+server keeps its own runs in a database of that PostgreSQL server too (--prefect-sqlite: in SQLite, as
+`gep server start` does; it takes one writer at a time and answered 503 to a fleet on 2 workers here). The
+Prefect server, the workers, PostgreSQL (when started here), the databases and the temp dirs are gone when
+this exits.
+
+Run: ``.venv/bin/python bench/fleet.py [--workspaces 50] [--fleet 100] [--others 999] [--limit 4]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))  # bench/cli.py and bench/store.py's helpers (they add the tests' and the root)
+
+from cli import BIN, GEP, fresh_workspace  # noqa: E402
+from live_prefect import LiveServer, kill_group  # noqa: E402
+from store import database, fleet, loop_reads, time_reads  # noqa: E402
+
+POOL = "gep-pool"
+TARGET_RATIO, TARGET_FLEET_S = 1.2, 100.0
+RUN_LINK = re.compile(r"flow run: \S+/runs/flow-run/([0-9a-f-]{36})")
+
+
+@contextmanager
+def postgres() -> Iterator[str]:
+    """GEP_TEST_POSTGRES_URL, or a server started with .ci/postgres.sh and stopped (its folder removed) after."""
+    url = os.environ.get("GEP_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    started = subprocess.run(["bash", "-c", "source .ci/postgres.sh >&2 || exit 1; "
+                              "declare -p PG_DIR PG_CTL_CMD GEP_TEST_POSTGRES_URL"],
+                             cwd=ROOT, capture_output=True, text=True)
+    state = started.stdout
+    try:
+        url_line = re.search(r'GEP_TEST_POSTGRES_URL="([^"]+)"', state)
+        if started.returncode != 0 or url_line is None:
+            raise SystemExit(f"could not start PostgreSQL with .ci/postgres.sh:\n{started.stderr[-2000:]}")
+        yield url_line.group(1)
+    finally:
+        if state:  # what stop_postgres does, with the variables the start left
+            subprocess.run(["bash", "-c", state + '\n"${PG_CTL_CMD[@]}" >/dev/null 2>&1; rm -rf "$PG_DIR"'],
+                           capture_output=True)
+
+
+@contextmanager
+def prefect_database(pg: str | None) -> Iterator[dict[str, str]]:
+    """The Prefect server's settings for a fresh database on the PostgreSQL server at ``pg`` (dropped after);
+    none (SQLite in its PREFECT_HOME) when ``pg`` is None."""
+    if pg is None:
+        yield {}
+        return
+    from sqlalchemy import create_engine, text
+
+    name = f"gep_bench_prefect_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(pg, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    base = pg.split("?", 1)[0].rsplit("/", 1)[0].replace("+psycopg2", "+asyncpg")
+    try:
+        yield {"PREFECT_API_DATABASE_CONNECTION_URL": f"{base}/{name}"}
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def workspaces(parent: Path, label: str, n: int) -> list[str]:
+    folder = parent / label
+    folder.mkdir()
+    return [str(fresh_workspace(folder, f"ws-{i:03d}")) for i in range(n)]
+
+
+def deploy(server: LiveServer, env: dict[str, str]) -> None:
+    """The work pool and `prefect deploy --all`, as docs/deploy.md does it."""
+    for args in (["work-pool", "create", POOL, "--type", "process"], ["deploy", "--all"]):
+        r = server.run([str(BIN / "prefect"), *args], cwd=ROOT, timeout_s=300,
+                       env={**env, "PWD": str(ROOT), "GEP_WORKSPACE": "/nonexistent"})
+        if r.returncode != 0:
+            raise SystemExit(f"prefect {' '.join(args)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
+
+
+def run_fleet(server: LiveServer, env: dict[str, str], paths: list[str], n_workers: int, limit: int,
+              scratch: Path) -> tuple[float, list[float], list[float]]:
+    """`gep fleet --watch` with ``n_workers`` workers: its wall time, each cycle's run time and its time from
+    creation to end."""
+    workers = [server.spawn([str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--limit", str(limit)],
+                            env={**env, "PREFECT_WORKER_QUERY_SECONDS": "1"}, log=scratch / f"worker-{i}.log")
+               for i in range(n_workers)]
+    try:
+        time.sleep(3)  # the workers are polling (a user starts them before asking for a fleet)
+        args = [a for p in paths for a in ("--workspace", p)]
+        started = time.perf_counter()
+        r = server.run([GEP, "fleet", *args, "--mutator", "prompt", "--watch"], env=env, timeout_s=3600)
+        wall = time.perf_counter() - started
+    finally:
+        for w in workers:
+            kill_group(w, signal.SIGINT, grace_s=15)
+            server.procs.remove(w)
+    link = RUN_LINK.search(r.stdout)
+    if r.returncode != 0 or link is None:
+        raise SystemExit(f"gep fleet exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    run_s, total_s = cycle_times(server, link.group(1), len(paths))
+    return wall, run_s, total_s
+
+
+def cycle_times(server: LiveServer, fleet_run_id: str, n: int) -> tuple[list[float], list[float]]:
+    """Each cycle run of the fleet: its own run time, and the time from its creation to its end."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentTaskRunId
+
+    with server.client() as client:
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[fleet_run_id])),
+                                      limit=200)
+        runs = []
+        for i in range(0, len(tasks), 200):
+            runs += client.read_flow_runs(flow_run_filter=FlowRunFilter(parent_task_run_id=FlowRunFilterParentTaskRunId(
+                any_=[t.id for t in tasks[i:i + 200]])), limit=200)
+    done = [r for r in runs if r.state_name == "Awaiting changes" and r.end_time and r.start_time]
+    if len(done) != n:
+        raise SystemExit(f"{len(done)} of {n} cycles ended awaiting changes: {[r.state_name for r in runs]}")
+    return ([r.total_run_time.total_seconds() for r in done],
+            [(r.end_time - r.created).total_seconds() for r in done if r.created])
+
+
+def sequential(server: LiveServer, env: dict[str, str], paths: list[str]) -> float:
+    """The same cycles one after another, as `gep cycle` runs them against the server."""
+    started = time.perf_counter()
+    for p in paths:
+        r = server.run([GEP, "cycle", "--workspace", p, "--mutator", "prompt"], env=env, timeout_s=300)
+        if r.returncode != 0:
+            raise SystemExit(f"gep cycle exited {r.returncode}:\n{r.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def bench_workers(server: LiveServer, env: dict[str, str], scratch: Path, n: int, limit: int) -> None:
+    seq = sequential(server, env, workspaces(scratch, "sequential", n))
+    print(f"{n} cycles one after another (`gep cycle`): {seq:.1f} s ({seq / n:.2f} s a cycle)", flush=True)
+    for n_workers in (1, 2):
+        wall, run_s, total_s = run_fleet(server, env, workspaces(scratch, f"workers-{n_workers}", n), n_workers,
+                                         limit, scratch)
+        print(f"{n} cycles, {n_workers} worker{'s' if n_workers > 1 else ''} (--limit {limit}): {wall:.1f} s "
+              f"(ratio to one after another {wall / seq:.2f}); per cycle: run p50 {statistics.median(run_s):.1f} s, "
+              f"p95 {pct(run_s, 0.95):.1f} s; creation to end p50 {statistics.median(total_s):.1f} s, "
+              f"p95 {pct(total_s, 0.95):.1f} s", flush=True)
+
+
+def history_read(store: Any) -> None:
+    store.list_events(limit=20)
+    store.count_events()
+
+
+def bench_history(url: str, others: int, per: int, rounds: int) -> bool:
+    with database(url, Path("."), "fleet_small") as small_url, database(url, Path("."), "fleet_large") as large_url:
+        small, large = fleet(small_url, 1, per), fleet(large_url, others, per)
+        ok = True
+        try:
+            for label, read in (("history read (newest 20 + count)", history_read), ("loop-rule reads", loop_reads)):
+                a, b = time_reads([small, large], rounds, read)
+                ok &= b / a < TARGET_RATIO
+                print(f"{label}: with 1 other workspace {a * 1e3:.2f} ms, with {others} others {b * 1e3:.2f} ms, "
+                      f"ratio {b / a:.2f} (target < {TARGET_RATIO}) {'OK' if b / a < TARGET_RATIO else 'OVER'}",
+                      flush=True)
+        finally:
+            small.close()
+            large.close()
+    return ok
+
+
+def bench_100(server: LiveServer, env: dict[str, str], scratch: Path, n: int, limit: int) -> bool:
+    wall, run_s, _ = run_fleet(server, env, workspaces(scratch, f"fleet-{n}", n), 2, limit, scratch)
+    target = TARGET_FLEET_S * n / 100
+    print(f"fleet of {n} (issue 19): {n} cycles on {n} workspaces, 2 workers (--limit {limit}), one server: "
+          f"{wall:.1f} s (target < {target:g} s) {'OK' if wall < target else 'OVER'}; per cycle run p50 "
+          f"{statistics.median(run_s):.1f} s", flush=True)
+    return wall < target
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workspaces", type=int, default=50, help="cycles in the 1- and 2-worker runs (0: skip)")
+    ap.add_argument("--limit", type=int, default=4, help="flow runs at once per worker (prefect worker --limit)")
+    ap.add_argument("--fleet", type=int, default=100, help="cycles in the issue-19 fleet (0: skip)")
+    ap.add_argument("--others", type=int, default=999, help="other workspaces in the history read (0: skip)")
+    ap.add_argument("--per-workspace", type=int, default=200, help="events of each workspace in the history read")
+    ap.add_argument("--rounds", type=int, default=200, help="timed reads per database (median is reported)")
+    ap.add_argument("--prefect-sqlite", action="store_true", help="the Prefect server on SQLite, not PostgreSQL")
+    args = ap.parse_args()
+
+    ok = True
+    scratch = Path(tempfile.mkdtemp(prefix="gep-bench-fleet-"))
+    try:
+        with ExitStack() as stack:
+            pg = stack.enter_context(postgres())
+            print(f"PostgreSQL at {pg.split('@')[-1]}", flush=True)
+            if args.others:
+                ok &= bench_history(pg, args.others, args.per_workspace, args.rounds)
+            if args.workspaces or args.fleet:
+                url = stack.enter_context(database(pg, scratch, "fleet_cycles"))
+                prefect_db = stack.enter_context(prefect_database(None if args.prefect_sqlite else pg))
+                server = stack.enter_context(LiveServer(scratch / "prefect-home", server_env=prefect_db))
+                env = {"GEP_DATABASE_URL": url, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                       "PREFECT_LOGGING_LEVEL": "WARNING"}
+                deploy(server, env)
+                print(f"Prefect server {server.url} ({'SQLite' if args.prefect_sqlite else 'PostgreSQL'}), "
+                      f"deployments on {POOL}; the cycles' stores in one PostgreSQL schema", flush=True)
+                if args.workspaces:
+                    bench_workers(server, env, scratch, args.workspaces, args.limit)
+                if args.fleet:
+                    ok &= bench_100(server, env, scratch, args.fleet, args.limit)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
