@@ -150,7 +150,8 @@ async def fleet_rows(client: Any, workspaces: Sequence[str], runs: Sequence[Flow
     """A row per workspace: its run, state and outcome, and the event its cycle artifact names."""
     events = await event_ids(client, [r.id for r in runs if isinstance(r, FlowRun)])
     return [row(w, run, events.get(run.id), api_url) if isinstance(run, FlowRun) else
-            FleetRow(workspace=w, state="Not started", message=f"the run could not be created: {run}")
+            FleetRow(workspace=w, state="Not started",
+                     message=f"the run could not be created: {type(run).__name__}: {run}")
             for w, run in zip(workspaces, runs, strict=True)]
 
 

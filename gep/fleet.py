@@ -20,6 +20,7 @@ CYCLE_DEPLOYMENT = "evolution-cycle/evolve-now"
 SCHEDULED_DEPLOYMENT = "evolution-cycle/scheduled"  # the same cycle for schedules: ticks may be skipped
 FLEET_DEPLOYMENT = "evolve-fleet/evolve-fleet"
 FLEET_ARTIFACT = "gep-fleet"
+TROUBLE = ("Failed", "Crashed", "Cancelled", "Not started")  # states whose message the table repeats
 
 
 class FleetRow(BaseModel):
@@ -97,5 +98,5 @@ def markdown(rows: Sequence[FleetRow], deployment: str) -> str:
         took = f"{r.duration_s:.1f} s" if r.duration_s is not None else "-"
         lines.append(f"| `{_cell(r.workspace)}` | {run} | {_cell(r.state)} | {_cell(r.event_id)} | "
                      f"{_cell(r.outcome)} | {took} |")
-    notes = [f"- `{_cell(r.workspace)}`: {_cell(r.message)}" for r in rows if r.message and r.state == "Failed"]
+    notes = [f"- `{_cell(r.workspace)}`: {_cell(r.message)}" for r in rows if r.message and r.state in TROUBLE]
     return "\n".join(lines + (["", "## Failures", *notes] if notes else []))
