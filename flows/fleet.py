@@ -98,8 +98,8 @@ async def evolve_fleet(
                                 api_url)
         await MarkdownArtifact(key=FLEET_ARTIFACT, markdown=markdown(rows, deployment),
                                description=f"GEP fleet: {summary(rows)}").acreate(client)
-    for row in rows:
-        logger.info("%s: %s %s %s", row.workspace, row.state, row.event_id or "-", row.link or "")
+    for r in rows:
+        logger.info("%s: %s %s %s", r.workspace, r.state, r.event_id or "-", r.link or "")
     if not all(r.final for r in rows):  # a run not created, or not finished in time
         late = any(r.run_id and not r.final for r in rows)
         return Failed(message=summary(rows) + (f" within {WAIT_S:.0f} s" if late else ""), data=rows)
@@ -112,7 +112,7 @@ def _api_url() -> str | None:
 
 
 async def dispatch(client: Any, deployment: str, workspaces: Sequence[str],
-                   params: dict[str, Any]) -> list[FlowRun | Exception]:
+                   params: dict[str, Any]) -> list[FlowRun | Exception]:  # params: the runs' JSON parameters
     """One flow run of ``deployment`` per workspace, linked to this run as subflows; none waited for here.
 
     One after another: each is three requests (about 0.1 s), and a server on SQLite takes concurrent writes
