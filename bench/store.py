@@ -241,15 +241,21 @@ def fleet(url: str, others: int, per: int) -> Store:
     return target
 
 
-def bench_fleet(small_url: str, large_url: str, workspaces: int, per: int, rounds: int) -> bool:
+FLEET_READS: tuple[tuple[str, Callable[[Store], None]], ...] = (("loop-rule reads", loop_reads),
+                                                                 ("memory-graph history", memory_read))
+
+
+def bench_fleet(small_url: str, large_url: str, workspaces: int, per: int, rounds: int,
+                reads: tuple[tuple[str, Callable[[Store], None]], ...] = FLEET_READS) -> bool:
     small, large = fleet(small_url, 1, per), fleet(large_url, workspaces - 1, per)
     ok = True
     try:
-        for label, read in (("loop-rule reads", loop_reads), ("memory-graph history", memory_read)):
+        for label, read in reads:
             a, b = time_reads([small, large], rounds, read)
             ok &= b / a < TARGET
             print(f"{label}: with 1 other workspace {a * 1e3:.2f} ms, with {workspaces - 1} others "
-                  f"{b * 1e3:.2f} ms, ratio {b / a:.2f} (target < {TARGET})")
+                  f"{b * 1e3:.2f} ms, ratio {b / a:.2f} (target < {TARGET}) {'OK' if b / a < TARGET else 'OVER'}",
+                  flush=True)
     finally:
         small.close()
         large.close()
