@@ -73,6 +73,15 @@ def test_the_flow_names_a_missing_deployment_and_how_to_create_it(prefect_server
     assert not (repo / ".gep").exists()  # nothing ran
 
 
+def test_scheduled_fleet_ticks_run_the_scheduled_cycle(prefect_server, repo: Path,  # noqa: F811
+                                                        monkeypatch: pytest.MonkeyPatch):
+    import flows.fleet
+
+    monkeypatch.setattr(flows.fleet, "SCHEDULED_DEPLOYMENT", "evolution-cycle/no-such-schedule")
+    state = run_state(flows.fleet.evolve_fleet, workspaces=[str(repo)], scheduled=True)
+    assert state.is_failed() and state.message.startswith("deployment 'evolution-cycle/no-such-schedule' does")
+
+
 # ------------------------------------------------------------------ gep fleet
 
 
