@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -60,6 +61,26 @@ def kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace_s: float
         pass
     if proc.poll() is None:
         proc.wait(5)
+
+
+def wait_for_flow_run_processes(proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Wait until no flow-run process (`python -m prefect.engine`) of ``proc``'s group lives: a worker's runs
+    may be final on the server while their processes still send their last logs and events, and a worker
+    stopped meanwhile waits for them (on a busy machine longer than a Ctrl-C's grace)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(b"prefect.engine" in cmd for cmd in _group_cmdlines(proc.pid)):
+        time.sleep(0.2)
+
+
+def _group_cmdlines(pgid: int) -> list[bytes]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getpgid(int(entry.name)) == pgid:
+                found.append((entry / "cmdline").read_bytes())
+        except (OSError, ProcessLookupError):
+            continue
+    return found
 
 
 class LiveServer:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, init_repo
-from live_prefect import BIN, ROOT, LiveServer, kill_group
+from live_prefect import BIN, ROOT, LiveServer, kill_group, wait_for_flow_run_processes
 from store_backends import NO_PG, pg_schema_url
 
 from gep.models import EvolutionEvent
@@ -132,6 +132,7 @@ def fleet(live_prefect: LiveServer, tmp_path_factory: pytest.TempPathFactory) ->
                            timeout_s=420)
         finally:
             for worker in workers:
+                wait_for_flow_run_processes(worker)
                 kill_group(worker, signal.SIGINT, grace_s=15)  # Ctrl-C, as a user stops a worker
         texts = [log.read_text(errors="replace") for log in logs]
         assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n" + "\n".join(t[-3000:] for t in texts)
