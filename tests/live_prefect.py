@@ -64,22 +64,36 @@ def kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace_s: float
 
 
 def wait_for_flow_run_processes(proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
-    """Wait until no flow-run process (`python -m prefect.engine`) of ``proc``'s group lives: a worker's runs
-    may be final on the server while their processes still send their last logs and events, and a worker
-    stopped meanwhile waits for them (on a busy machine longer than a Ctrl-C's grace)."""
+    """Wait until the processes ``proc`` started in sessions of their own (a worker's flow runs) have exited:
+    a run may be final on the server while its process still sends its last logs and events, and a worker
+    stopped meanwhile waits for it (on a busy machine longer than a Ctrl-C's grace)."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(b"prefect.engine" in cmd for cmd in _group_cmdlines(proc.pid)):
+    while time.monotonic() < deadline and outside_group(proc.pid):
         time.sleep(0.2)
 
 
-def _group_cmdlines(pgid: int) -> list[bytes]:
-    found = []
+def outside_group(pgid: int) -> list[int]:
+    """The live descendants of the group's processes that are no longer in the group (own sessions)."""
+    parent: dict[int, int] = {}
+    group: set[int] = set()
     for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and os.getpgid(int(entry.name)) == pgid:
-                found.append((entry / "cmdline").read_bytes())
-        except (OSError, ProcessLookupError):
+        if not entry.name.isdigit():
             continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z":
+            continue
+        parent[int(entry.name)] = int(fields[1])
+        if fields[2] == str(pgid):
+            group.add(int(entry.name))
+    found, todo = [], list(group)
+    while todo:
+        current = todo.pop()
+        children = [pid for pid, ppid in parent.items() if ppid == current and pid not in group]
+        found += children
+        todo += children
     return found
 
 
