@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gep.server import group_alive
+from gep.server import group_alive, live_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -74,24 +74,12 @@ def wait_for_flow_run_processes(proc: subprocess.Popen, timeout_s: float = 60.0)
 
 def outside_group(pgid: int) -> list[int]:
     """The live descendants of the group's processes that are no longer in the group (own sessions)."""
-    parent: dict[int, int] = {}
-    group: set[int] = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] == "Z":
-            continue
-        parent[int(entry.name)] = int(fields[1])
-        if fields[2] == str(pgid):
-            group.add(int(entry.name))
+    procs = list(live_processes())
+    group = {p.pid for p in procs if p.pgid == pgid}
     found, todo = [], list(group)
     while todo:
         current = todo.pop()
-        children = [pid for pid, ppid in parent.items() if ppid == current and pid not in group]
+        children = [p.pid for p in procs if p.ppid == current and p.pid not in group]
         found += children
         todo += children
     return found
