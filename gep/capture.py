@@ -119,6 +119,8 @@ def _log(workspace: Path, message: str) -> None:
 
 
 def _worker(args: Sequence[str]) -> int:
+    with contextlib.suppress(OSError):
+        os.nice(10)  # on a busy machine the hook's own process, which the person waits for, goes first
     payload = sys.stdin.buffer.read(MAX_PAYLOAD).decode("utf-8", "replace")
     workspace = _workspace(args, None)
     if workspace is None:

@@ -739,7 +739,7 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 def main() -> None:
     """The console script: like app(), but usage errors (unknown verb, bad flag value) are one line too."""
-    if sys.argv[1:2] == ["capture"]:  # a hook on every prompt: typer's dispatch alone imports pydantic (~0.1 s)
+    if sys.argv[1:2] == ["capture"]:  # reached by `python -m gep.cli`; the console script is gep.entry
         from gep.capture import main as capture_main
 
         sys.exit(capture_main(sys.argv[2:]))
