@@ -12,6 +12,10 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: demo test lint bench clean
 
+# tests run in one process per core (pytest-xdist), a file's tests together so module fixtures are built once;
+# most of the suite waits on git, subprocesses and servers, so two cores nearly halve its wall time
+PYTEST_JOBS ?= auto
+
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -35,7 +39,7 @@ demo: $(DEMOSTAMP)
 test: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
 	$(BIN)/mypy gep flows
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 lint: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples

@@ -19,7 +19,7 @@ from gep.git import open_repo, recover_git, salvage, workspace_lock
 from gep.git.indexwrite import marker_path
 
 DRIVER = Path(__file__).with_name("git_crash_driver.py")
-RANDOM_KILLS = 24
+RANDOM_KILLS = 16  # every step is also killed deterministically (test_kill_at_each_step_then_recover)
 
 
 def _scenario(path: Path) -> Path:
