@@ -8,17 +8,38 @@ from typing import TYPE_CHECKING
 from gep.config import load_settings
 from gep.git import open_repo, workspace_lock
 from gep.git.repo import ensure_state_dir
-from gep.store import Store
 
-if TYPE_CHECKING:  # recovery pulls in the cycle's machinery: store-only commands open the store without it
+if TYPE_CHECKING:  # recovery pulls in the cycle's machinery and the full store SQLAlchemy: store-only
+    # commands read without either
     from gep.recovery import Recovery
+    from gep.store import Store
+    from gep.store.quick import ReadStore
 
 
 def open_store(workspace: Path | str) -> Store:
     """The store of ``workspace`` (its ``.gep/gep.db``, or ``database_url``); close it (or use ``with``)."""
+    from gep.store import Store
+
     repo = open_repo(workspace)
     ensure_state_dir(repo)  # engine state never shows in git status, even before the first cycle
     return Store.for_workspace(repo.path, load_settings(repo.path))
+
+
+def read_store(workspace: Path | str) -> ReadStore:
+    """What :func:`open_store` reads, for a command that only reads: the workspace checked and prepared the
+    same way, then its own SQLite file read without SQLAlchemy when that answers exactly (gep/store/quick.py).
+    Close it (or use ``with``)."""
+    from gep.store.quick import open_quick
+
+    repo = open_repo(workspace)
+    ensure_state_dir(repo)
+    settings = load_settings(repo.path)
+    quick = open_quick(repo.path, settings)
+    if quick is not None:
+        return quick
+    from gep.store import Store
+
+    return Store.for_workspace(repo.path, settings)
 
 
 def recover(workspace: Path | str) -> Recovery:
@@ -27,6 +48,7 @@ def recover(workspace: Path | str) -> Recovery:
     again, any other is recorded as interrupted (its change, if any, saved as a patch). The user's tree was
     never changed by a dead cycle; an ``index.lock`` the engine left is removed and named."""
     from gep.recovery import recover_workspace
+    from gep.store import Store
 
     repo = open_repo(workspace)
     settings = load_settings(repo.path)

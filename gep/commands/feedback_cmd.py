@@ -65,11 +65,11 @@ def feedback(
 
 
 def _stats(workspace: Path, as_json: bool) -> None:
-    from gep.api import open_store
+    from gep.api import read_store
     from gep.feedback import feedback_stats
     from gep.models import iso, utc_now
 
-    with open_store(workspace) as store:
+    with read_store(workspace) as store:
         stats = feedback_stats(store.list_feedback(), utc_now())
     if as_json:
         sys.stdout.write(json.dumps([s.model_dump(mode="json") for s in stats], ensure_ascii=False) + "\n")

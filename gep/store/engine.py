@@ -13,9 +13,9 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import create_engine
 
-from gep.config import gep_dir
 from gep.errors import StoreError
 from gep.store.codec import first_line
+from gep.store.schema import default_db
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -41,7 +41,7 @@ def _sqlite_begin(conn: Connection) -> None:
 
 
 def default_url(workspace: Path | str) -> str:
-    return f"sqlite:///{(gep_dir(workspace) / 'gep.db').resolve()}"
+    return f"sqlite:///{default_db(workspace)}"
 
 
 def make_engine(url: str) -> Engine:

@@ -21,6 +21,7 @@ from gep.memory import Lesson, LessonDeletion, LessonError, deletion_record
 from gep.models import iso
 from gep.resolved import Resolution
 from gep.store.base import StoreBase
+from gep.store.codec import load_by_time
 from gep.store.engine import store_errors
 from gep.store.prune import PRUNE_HOOKS
 from gep.store.tables import FeedbackRow, LessonDeletionRow, LessonRow, ResolutionRow
@@ -52,8 +53,7 @@ class LearningMixin(StoreBase):
             q = select(row_cls.data).where(row_cls.workspace_id == self.workspace_id)
             if gene_id is not None:
                 q = q.where(row_cls.gene_id == gene_id)
-            rows = [cls.model_validate_json(d) for d in s.exec(q.order_by(col(row_cls.seq))).all()]
-        return sorted(rows, key=lambda r: (r.created_at, r.id))
+            return load_by_time(cls, s.exec(q.order_by(col(row_cls.seq))).all())
 
     # ---------------------------------------------------------------- lessons
 
