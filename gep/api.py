@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from gep.config import load_settings
+from gep.config import Settings, load_settings
 from gep.git import open_repo, workspace_lock
 from gep.git.repo import ensure_state_dir
 
@@ -13,8 +14,10 @@ if TYPE_CHECKING:  # recovery pulls in the cycle's machinery and the full store 
     # commands read without either
     from gep.recovery import Recovery
     from gep.store import Store
-    from gep.store.quick import ReadStore
+    from gep.store.quick import QuickStore
+    from gep.store.quick_write import QuickWriter
 
+Q = TypeVar("Q")
 
 def open_store(workspace: Path | str) -> Store:
     """The store of ``workspace`` (its ``.gep/gep.db``, or ``database_url``); close it (or use ``with``)."""
@@ -25,18 +28,29 @@ def open_store(workspace: Path | str) -> Store:
     return Store.for_workspace(repo.path, load_settings(repo.path))
 
 
-def read_store(workspace: Path | str) -> ReadStore:
+def read_store(workspace: Path | str) -> QuickStore | Store:
     """What :func:`open_store` reads, for a command that only reads: the workspace checked and prepared the
     same way, then its own SQLite file read without SQLAlchemy when that answers exactly (gep/store/quick.py).
     Close it (or use ``with``)."""
     from gep.store.quick import open_quick
 
+    return _quick_or_full(workspace, open_quick)
+
+
+def feedback_store(workspace: Path | str) -> QuickWriter | Store:
+    """Like :func:`read_store`, also appending a person's feedback and lesson (gep/store/quick_write.py)."""
+    from gep.store.quick_write import open_writer
+
+    return _quick_or_full(workspace, open_writer)
+
+
+def _quick_or_full(workspace: Path | str, quick: Callable[[Path, Settings], Q | None]) -> Q | Store:
     repo = open_repo(workspace)
     ensure_state_dir(repo)
     settings = load_settings(repo.path)
-    quick = open_quick(repo.path, settings)
-    if quick is not None:
-        return quick
+    store = quick(repo.path, settings)
+    if store is not None:
+        return store
     from gep.store import Store
 
     return Store.for_workspace(repo.path, settings)

@@ -9,7 +9,8 @@ import os
 import sqlite3
 import sys
 from collections.abc import Iterator
-from datetime import timedelta
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,13 +22,15 @@ from typer.testing import CliRunner
 from gep.api import open_store
 from gep.cli import app
 from gep.config import Settings, load_settings
-from gep.learning import give_feedback
+from gep.memory import LessonError
 from gep.models import EvolutionEvent, FailedCapsule, Gene, Outcome, iso, utc_now
 from gep.runnable import retire_gene
 from gep.store import Store, default_url, make_engine
 from gep.store import quick as Q
 from gep.store.migrations import migrate
+from gep.store.quick_write import open_writer
 from gep.store.schema import MIGRATION_NAMES
+from gep.verdicts import give_feedback
 from gep.workspace_id import workspace_identity
 
 pytestmark = pytest.mark.timeout(300)
@@ -226,3 +229,64 @@ def test_the_quick_path_reads_without_writing(populated: tuple[Path, str]) -> No
     assert quick is not None
     with quick, pytest.raises(sqlite3.OperationalError, match="readonly"):
         quick.conn.execute("DELETE FROM events")
+
+
+# ------------------------------------------------------------------ gep feedback EVENT helpful (a write)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    """The database as it is (sqlite3's backup: consistent with its write-ahead log)."""
+    with closing(sqlite3.connect(src)) as a, closing(sqlite3.connect(dst)) as b:
+        a.backup(b)
+
+
+def _rows(db: Path) -> dict[str, list[str]]:
+    """Every row of every table (sqlite_sequence included: the next seq), in a comparable form."""
+    with closing(sqlite3.connect(db)) as conn:
+        tables = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {t: sorted(repr(r) for r in conn.execute(f"SELECT * FROM {t}")) for t in tables}
+
+
+def test_a_feedback_write_adds_the_rows_the_full_store_adds(
+        populated: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws, event_id = populated
+    db, before = ws / ".gep" / "gep.db", tmp_path / "before.db"
+    monkeypatch.setenv("USER", "ana")
+    monkeypatch.setattr("gep.models.utc_now", lambda: datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC))
+    _copy(db, before)
+    results: list[tuple[Result, dict[str, list[str]]]] = []
+    args = ["feedback", event_id, "helpful", "--note", "fixed the weekly report", "--workspace", str(ws)]
+    for quick in (True, False):
+        _copy(before, db)
+        with monkeypatch.context() as m:
+            if quick:
+                m.setattr(Q.QuickStore, "full", lambda self: pytest.fail("the quick writer fell back"))
+            else:
+                m.setattr("gep.store.quick_write.open_writer", lambda *_: None)
+            done = runner.invoke(app, args)
+            again = runner.invoke(app, args)  # the same signal (same id): nothing more is written
+        assert done.exit_code == 0 and again.exit_code == 0, (done.stderr, again.stderr)
+        results.append((done, _rows(db)))
+    _copy(before, db)  # the module's workspace as the other tests know it
+    (quick_done, quick_rows), (full_done, full_rows) = results
+    assert quick_done.stdout == full_done.stdout and quick_done.stdout.startswith(f"recorded helpful on {event_id}")
+    assert quick_rows == full_rows
+    new = {t: len(quick_rows[t]) - len(_rows(before)[t]) for t in quick_rows}
+    assert {t: n for t, n in new.items() if n} == {"feedback": 1, "lessons": 1}
+
+
+def test_the_quick_writer_refuses_a_lesson_id_stored_or_deleted_as_the_store_does(
+        populated: tuple[Path, str]) -> None:
+    ws, _ = populated
+    settings = load_settings(ws)
+    writer = open_writer(ws.resolve(), settings)
+    assert writer is not None
+    with writer, Store.for_workspace(ws, settings) as full:
+        lesson = full.list_lessons()[0]
+        with pytest.raises(LessonError, match="exists"):
+            writer.append_lesson(lesson)
+        full.delete_lesson(lesson.id, who="ana", why="wrong", at=utc_now())
+        with pytest.raises(LessonError, match="exists"):
+            writer.append_lesson(lesson)
+        assert lesson.id not in {x.id for x in full.list_lessons()}
+        assert writer._full is not None  # the refusal is checked again by the full store (it says the same)

@@ -69,8 +69,8 @@ def delete(
 ) -> None:
     """Delete one lesson. Needs a reason; the audit table keeps who, when, why and the lesson's content."""
     from gep.api import open_store
-    from gep.learning import default_author
     from gep.models import utc_now
+    from gep.verdicts import default_author
 
     with open_store(workspace) as store:
         record = store.delete_lesson(lesson_id, who=default_author(), why=reason or "", at=utc_now())

@@ -54,6 +54,13 @@ class ReadStore(Protocol):
 
 def open_quick(workspace: Path, settings: Settings) -> QuickStore | None:
     """The quick reader of ``workspace`` (resolved), or None when only the full store answers exactly."""
+    opened = connect(workspace, settings, "ro")
+    return QuickStore(opened[0], workspace, settings, opened[1]) if opened else None
+
+
+def connect(workspace: Path, settings: Settings, mode: str) -> tuple[sqlite3.Connection, str] | None:
+    """A connection to the workspace's own SQLite file (``mode``: ro or rw) and the workspace's id, when the
+    file is at this version's migrations and holds the workspace registered under its current path."""
     if settings.database_url:
         return None
     db = S.default_db(workspace)
@@ -61,7 +68,7 @@ def open_quick(workspace: Path, settings: Settings) -> QuickStore | None:
         if not db.is_file() or not os.access(db, os.R_OK | os.W_OK):  # Store.open refuses a read-only file
             return None
         identity = workspace_identity(workspace)
-        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True, timeout=10)
+        conn = sqlite3.connect(f"{db.as_uri()}?mode={mode}", uri=True, timeout=10, isolation_level=None)
     except Exception:  # noqa: BLE001 - the full store opens it, or says in one line what is wrong
         return None
     try:
@@ -69,7 +76,7 @@ def open_quick(workspace: Path, settings: Settings) -> QuickStore | None:
         registered = conn.execute(f"SELECT path, name FROM {S.WORKSPACES} WHERE id = ?", (identity.id,)).fetchone()
         # another version's schema, or a workspace the full store would register (or move) first
         if migrated == set(S.MIGRATION_NAMES) and registered == (identity.path, identity.name):
-            return QuickStore(conn, workspace, settings, identity.id)
+            return conn, identity.id
     except Exception:  # noqa: BLE001 - an old database without these tables, a locked or corrupt file
         pass
     conn.close()

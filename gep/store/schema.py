@@ -17,7 +17,11 @@ FAILED_CAPSULES = "failed_capsules"
 GENE_STATUS = "gene_status"
 FEEDBACK = "feedback"
 LESSONS = "lessons"
+LESSON_DELETIONS = "lesson_deletions"
 SCHEMA_MIGRATIONS = "schema_migrations"
+
+# every SQLite connection that may write: wait for the write lock, write-ahead log (readers never block)
+SQLITE_PRAGMAS = ("PRAGMA busy_timeout=10000", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
 
 # in order; append a name here and its step in migrations.py (never edit a released one)
 MIGRATION_NAMES: tuple[str, ...] = (

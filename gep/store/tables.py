@@ -207,7 +207,7 @@ class LessonRow(SQLModel, table=True):
 class LessonDeletionRow(SQLModel, table=True):
     """The audit record of a deleted lesson: who, when, why, and the lesson as it was."""
 
-    __tablename__ = "lesson_deletions"
+    __tablename__ = schema.LESSON_DELETIONS
     __table_args__ = (*_ws_indexes("lesson_deletions", "lesson_id"), {"sqlite_autoincrement": True})
     seq: int | None = _seq()
     workspace_id: str = _text()
