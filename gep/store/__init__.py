@@ -12,13 +12,15 @@ of stored events nor with the number of other workspaces (bench/store.py). Old e
 memory graph keeps what they taught as summaries (gep/store/memory.py, gep/store/prune.py).
 
 Schema changes are small named forward-only migrations (gep/store/migrations.py) run on every open; every
-write goes through one upsert helper (gep/store/upsert.py).
+write goes through one upsert helper (gep/store/upsert.py), but for `gep feedback`'s two appends, made with
+the sqlite3 module as that helper's insert-unless-the-key-exists makes them (gep/store/quick_write.py).
 
 Layout: full.py (the Store class), base.py (opening, scope, sessions, counters), events.py, objects.py
 (genes, capsules, failed capsules, validation reports), runs.py (runs, state), export.py, memory.py, prune.py,
 copy.py, pool.py (gene statuses, distillation log), behavior.py (behavioural signals), learning.py (feedback,
-lessons and their deletions, verified fixes); schema.py (table and migration names, no SQLAlchemy) and
-quick.py (the read path of store-only commands: the sqlite3 module, read-only, falling back to Store).
+lessons and their deletions, verified fixes). Without SQLAlchemy: schema.py (file, table and migration
+names), codec.py, rows.py (the rows both write paths insert), quick.py (the read path of store-only commands:
+the sqlite3 module, read-only, falling back to Store) and quick_write.py (`gep feedback`'s append).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ It answers only what it answers exactly as :class:`gep.store.Store` does: the sa
 (gep/store/codec.py, the models' own validators). :func:`open_quick` declines (None: open the full store)
 for a ``database_url``, a database not at this version's migrations (the full store migrates old ones), a
 workspace the database has not registered under its current path, or any error; a read that fails
-afterwards is answered by the full store, opened then. Writes always go through the full store.
+afterwards is answered by the full store, opened then. Writes go through the full store, but for the
+append of `gep feedback EVENT helpful|not_helpful` (quick_write.py).
 """
 
 from __future__ import annotations
