@@ -119,7 +119,10 @@ class Report:
 
 def store_only(rep: Report, env: dict[str, str], no_server: dict[str, str], ws: Path, event_id: str,
                runs: int) -> None:
+    # the machine's load changes during a run: these ratios use the unit measured again just before them
+    rep.base = sample([sys.executable, "-c", "import pydantic"], os.environ, ws, runs)
     rep.note("store-only commands (no Prefect import, no server started)")
+    rep.add("python -c 'import pydantic' (the unit, again)", rep.base)
     cases = [("gep history (server answering)", ["history", "--workspace", str(ws)], env),
              ("gep history (no server)", ["history", "--workspace", str(ws)], no_server),
              ("gep history --all (server answering)", ["history", "--workspace", str(ws), "--all"], env),
