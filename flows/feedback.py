@@ -13,8 +13,8 @@ from flows.states import refused_state
 from gep.api import open_store
 from gep.errors import GepError
 from gep.feedback import FeedbackSignal
-from gep.learning import give_feedback
 from gep.models import utc_now
+from gep.verdicts import give_feedback
 
 
 @flow(name="evolution-feedback", validate_parameters=True)

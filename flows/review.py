@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from gep.context import CycleContext
-from gep.learning import record_review
 from gep.prompt import fence
 from gep.solidify import ReviewRequest
+from gep.verdicts import record_review
 
 FORM_DIFF_CHARS = 6_000  # the form is read in a browser; the full diff stays in the capsule or the repository
 FORM_FILES = 50

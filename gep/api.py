@@ -2,23 +2,58 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from gep.config import load_settings
+from gep.config import Settings, load_settings
 from gep.git import open_repo, workspace_lock
 from gep.git.repo import ensure_state_dir
-from gep.store import Store
 
-if TYPE_CHECKING:  # recovery pulls in the cycle's machinery: store-only commands open the store without it
+if TYPE_CHECKING:  # recovery pulls in the cycle's machinery and the full store SQLAlchemy: store-only
+    # commands read without either
     from gep.recovery import Recovery
+    from gep.store import Store
+    from gep.store.quick import QuickStore
+    from gep.store.quick_write import QuickWriter
 
+Q = TypeVar("Q")
 
 def open_store(workspace: Path | str) -> Store:
     """The store of ``workspace`` (its ``.gep/gep.db``, or ``database_url``); close it (or use ``with``)."""
+    from gep.store import Store
+
     repo = open_repo(workspace)
     ensure_state_dir(repo)  # engine state never shows in git status, even before the first cycle
     return Store.for_workspace(repo.path, load_settings(repo.path))
+
+
+def read_store(workspace: Path | str) -> QuickStore | Store:
+    """What :func:`open_store` reads, for a command that only reads: the workspace checked and prepared the
+    same way, then its own SQLite file read without SQLAlchemy when that answers exactly (gep/store/quick.py).
+    Close it (or use ``with``)."""
+    from gep.store.quick import open_quick
+
+    return _quick_or_full(workspace, open_quick)
+
+
+def feedback_store(workspace: Path | str) -> QuickWriter | Store:
+    """Like :func:`read_store`, also appending a person's feedback and lesson (gep/store/quick_write.py)."""
+    from gep.store.quick_write import open_writer
+
+    return _quick_or_full(workspace, open_writer)
+
+
+def _quick_or_full(workspace: Path | str, quick: Callable[[Path, Settings], Q | None]) -> Q | Store:
+    repo = open_repo(workspace)
+    ensure_state_dir(repo)
+    settings = load_settings(repo.path)
+    store = quick(repo.path, settings)
+    if store is not None:
+        return store
+    from gep.store import Store
+
+    return Store.for_workspace(repo.path, settings)
 
 
 def recover(workspace: Path | str) -> Recovery:
@@ -27,6 +62,7 @@ def recover(workspace: Path | str) -> Recovery:
     again, any other is recorded as interrupted (its change, if any, saved as a patch). The user's tree was
     never changed by a dead cycle; an ``index.lock`` the engine left is removed and named."""
     from gep.recovery import recover_workspace
+    from gep.store import Store
 
     repo = open_repo(workspace)
     settings = load_settings(repo.path)

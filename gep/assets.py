@@ -44,7 +44,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -56,7 +56,10 @@ from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular
 from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport, utc_now
 from gep.records import InputWarning
 from gep.retired import RETIRED_KEY, import_retired, retired_marks
-from gep.store import Store
+
+if TYPE_CHECKING:  # store-only commands list genes without importing SQLAlchemy (gep/store/quick.py)
+    from gep.store import Store
+    from gep.store.quick import ReadStore
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -206,7 +209,7 @@ def workspace_genes_dir(workspace: Path | str) -> Path:
     return gep_dir(workspace) / "genes"
 
 
-def workspace_genes(workspace: Path | str, store: Store, warnings: list[InputWarning] | None = None) -> list[Gene]:
+def workspace_genes(workspace: Path | str, store: ReadStore, warnings: list[InputWarning] | None = None) -> list[Gene]:
     """Genes a cycle selects from: seed genes, then store genes, then ``<workspace>/.gep/genes/*.json``.
 
     A later source overrides an earlier gene with the same id in place, so the order stays stable: seeds by

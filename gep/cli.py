@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
 
     from gep.records import GeneBan, InputWarning
+    from gep.store.quick import ReadStore
 
 app = typer.Typer(
     name="gep",
@@ -133,11 +134,13 @@ def _workspace_dir(workspace: Path | None) -> Path:
 
 
 @contextmanager
-def store_only(workspace: Path | None) -> Iterator[tuple[Path, Any]]:
+def store_only(workspace: Path | None) -> Iterator[tuple[Path, ReadStore | None]]:
     """(workspace, its store), or (workspace, None) when nothing was ever recorded there.
 
-    A read never creates ``.gep/``: a workspace no cycle ran on has no store yet."""
+    A read never creates ``.gep/``: a workspace no cycle ran on has no store yet. The workspace's own SQLite
+    file is read without SQLAlchemy when it can be (gep/store/quick.py), else through the full store."""
     from gep.config import gep_dir, load_settings
+    from gep.store.quick import open_quick
 
     path = _workspace_dir(workspace)
     state = gep_dir(path)
@@ -146,6 +149,11 @@ def store_only(workspace: Path | None) -> Iterator[tuple[Path, Any]]:
     settings = load_settings(path)
     if not settings.database_url and not state.is_dir():
         yield path, None
+        return
+    quick = open_quick(path, settings)
+    if quick is not None:
+        with quick:
+            yield path, quick
         return
     from gep.store import Store
 

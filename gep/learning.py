@@ -4,7 +4,8 @@ After every cycle that ran (success, failed, empty, abandoned) a lesson on its g
 and an empty or abandoned cycle is an implicit ``ignored`` for its gene. Outcomes recorded outside the stages
 (a pending cycle abandoned by the next one, a crashed cycle recovered) are caught up at the next cycle's
 start, as are people's ``git revert`` of GEP commits (``not_helpful``). A person's verdict (``gep feedback``,
-the feedback flow, the review form) is an explicit signal with its note, and a lesson of its own.
+the feedback flow, the review form) is an explicit signal with its note, and a lesson of its own
+(gep/verdicts.py).
 
 The prompt recalls lessons for the selected gene and signals (recency and strength, within a budget) and,
 when a topic's unresolved conflicts reach the threshold, shows them side by side and asks for a synthesis;
@@ -13,10 +14,8 @@ the lesson written after that cycle names them (``meta.synthesis_of``), which ma
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,7 +24,6 @@ from gep.feedback import (
     FeedbackError,
     FeedbackSignal,
     RevertFound,
-    explicit_signal,
     find_reverts,
     implicit_signal,
     outcome_observation,
@@ -43,6 +41,7 @@ from gep.memory import (
 )
 from gep.models import EvolutionEvent, Gene
 from gep.store import Store
+from gep.verdicts import person_lesson
 
 LEARNED = ("success", "failed", "empty", "abandoned")  # outcomes a gene is judged by (interrupted is not its doing)
 OUTCOME_LESSONS = {LessonCategory.success, LessonCategory.failure, LessonCategory.empty, LessonCategory.abandoned}
@@ -143,43 +142,8 @@ def _revert(store: Store, revert: RevertFound, now: datetime) -> FeedbackSignal 
     if signal is None or not store.add_feedback(signal):
         return None
     note = f"reverted in {revert.revert_sha[:12]} by {signal.author}: {signal.note or ''}".strip()
-    _person_lesson(store, event, "not_helpful", note, now)
+    person_lesson(store, event, "not_helpful", note, now)
     return signal
-
-
-def _person_lesson(store: Store, event: EvolutionEvent, verdict: Literal["helpful", "not_helpful"],
-                   note: str | None, now: datetime) -> None:
-    gene = event.genes_used[0]
-    inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
-                      person_verdict=verdict, note=note)
-    record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
-
-
-def default_author() -> str:
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name (a container without a passwd entry)
-        return "unknown"
-
-
-def give_feedback(store: Store, event_id: str, verdict: str, *, now: datetime, note: str | None = None,
-                  author: str | None = None) -> FeedbackSignal:
-    """A person's ``helpful`` / ``not_helpful`` on one of the workspace's events, with their note (redacted)."""
-    event = store.get_event(event_id)
-    if event is None:
-        raise FeedbackError(f"no event {event_id!r} in this workspace (see `gep history`)")
-    signal = explicit_signal(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
-                             signals=event.signals, kind=verdict, at=now, note=note, author=author or default_author())
-    if store.add_feedback(signal):
-        _person_lesson(store, event, "helpful" if verdict == "helpful" else "not_helpful", signal.note, now)
-    return signal
-
-
-def record_review(store: Store, event_id: str, *, approved: bool, note: str, now: datetime,
-                  author: str = "reviewer") -> FeedbackSignal:
-    """A review-mode decision: approve is ``helpful``, reject ``not_helpful``, the note kept with it."""
-    return give_feedback(store, event_id, "helpful" if approved else "not_helpful", now=now, note=note,
-                         author=author)
 
 
 # ------------------------------------------------------------------ the prompt

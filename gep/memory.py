@@ -47,6 +47,11 @@ class LessonError(GepError):
     """A lesson operation that cannot be done (unknown id, a delete without a reason, a rewrite)."""
 
 
+def lesson_exists(lesson_id: str) -> LessonError:
+    """The refusal of a second write of a lesson id (stored, or deleted: ids are never reused)."""
+    return LessonError(f"lesson {lesson_id} exists: lessons are append-only (write a new one)")
+
+
 class LessonCategory(StrEnum):
     success = "success"  # committed, not yet verified
     failure = "failure"
@@ -388,8 +393,9 @@ def synthesis_request(lessons: Sequence[Lesson], *, gene_id: str, signals: Seque
 # ------------------------------------------------------------------ persistence
 
 
-class LessonRepository(Protocol):
-    """Where lessons are kept (the store backs it with a lessons table and an audit table)."""
+class LessonLog(Protocol):
+    """What writing a lesson needs (the quick writer of `gep feedback` has this much, the store all of
+    :class:`LessonRepository`)."""
 
     def append_lesson(self, lesson: Lesson) -> None:
         """Add a new row; LessonError when the id exists (rows are never rewritten)."""
@@ -403,6 +409,10 @@ class LessonRepository(Protocol):
         """Set ``conflict_resolved`` and ``resolved_by`` (the only change an existing row ever sees)."""
         ...
 
+
+class LessonRepository(LessonLog, Protocol):
+    """Where lessons are kept (the store backs it with a lessons table and an audit table)."""
+
     def delete_lesson(self, lesson_id: str, *, who: str, why: str, at: datetime) -> LessonDeletion:
         """Remove a lesson and keep the audit record (LessonError without a reason or for an unknown id)."""
         ...
@@ -410,7 +420,7 @@ class LessonRepository(Protocol):
     def list_deletions(self) -> list[LessonDeletion]: ...
 
 
-def record_lesson(repo: LessonRepository, lesson: Lesson) -> None:
+def record_lesson(repo: LessonLog, lesson: Lesson) -> None:
     """Append a lesson; a synthesis also marks the lessons it reconciles as resolved."""
     repo.append_lesson(lesson)
     if lesson.synthesis_source_ids:
@@ -433,7 +443,7 @@ class InMemoryLessons:
 
     def append_lesson(self, lesson: Lesson) -> None:
         if lesson.id in self._rows or any(d.lesson_id == lesson.id for d in self._audit):
-            raise LessonError(f"lesson {lesson.id} exists: lessons are append-only (write a new one)")
+            raise lesson_exists(lesson.id)
         self._rows[lesson.id] = lesson.model_copy(deep=True)
 
     def list_lessons(self, gene_id: str | None = None) -> list[Lesson]:

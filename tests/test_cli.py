@@ -217,7 +217,7 @@ def test_refused_starts_store_nothing_and_print_one_line(repo: Path):
 STORE_ONLY = [["history"], ["history", "--all"], ["history", "--json"], ["show", "evt_0"], ["genes", "list"],
               ["genes", "list", "--workspace", "."], ["genes", "show", "gene_repair_from_errors"],
               ["signals", "--workspace", "."], ["capture", "--workspace", "."], ["lessons", "list"],
-              ["feedback", "stats"]]
+              ["feedback", "stats"], ["feedback", "evt_0", "helpful", "--note", "a write"]]
 HOOK = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "t", "prompt": "keep it short please"})
 
 NO_PREFECT = """
@@ -231,11 +231,14 @@ except SystemExit as exc:
 print("PREFECT-LOADED" if any(m == "prefect" or m.startswith("prefect.") for m in sys.modules) else "NO-PREFECT",
       file=sys.stderr)
 print("ANTHROPIC-LOADED" if "anthropic" in sys.modules else "NO-ANTHROPIC", file=sys.stderr)  # ~2 s of import
+# the quick read path (gep/store/quick.py): SQLAlchemy and SQLModel are ~0.4 s of import, GitPython ~0.1 s
+print("HEAVY-LOADED " + " ".join(m for m in ("sqlalchemy", "sqlmodel", "git") if m in sys.modules)
+      if any(m in sys.modules for m in ("sqlalchemy", "sqlmodel", "git")) else "NO-HEAVY", file=sys.stderr)
 """
 
 
 @pytest.mark.timeout(180)
-def test_store_only_commands_never_import_prefect_nor_start_a_server(repo: Path, tmp_path: Path):
+def test_store_only_commands_never_import_prefect_sqlalchemy_nor_start_a_server(repo: Path, tmp_path: Path):
     home = tmp_path / "prefect-home"
     with Store.for_workspace(repo) as store:
         store.add_event(EvolutionEvent(id="evt_0", signals=["log_error"], genes_used=["g"],
@@ -248,6 +251,7 @@ def test_store_only_commands_never_import_prefect_nor_start_a_server(repo: Path,
             proc = subprocess.run([sys.executable, "-c", NO_PREFECT, *args], cwd=repo, env=run_env,
                                   capture_output=True, text=True, timeout=60, input=HOOK)
             assert "NO-PREFECT" in proc.stderr and "NO-ANTHROPIC" in proc.stderr, (args, api, proc.stderr)
+            assert "NO-HEAVY" in proc.stderr, (args, api, proc.stderr)
             assert proc.returncode == 0, (args, api, proc.stdout, proc.stderr)
     assert not home.exists() or not (home / "gep-server.json").exists()  # no server was started for them
 

@@ -104,8 +104,8 @@ def test_lessons_list_and_an_audited_delete(ws: Path) -> None:
 def test_lessons_and_feedback_travel_with_the_assets(ws: Path, tmp_path: Path) -> None:
     fixed = committed_fix(ws)
     with store_of(ws) as store:
-        from gep.learning import give_feedback
         from gep.models import utc_now
+        from gep.verdicts import give_feedback
 
         give_feedback(store, fixed.id, "helpful", now=utc_now(), note="exactly right")
         gone = store.list_lessons()[0]

@@ -24,9 +24,10 @@ from typer.testing import CliRunner
 
 from gep.cli import app
 from gep.feedback import FeedbackKind, Observation, feedback_stats
-from gep.learning import give_feedback, learn_outcome
+from gep.learning import learn_outcome
 from gep.memory import LessonCategory
 from gep.models import EvolutionEvent, Outcome, utc_now
+from gep.verdicts import give_feedback
 
 pytestmark = pytest.mark.timeout(300)
 

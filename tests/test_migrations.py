@@ -157,3 +157,9 @@ def test_database_from_a_newer_version_opens_untouched_with_a_warning(tmp_path: 
             assert "900_future_things" in applied(conn)
     finally:
         store.close()
+
+
+def test_each_step_is_paired_with_its_name() -> None:
+    """gep/store/schema.py keeps the names (the quick read path checks a database against them without
+    SQLAlchemy); migrations.py pairs them with the steps in order."""
+    assert [step.__name__ for _, step in MIGRATIONS] == [f"_m{name}" for name in ALL]

@@ -51,13 +51,13 @@ def feedback(
         raise GepError(f"say whether {target} was helpful or not_helpful "
                        f"(`gep feedback {target} helpful|not_helpful`), not {verdict!r}" if verdict
                        else f"say whether {target} was helpful or not_helpful (`gep feedback {target} helpful`)")
-    from gep.api import open_store
+    from gep.api import feedback_store
     from gep.feedback import FeedbackIndex
-    from gep.learning import give_feedback
     from gep.models import utc_now
+    from gep.verdicts import give_feedback
 
     now = utc_now()
-    with open_store(workspace) as store:
+    with feedback_store(workspace) as store:
         signal = give_feedback(store, target, verdict, now=now, note=note)
         use = FeedbackIndex(store.list_feedback()).usefulness(signal.gene_id, signal.situation, now)
     typer.echo(f"recorded {verdict} on {target} ({signal.gene_id}); its usefulness here is now "
@@ -65,11 +65,11 @@ def feedback(
 
 
 def _stats(workspace: Path, as_json: bool) -> None:
-    from gep.api import open_store
+    from gep.api import read_store
     from gep.feedback import feedback_stats
     from gep.models import iso, utc_now
 
-    with open_store(workspace) as store:
+    with read_store(workspace) as store:
         stats = feedback_stats(store.list_feedback(), utc_now())
     if as_json:
         sys.stdout.write(json.dumps([s.model_dump(mode="json") for s in stats], ensure_ascii=False) + "\n")

@@ -38,11 +38,11 @@ def list_lessons(
     A lesson another one superseded (its fix was later verified, or did not hold) is marked so; a lesson
     whose conflicts a synthesis reconciled says which one did.
     """
-    from gep.api import open_store
+    from gep.api import read_store
     from gep.memory import heads, marker
     from gep.models import utc_now
 
-    with open_store(workspace) as store:
+    with read_store(workspace) as store:
         lessons = store.list_lessons()
     if topic:
         lessons = [x for x in lessons if x.topic == topic or x.gene_id == topic]
@@ -69,8 +69,8 @@ def delete(
 ) -> None:
     """Delete one lesson. Needs a reason; the audit table keeps who, when, why and the lesson's content."""
     from gep.api import open_store
-    from gep.learning import default_author
     from gep.models import utc_now
+    from gep.verdicts import default_author
 
     with open_store(workspace) as store:
         record = store.delete_lesson(lesson_id, who=default_author(), why=reason or "", at=utc_now())

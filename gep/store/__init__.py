@@ -12,48 +12,50 @@ of stored events nor with the number of other workspaces (bench/store.py). Old e
 memory graph keeps what they taught as summaries (gep/store/memory.py, gep/store/prune.py).
 
 Schema changes are small named forward-only migrations (gep/store/migrations.py) run on every open; every
-write goes through one upsert helper (gep/store/upsert.py).
+write goes through one upsert helper (gep/store/upsert.py), but for `gep feedback`'s two appends, made with
+the sqlite3 module as that helper's insert-unless-the-key-exists makes them (gep/store/quick_write.py).
 
-Layout: base.py (opening, scope, sessions, counters), events.py, objects.py (genes, capsules, failed
-capsules, validation reports), runs.py (runs, state), export.py, memory.py, prune.py, copy.py, pool.py (gene
-statuses, distillation log), behavior.py (behavioural signals), learning.py (feedback, lessons and their
-deletions, verified fixes).
+Layout: full.py (the Store class), base.py (opening, scope, sessions, counters), events.py, objects.py
+(genes, capsules, failed capsules, validation reports), runs.py (runs, state), export.py, memory.py, prune.py,
+copy.py, pool.py (gene statuses, distillation log), behavior.py (behavioural signals), learning.py (feedback,
+lessons and their deletions, verified fixes). Without SQLAlchemy: schema.py (file, table and migration
+names), codec.py, rows.py (the rows both write paths insert), quick.py (the read path of store-only commands:
+the sqlite3 module, read-only, falling back to Store) and quick_write.py (`gep feedback`'s append).
 """
 
 from __future__ import annotations
 
-from gep.store.base import UNSCOPED
-from gep.store.behavior import BehaviorMixin
-from gep.store.codec import as_read_json, asset_json, stamp
-from gep.store.engine import default_url, make_engine
-from gep.store.events import EventsMixin
-from gep.store.export import ExportMixin
-from gep.store.learning import LearningMixin
-from gep.store.objects import CapsuleOrigin, ObjectsMixin, StoredCapsule
-from gep.store.pool import GenePoolMixin
-from gep.store.prune import PRUNE_HOOKS, PRUNE_KEEP_EVENTS, PruneHook, PruneMixin, PruneReport, after_cycle
-from gep.store.runs import OPEN_RUN_STATUSES, RunsMixin
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gep.store.base import UNSCOPED
+    from gep.store.codec import as_read_json, asset_json, stamp
+    from gep.store.engine import default_url, make_engine
+    from gep.store.full import Store
+    from gep.store.objects import CapsuleOrigin, StoredCapsule
+    from gep.store.prune import PRUNE_HOOKS, PRUNE_KEEP_EVENTS, PruneHook, PruneReport, after_cycle
+    from gep.store.runs import OPEN_RUN_STATUSES
+
+# Imported on first use: a store-only command reads through gep/store/quick.py (the sqlite3 module) and
+# must not pay for SQLAlchemy and SQLModel (~0.4 s) by importing this package's light modules.
+_WHERE = {
+    "OPEN_RUN_STATUSES": "runs", "PRUNE_HOOKS": "prune", "PRUNE_KEEP_EVENTS": "prune", "UNSCOPED": "base",
+    "CapsuleOrigin": "objects", "PruneHook": "prune", "PruneReport": "prune", "Store": "full",
+    "StoredCapsule": "objects", "after_cycle": "prune", "as_read_json": "codec", "asset_json": "codec",
+    "default_url": "engine", "make_engine": "engine", "stamp": "codec",
+}
 
 
-class Store(EventsMixin, ObjectsMixin, RunsMixin, ExportMixin, PruneMixin, GenePoolMixin, BehaviorMixin,
-            LearningMixin):
-    """All reads and writes of GEP objects. Open with :meth:`open` (unscoped) or :meth:`for_workspace`."""
+def __getattr__(name: str) -> object:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
-__all__ = [
-    "OPEN_RUN_STATUSES",
-    "PRUNE_HOOKS",
-    "PRUNE_KEEP_EVENTS",
-    "UNSCOPED",
-    "CapsuleOrigin",
-    "PruneHook",
-    "PruneReport",
-    "Store",
-    "StoredCapsule",
-    "after_cycle",
-    "as_read_json",
-    "asset_json",
-    "default_url",
-    "make_engine",
-    "stamp",
-]
+__all__ = ["OPEN_RUN_STATUSES", "PRUNE_HOOKS", "PRUNE_KEEP_EVENTS", "UNSCOPED", "CapsuleOrigin", "PruneHook",
+           "PruneReport", "Store", "StoredCapsule", "after_cycle", "as_read_json", "asset_json", "default_url",
+           "make_engine", "stamp"]

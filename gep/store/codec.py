@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -83,6 +84,11 @@ def load(cls: type[M], data: str) -> M:
         return cls.model_validate(json.loads(data))
     except (ValueError, ValidationError) as exc:
         raise StoreError(f"stored {cls.__name__} is unreadable: {first_line(exc)}") from None
+
+
+def load_by_time(cls: type[M], data: Iterable[str]) -> list[M]:
+    """Feedback signals or lessons (stored JSON read in insertion order), oldest first, ties by id."""
+    return sorted((cls.model_validate_json(d) for d in data), key=attrgetter("created_at", "id"))
 
 
 def first_line(exc: BaseException) -> str:

@@ -13,9 +13,9 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import create_engine
 
-from gep.config import gep_dir
 from gep.errors import StoreError
 from gep.store.codec import first_line
+from gep.store.schema import SQLITE_PRAGMAS, default_db
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -28,9 +28,8 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     # We issue BEGIN ourselves (see _sqlite_begin), so the driver must not.
     dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA busy_timeout=10000")
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
+    for pragma in SQLITE_PRAGMAS:
+        cur.execute(pragma)
     cur.close()
 
 
@@ -41,7 +40,7 @@ def _sqlite_begin(conn: Connection) -> None:
 
 
 def default_url(workspace: Path | str) -> str:
-    return f"sqlite:///{(gep_dir(workspace) / 'gep.db').resolve()}"
+    return f"sqlite:///{default_db(workspace)}"
 
 
 def make_engine(url: str) -> Engine:

@@ -17,12 +17,14 @@ from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
 from gep.feedback import FeedbackSignal
-from gep.memory import Lesson, LessonDeletion, LessonError, deletion_record
+from gep.memory import Lesson, LessonDeletion, LessonError, deletion_record, lesson_exists
 from gep.models import iso
 from gep.resolved import Resolution
 from gep.store.base import StoreBase
+from gep.store.codec import load_by_time
 from gep.store.engine import store_errors
 from gep.store.prune import PRUNE_HOOKS
+from gep.store.rows import feedback_row, lesson_row
 from gep.store.tables import FeedbackRow, LessonDeletionRow, LessonRow, ResolutionRow
 from gep.store.upsert import insert_new, upsert
 
@@ -36,8 +38,7 @@ class LearningMixin(StoreBase):
     @store_errors
     def add_feedback(self, signal: FeedbackSignal) -> bool:
         """Append a signal; False (nothing written) when its id is stored already."""
-        row = {"workspace_id": self.workspace_id, "id": signal.id, "gene_id": signal.gene_id,
-               "event_id": signal.event_id, "created_at": iso(signal.created_at), "data": signal.model_dump_json()}
+        row = feedback_row(self.workspace_id, signal)
         with self.writing() as s:
             return insert_new(s, FeedbackRow, [row], key=("workspace_id", "id"), returning="seq") == 1
 
@@ -52,21 +53,18 @@ class LearningMixin(StoreBase):
             q = select(row_cls.data).where(row_cls.workspace_id == self.workspace_id)
             if gene_id is not None:
                 q = q.where(row_cls.gene_id == gene_id)
-            rows = [cls.model_validate_json(d) for d in s.exec(q.order_by(col(row_cls.seq))).all()]
-        return sorted(rows, key=lambda r: (r.created_at, r.id))
+            return load_by_time(cls, s.exec(q.order_by(col(row_cls.seq))).all())
 
     # ---------------------------------------------------------------- lessons
 
     @store_errors
     def append_lesson(self, lesson: Lesson) -> None:
         """Add a new lesson; LessonError when its id is stored, or was deleted (rows are never rewritten)."""
-        row = {"workspace_id": self.workspace_id, "id": lesson.id, "gene_id": lesson.gene_id,
-               "event_id": lesson.event_id, "category": lesson.category.value, "created_at": iso(lesson.created_at),
-               "data": lesson.model_dump_json()}
+        row = lesson_row(self.workspace_id, lesson)
         with self.writing() as s:
             if self._deletion(s, lesson.id) is not None or \
                     not insert_new(s, LessonRow, [row], key=("workspace_id", "id"), returning="seq"):
-                raise LessonError(f"lesson {lesson.id} exists: lessons are append-only (write a new one)")
+                raise lesson_exists(lesson.id)
 
     @store_errors
     def list_lessons(self, gene_id: str | None = None) -> list[Lesson]:

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from gep.models import iso, utc_now
 from gep.store.engine import WRITE_FLAG
+from gep.store.schema import MIGRATION_NAMES, SCHEMA_MIGRATIONS
 
 
 def _autoinc(conn: Connection) -> str:
@@ -185,23 +186,24 @@ def _m008_behavior_signals(conn: Connection) -> None:
         conn.execute(text(ddl))
 
 
-MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
-    ("001_initial", _m001_initial),
-    ("002_indexes", _m002_indexes),
-    ("003_counters", _m003_counters),
-    ("004_drop_duplicate_id_indexes", _m004_drop_duplicate_id_indexes),
-    ("005_workspaces", _m005_workspaces),
-    ("006_learning", _m006_learning),
-    ("007_gene_pool", _m007_gene_pool),
-    ("008_behavior_signals", _m008_behavior_signals),
-]
+# each step beside its name in gep/store/schema.py (the quick read path checks a database against those)
+MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = list(zip(MIGRATION_NAMES, (
+    _m001_initial,
+    _m002_indexes,
+    _m003_counters,
+    _m004_drop_duplicate_id_indexes,
+    _m005_workspaces,
+    _m006_learning,
+    _m007_gene_pool,
+    _m008_behavior_signals,
+), strict=True))
 
 _LOCK_KEY = 0x6E70_6D69  # PostgreSQL advisory lock held while migrating ("gep mi")
 log = logging.getLogger(__name__)
 
 
 def applied(conn: Connection) -> list[str]:
-    rows = conn.execute(text("SELECT name FROM schema_migrations ORDER BY name")).fetchall()
+    rows = conn.execute(text(f"SELECT name FROM {SCHEMA_MIGRATIONS} ORDER BY name")).fetchall()
     return [r[0] for r in rows]
 
 
@@ -234,13 +236,13 @@ def migrate(engine: Engine, upto: str | None = None) -> list[str]:
     """
     done: list[str] = []
     with _locked(engine) as conn:
-        conn.execute(text("CREATE TABLE IF NOT EXISTS schema_migrations "
+        conn.execute(text(f"CREATE TABLE IF NOT EXISTS {SCHEMA_MIGRATIONS} "
                           "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"))
     for name, step in MIGRATIONS:
         with _locked(engine) as conn:
             if name not in set(applied(conn)):
                 step(conn)
-                conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES (:n, :t)"),
+                conn.execute(text(f"INSERT INTO {SCHEMA_MIGRATIONS} (name, applied_at) VALUES (:n, :t)"),
                              {"n": name, "t": iso(utc_now())})
                 done.append(name)
         if upto == name:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Index, Integer, Text
 from sqlmodel import Field, SQLModel
 
+from gep.store import schema
+
 # BIGSERIAL on PostgreSQL; SQLite's rowid alias must be spelled INTEGER
 SEQ = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -34,7 +36,7 @@ def _ws_indexes(table: str, key: str = "id") -> tuple[Index, Index]:
 
 
 class WorkspaceRow(SQLModel, table=True):
-    __tablename__ = "workspaces"
+    __tablename__ = schema.WORKSPACES
     id: str = _text(primary_key=True)
     path: str = _text()
     name: str = _text()
@@ -43,7 +45,7 @@ class WorkspaceRow(SQLModel, table=True):
 
 
 class EventRow(SQLModel, table=True):
-    __tablename__ = "events"
+    __tablename__ = schema.EVENTS
     __table_args__ = (*_ws_indexes("events"),
                       Index("ix_events_ws_status_seq", "workspace_id", "status", "seq"),
                       Index("ix_events_flow_run", "flow_run_id"),
@@ -60,7 +62,7 @@ class EventRow(SQLModel, table=True):
 
 
 class GeneRow(SQLModel, table=True):
-    __tablename__ = "genes"
+    __tablename__ = schema.GENES
     id: str = _text(primary_key=True)
     source: str = Field(default="workspace", sa_type=Text)
     updated_at: str = _text()
@@ -78,7 +80,7 @@ class CapsuleRow(SQLModel, table=True):
 
 
 class FailedCapsuleRow(SQLModel, table=True):
-    __tablename__ = "failed_capsules"
+    __tablename__ = schema.FAILED_CAPSULES
     __table_args__ = (*_ws_indexes("failed_capsules"), {"sqlite_autoincrement": True})
     seq: int | None = _seq()
     workspace_id: str = _text()
@@ -136,7 +138,7 @@ class MemorySummaryRow(SQLModel, table=True):
 class GeneStatusRow(SQLModel, table=True):
     """A gene's standing in this workspace's pool (gep.runnable.GeneStatus: retired or not, and its history)."""
 
-    __tablename__ = "gene_status"
+    __tablename__ = schema.GENE_STATUS
     workspace_id: str = _text(primary_key=True)
     gene_id: str = _text(primary_key=True)
     retired: bool = Field(default=False)
@@ -174,7 +176,7 @@ class BehaviorSignalRow(SQLModel, table=True):
 class FeedbackRow(SQLModel, table=True):
     """One feedback signal (gep/feedback.py): append-only, the truth gene usefulness scores fold."""
 
-    __tablename__ = "feedback"
+    __tablename__ = schema.FEEDBACK
     __table_args__ = (*_ws_indexes("feedback"), Index("ix_feedback_ws_gene", "workspace_id", "gene_id"),
                       {"sqlite_autoincrement": True})
     seq: int | None = _seq()
@@ -189,7 +191,7 @@ class FeedbackRow(SQLModel, table=True):
 class LessonRow(SQLModel, table=True):
     """One lesson (gep/memory.py): append-only; only its conflict_resolved flag is ever set afterwards."""
 
-    __tablename__ = "lessons"
+    __tablename__ = schema.LESSONS
     __table_args__ = (*_ws_indexes("lessons"), Index("ix_lessons_ws_gene_seq", "workspace_id", "gene_id", "seq"),
                       Index("ix_lessons_ws_event", "workspace_id", "event_id"), {"sqlite_autoincrement": True})
     seq: int | None = _seq()
@@ -205,7 +207,7 @@ class LessonRow(SQLModel, table=True):
 class LessonDeletionRow(SQLModel, table=True):
     """The audit record of a deleted lesson: who, when, why, and the lesson as it was."""
 
-    __tablename__ = "lesson_deletions"
+    __tablename__ = schema.LESSON_DELETIONS
     __table_args__ = (*_ws_indexes("lesson_deletions", "lesson_id"), {"sqlite_autoincrement": True})
     seq: int | None = _seq()
     workspace_id: str = _text()
