@@ -135,7 +135,7 @@ def store_only(rep: Report, env: dict[str, str], no_server: dict[str, str], ws: 
         rep.add(label, sample([GEP, *args], e, ws, runs), TARGET_STORE_S, TARGET_STORE_MB)
     for name, args in (("lessons", ["lessons", "list", "--workspace", str(ws)]),
                        ("signals", ["signals", "--workspace", str(ws)]),
-                       ("feedback", ["feedback", "--workspace", str(ws)])):
+                       ("feedback", ["feedback", "stats", "--workspace", str(ws)])):
         if exists(args[:1] if name != "lessons" else args[:2], env):
             rep.add(f"gep {' '.join(args[:2] if name == 'lessons' else args[:1])}",
                     sample([GEP, *args], env, ws, runs), TARGET_STORE_S, TARGET_STORE_MB)
