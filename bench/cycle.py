@@ -146,6 +146,35 @@ def instrument() -> dict[str, list[float]]:
     return spent
 
 
+def counters() -> dict[str, int]:
+    """Count the git processes and the API's HTTP requests of this process (figures that do not move with
+    the machine's load; Prefect's events go over one websocket and are not counted)."""
+    import subprocess as sp
+
+    import httpx
+
+    seen = {"git processes": 0, "API requests": 0}
+    popen, asend, send = sp.Popen.__init__, httpx.AsyncClient.send, httpx.Client.send
+
+    def counted_popen(self: Any, args: Any, *a: Any, **k: Any) -> None:
+        if not isinstance(args, str | bytes) and args and Path(str(args[0])).name == "git":
+            seen["git processes"] += 1
+        popen(self, args, *a, **k)
+
+    async def counted_asend(self: Any, *a: Any, **k: Any) -> Any:
+        seen["API requests"] += 1
+        return await asend(self, *a, **k)
+
+    def counted_send(self: Any, *a: Any, **k: Any) -> Any:
+        seen["API requests"] += 1
+        return send(self, *a, **k)
+
+    sp.Popen.__init__ = counted_popen  # type: ignore[method-assign]
+    httpx.AsyncClient.send = counted_asend  # type: ignore[method-assign]
+    httpx.Client.send = counted_send  # type: ignore[method-assign]
+    return seen
+
+
 def child(runs: int, profile: bool) -> None:
     """Run ``runs`` flow runs in this process (settings from the environment); print JSON on stdout."""
     t = time.perf_counter()
@@ -153,6 +182,8 @@ def child(runs: int, profile: bool) -> None:
 
     import_s = time.perf_counter() - t
     spent = instrument()
+    seen = counters()
+    counts: list[dict[str, int]] = []
     parent = Path(tempfile.mkdtemp(prefix="gep-bench-"))
     walls: list[float] = []
     per_run: list[dict[str, float]] = []
@@ -167,9 +198,11 @@ def child(runs: int, profile: bool) -> None:
 
                 prof = cProfile.Profile()
                 prof.enable()
+            start = dict(seen)
             t = time.perf_counter()
             event = asyncio.run(evolution_cycle(workspace=str(ws), mutator="prompt"))
             walls.append(time.perf_counter() - t)
+            counts.append({k: seen[k] - start[k] for k in seen})
             if prof is not None:
                 prof.disable()
                 profile_text = top_functions(prof)
@@ -178,7 +211,7 @@ def child(runs: int, profile: bool) -> None:
     finally:
         shutil.rmtree(parent, ignore_errors=True)
     sync_s, async_s = bare_flows()
-    json.dump({"import_s": import_s, "walls": walls, "per_run": per_run, "profile": profile_text,
+    json.dump({"import_s": import_s, "walls": walls, "per_run": per_run, "counts": counts, "profile": profile_text,
                "bare_sync": sync_s, "bare_async": async_s}, sys.stdout)
 
 
@@ -281,6 +314,8 @@ def breakdown(result: dict[str, Any], walls_from: int = 1) -> list[str]:
     known = engine + task_engine + med.get("slot acquire", 0.0) + med.get("slot release (report sent meanwhile)", 0.0)
     lines.append(row("  rest of the body (ctx close, logging)", max(flow_body - known, 0.0)))
     lines.append(row("Prefect's overhead beyond the engine's stages", total - engine, TARGET_OVERHEAD_S))
+    for key in ("git processes", "API requests"):  # the same in every run on a fresh workspace
+        lines.append(f"  {key} per flow run: {' '.join(str(c[key]) for c in result.get('counts', []))}")
     return lines
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 from uuid import UUID
 
-from prefect import Task, flow, get_run_logger, task
+from prefect import Task, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext, SyncClientContext
@@ -28,6 +28,7 @@ from prefect.states import Cancelled
 from prefect.utilities.annotations import quote
 
 from flows import reporting, states
+from flows.flowdef import gep_flow
 from flows.review import review_recorder
 from flows.slot import lease_seconds, workspace_slot
 from gep import pipeline as P
@@ -113,7 +114,7 @@ def current_flow_run_id() -> str | None:
     return str(ctx.flow_run.id) if ctx and ctx.flow_run else None
 
 
-@flow(name="evolution-cycle", log_prints=False, validate_parameters=True)
+@gep_flow(name="evolution-cycle", log_prints=False)
 async def evolution_cycle(
     workspace: str,
     mutator: Mutator = "auto",
@@ -150,7 +151,7 @@ async def evolution_cycle(
     return await run_in_slot(workspace, request)
 
 
-@flow(name="evolution-cycle", log_prints=False, validate_parameters=True)
+@gep_flow(name="evolution-cycle", log_prints=False)
 async def scheduled_cycle(
     workspace: str,
     mutator: Mutator = "auto",

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from prefect.client.schemas.objects import State
+from prefect.context import SettingsContext, get_settings_context
 from prefect.settings import get_current_settings, temporary_settings
 
 
@@ -25,11 +26,19 @@ def foreground_run(api_url: str | None = None) -> Iterator[None]:
     keep them. Here the user watches the process; after a crash, `gep recover` (or the next cycle) restores
     the workspace either way. ``api_url`` is always set by the CLI, so Prefect never falls back to a
     temporary server of its own.
+
+    The CLI sets PREFECT_API_URL before Prefect is imported, so only the heartbeat differs from the
+    settings Prefect already built: that one field is copied in (validating and rebuilding every setting,
+    as temporary_settings does, takes ~0.1 s). Another API (a library caller) takes the validated path.
     """
-    updates: dict[str, str | None] = {"flows.heartbeat_frequency": None}
-    if api_url:
-        updates["api.url"] = api_url
-    with temporary_settings(updates=updates):
+    current = get_settings_context()
+    if api_url and current.settings.api.url != api_url:
+        with temporary_settings(updates={"flows.heartbeat_frequency": None, "api.url": api_url}):
+            yield
+        return
+    # None is a valid value (no heartbeats), and no other setting is derived from it
+    flows = current.settings.flows.model_copy(update={"heartbeat_frequency": None})
+    with SettingsContext(profile=current.profile, settings=current.settings.model_copy(update={"flows": flows})):
         yield
 
 

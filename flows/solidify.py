@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow
 from prefect.client.schemas.objects import State
 
 from flows.cycle import current_flow_run_id, run_in_slot
+from flows.flowdef import gep_flow
 from gep.context import CycleRequest
 
 
-@flow(name="evolution-solidify", validate_parameters=True)
+@gep_flow(name="evolution-solidify")
 async def solidify_pending(workspace: str, summary: str = "", abandon: bool = False) -> State:
     """Check the changes made since a prompt-mode cycle, then commit them; when they fail, nothing is rolled
     back and the cycle keeps awaiting changes.

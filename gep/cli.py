@@ -189,6 +189,15 @@ def _prefect_api() -> str:
     return url
 
 
+def _build_cycle_models() -> None:
+    """A cycle validates with dozens of the engine's models: build them now, held models first, rather than
+    each on first use (gep/prebuild.py)."""
+    import gep.pipeline  # noqa: F401 - the stages' models too
+    from gep.prebuild import build_models
+
+    build_models()
+
+
 def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
     """Run a cycle's flow (``call`` makes the coroutine) against a server; the event it recorded.
 
@@ -265,14 +274,13 @@ def cycle(
     """
     from gep.context import CycleRequest, hide_agent_cmd, open_cycle
 
+    _build_cycle_models()
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
     request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
                            agent_cmd=agent_cmd or None, abandon_pending=abandon_pending, branch=branch or None,
                            llm_signals=llm_signals or None)
     open_cycle(request, check_only=True)
-    from gep.git import open_repo
-
-    ws = open_repo(workspace).path
+    ws = checked_path(workspace)
 
     def call() -> Any:
         from flows.cycle import evolution_cycle
@@ -286,6 +294,12 @@ def cycle(
 
     event, api_url = _run_flow(call, ws, as_json)
     _print_outcome(event, as_json, ws, api_url)
+
+
+def checked_path(workspace: Path) -> Path:
+    """The workspace a successful check opened: open_repo refuses any path that is not its repository's
+    top, so the repository's path is this one, resolved (opening it again would run git three more times)."""
+    return workspace.expanduser().resolve()
 
 
 def _print_outcome(event: Any, as_json: bool, ws: Path, api_url: str | None = None) -> None:
@@ -369,11 +383,10 @@ def solidify(
     """
     from gep.context import CycleRequest, open_cycle
 
+    _build_cycle_models()
     # nothing awaiting changes: one line, before Prefect starts
     open_cycle(CycleRequest(workspace=workspace), resume=True, check_only=True)
-    from gep.git import open_repo
-
-    ws = open_repo(workspace).path
+    ws = checked_path(workspace)
 
     def call() -> Any:
         from flows.solidify import solidify_pending

@@ -156,8 +156,9 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
     if name == "anthropic" and not env.get("ANTHROPIC_API_KEY"):
         raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
     resolve_strategy(requested=request.strategy or settings.strategy, env=env, cycle_count=0, signals=[])
-    refusal = validation_refusal(ORIGINS[name], settings)
-    if refusal and name != "prompt":
+    # a prompt cycle validates nothing now (`gep solidify` checks its sandbox): no bwrap probe for it
+    refusal = validation_refusal(ORIGINS[name], settings) if name != "prompt" else None
+    if refusal:
         raise ConfigError(f"cannot run a {name} cycle here: {refusal}")
     branch = request.branch or settings.branch
     if branch and not Git(repo.path).run("check-ref-format", "--branch", branch, ok=True).ok:

@@ -82,9 +82,15 @@ def check_command(cmd: str, settings: Settings, cwd: Path | None = None) -> str 
 def _load_prctl() -> Callable[[int, int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
+    # dlopen(NULL): the process's own symbols, libc's among them. find_library("c") would run `ldconfig -p`,
+    # a subprocess in every process that imports this module (each `gep cycle`).
+    for name in (None, "libc.so.6"):
+        try:
+            return ctypes.CDLL(name, use_errno=True).prctl
+        except (OSError, AttributeError):
+            continue
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl
+        return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).prctl
     except (OSError, AttributeError):
         return None
 

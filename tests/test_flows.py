@@ -151,6 +151,17 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
     assert solid.state_name == "Success"
 
 
+def test_the_run_keeps_the_parameters_it_was_called_with(prefect_server, example_ws: Path):
+    """The parameters the server records (the UI shows them, a rerun reuses them) are the call's, with
+    their JSON types (flows/flowdef.py sends JSON values without Prefect's FastAPI encoder)."""
+    params = {"workspace": str(example_ws), "mutator": "prompt", "strategy": "auto", "agent_cmd": "",
+              "abandon_pending": False, "branch": "", "review": False, "seed": 11, "llm_signals": False}
+    event = cycle(**params)
+    assert event.meta.seed == 11
+    recorded = flow_run(event.meta.flow_run_id).parameters
+    assert recorded == params and type(recorded["seed"]) is int and type(recorded["review"]) is bool
+
+
 def test_command_agent_fix_commits(prefect_server, example_ws: Path, tmp_path: Path):
     event = cycle(workspace=str(example_ws), mutator="command", agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
     assert event.outcome.status == "success", event.meta.failure_reasons

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gep.git.plumbing import SAFE_CONFIG, Git, batched
+from gep.git.plumbing import SAFE_CONFIG, Git, batched, z
 from gep.git.repo import GEP_DIR
 
 Kind = Literal["tracked", "ignored", "refused"]
@@ -75,6 +75,15 @@ class Change(BaseModel):
 
 def is_engine_path(rel: str) -> bool:
     return rel == GEP_DIR or rel.startswith(GEP_DIR + "/")
+
+
+def changed_paths(g: Git, a: str, *others: str) -> set[str]:
+    """The paths that differ between tree ``a`` and any of ``others``: names only (no line counts or sizes,
+    which cost :func:`tree_diff` three more git calls), one call per distinct other tree."""
+    out: set[str] = set()
+    for b in dict.fromkeys(others):
+        out.update(z(g.run("diff-tree", "-r", "-z", "--no-renames", "--name-only", a, b).out))
+    return out
 
 
 def tree_diff(g: Git, a: str, b: str) -> list[FileChange]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from gep.errors import WorkspaceError
-from gep.git.change import Change, FileChange, tree_diff, untracked_changes
+from gep.git.change import Change, FileChange, changed_paths, tree_diff, untracked_changes
 from gep.git.clone import check_event_id
 from gep.git.entries import index_info
 from gep.git.plumbing import NO_LOCKS, Git, enc, shown
@@ -165,7 +165,7 @@ def begin_in_place(repo: Repo, event_id: str, env_dirs: Sequence[str] = (),
     index_tree = _index_tree(repo, head)
     snap = scan(repo, repo.path, base_tree=head, seed_index=user_index(repo), skip=env_dirs, all_untracked=False,
                 baseline_rules=False)
-    dirty = sorted({f.path for f in tree_diff(g, head, snap.tree)} | {f.path for f in tree_diff(g, head, index_tree)})
+    dirty = sorted(changed_paths(g, head, snap.tree, index_tree))
     raw_tree, unsaved = _raw_tree(repo, dirty, copy_max_bytes)
     c_index = ident.out("commit-tree", index_tree, "-p", head, input=b"gep: your index at the baseline\n")
     c_snap = ident.out("commit-tree", snap.tree, "-p", c_index, input=b"gep: your work tree at the baseline\n")

@@ -54,16 +54,26 @@ class Repo(BaseModel):
         return res.line() or None if res.ok else None
 
 
-def _probe(p: Path) -> tuple[str, str, str] | None:
+PROBED = ("--show-toplevel", "--absolute-git-dir", "--git-common-dir", "--show-object-format")
+
+
+def _probe(p: Path) -> tuple[str, str, str, str] | None:
+    """(work tree top, git dir, common dir, object format), None when ``p`` is in no repository."""
     g = Git(p)
     bare = g.run("rev-parse", "--is-bare-repository", ok=True)
     if not bare.ok:
         return None
     if bare.line() == "true":
         raise WorkspaceError(f"workspace {shown(p)} is a bare git repository; it needs a working tree")
-    # one value per call: any of them may contain a newline (the workspace path itself may)
-    return tuple(g.run("rev-parse", opt).text.removesuffix("\n")  # type: ignore[return-value]
-                 for opt in ("--show-toplevel", "--absolute-git-dir", "--git-common-dir"))
+    # One call for the four, one value a line (a cycle opens the workspace three times: each git call
+    # counts). A value with a newline in it (the workspace path itself may have one) makes more lines than
+    # values, and an old git without --show-object-format fails: then one call per value, as before.
+    both = g.run("rev-parse", *PROBED, ok=True)
+    values = both.text.removesuffix("\n").split("\n")
+    if both.ok and len(values) == len(PROBED):
+        return values[0], values[1], values[2], values[3] or "sha1"
+    top, git_dir, common = (g.run("rev-parse", opt).text.removesuffix("\n") for opt in PROBED[:3])
+    return top, git_dir, common, g.run("rev-parse", PROBED[3], ok=True).line() or "sha1"
 
 
 def open_repo(path: Path | str) -> Repo:
@@ -77,12 +87,11 @@ def open_repo(path: Path | str) -> Repo:
     found = _probe(p)
     if found is None:
         raise WorkspaceError(f"workspace {shown(p)} is not a git repository (run `git init` and commit once)")
-    top, git_dir, common = found
+    top, git_dir, common, fmt = found
     if Path(top).resolve() != p:
         raise WorkspaceError(f"workspace {shown(p)} is inside the git repository {shown(top)}; "
                              "point --workspace at the repository's top directory")
     common_dir = Path(common) if Path(common).is_absolute() else (p / common)
-    fmt = Git(p).run("rev-parse", "--show-object-format", ok=True).line() or "sha1"
     repo = Repo(path=p, git_dir=Path(git_dir), common_dir=common_dir.resolve(), object_format=fmt)
     repo.head()
     return repo
