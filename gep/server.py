@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -288,16 +289,26 @@ def group_alive(pgid: int) -> bool:
             return False
         except PermissionError:
             return True
-    for entry in proc.iterdir():
+    return any(p.pgid == pgid for p in live_processes())
+
+
+class ProcessInfo(NamedTuple):
+    pid: int
+    ppid: int
+    pgid: int
+
+
+def live_processes() -> Iterator[ProcessInfo]:
+    """Every live process /proc lists (zombies waiting to be reaped do not count)."""
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            if fields[0] != "Z":
+                yield ProcessInfo(int(entry.name), int(fields[1]), int(fields[2]))
+        except (OSError, IndexError, ValueError):
             continue
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
 
 
 def _reap(pid: int) -> None:

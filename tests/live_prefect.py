@@ -14,11 +14,12 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gep.server import group_alive
+from gep.server import group_alive, live_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -60,6 +61,28 @@ def kill_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace_s: float
         pass
     if proc.poll() is None:
         proc.wait(5)
+
+
+def wait_for_flow_run_processes(proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Wait until the processes ``proc`` started in sessions of their own (a worker's flow runs) have exited:
+    a run may be final on the server while its process still sends its last logs and events, and a worker
+    stopped meanwhile waits for it (on a busy machine longer than a Ctrl-C's grace)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and outside_group(proc.pid):
+        time.sleep(0.2)
+
+
+def outside_group(pgid: int) -> list[int]:
+    """The live descendants of the group's processes that are no longer in the group (own sessions)."""
+    procs = list(live_processes())
+    group = {p.pid for p in procs if p.pgid == pgid}
+    found, todo = [], list(group)
+    while todo:
+        current = todo.pop()
+        children = [p.pid for p in procs if p.ppid == current and p.pid not in group]
+        found += children
+        todo += children
+    return found
 
 
 class LiveServer:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, init_repo
-from live_prefect import BIN, ROOT, LiveServer, kill_group
+from live_prefect import BIN, ROOT, LiveServer, kill_group, outside_group, wait_for_flow_run_processes
 from store_backends import NO_PG, pg_schema_url
 
 from gep.models import EvolutionEvent
@@ -131,12 +131,16 @@ def fleet(live_prefect: LiveServer, tmp_path_factory: pytest.TempPathFactory) ->
             r = server.run([str(BIN / "gep"), "fleet", *args, "--mutator", "prompt", "--watch"], env=env,
                            timeout_s=420)
         finally:
+            left = []
             for worker in workers:
+                wait_for_flow_run_processes(worker)  # each run's process, in a session of its own
+                left += outside_group(worker.pid)
                 kill_group(worker, signal.SIGINT, grace_s=15)  # Ctrl-C, as a user stops a worker
         texts = [log.read_text(errors="replace") for log in logs]
         assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n" + "\n".join(t[-3000:] for t in texts)
+        assert not left  # every flow run's process has exited ...
         for worker in workers:
-            assert not group_alive(worker.pid)  # the worker and every flow run it started are gone
+            assert not group_alive(worker.pid)  # ... and the workers are gone
         run_id = re.search(r"flow run: \S+/runs/flow-run/([0-9a-f-]{36})", r.stdout)
         assert run_id, r.stdout
         with ThreadPoolExecutor(len(workspaces)) as pool:  # `gep history` of each, at once

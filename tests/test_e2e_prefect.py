@@ -21,7 +21,7 @@ from uuid import UUID
 
 import pytest
 from conftest import git
-from live_prefect import BIN, ROOT, LiveServer, kill_group
+from live_prefect import BIN, ROOT, LiveServer, kill_group, wait_for_flow_run_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -149,6 +149,7 @@ def test_deploy_md_as_written(live_prefect: LiveServer, tmp_path: Path):
         step10_fleet(doc, server, ws, worker_log)
         assert doc.done == len(doc.commands), f"commands of docs/deploy.md not run: {doc.commands[doc.done:]}"
     finally:
+        wait_for_flow_run_processes(worker)  # the fleet's runs are final: their processes may still be exiting
         kill_group(worker, signal.SIGINT, grace_s=15)  # Ctrl-C, as a user stops the worker
     assert worker.returncode == 0, worker_log.read_text()[-3000:]  # stopped cleanly by Ctrl-C, not killed
 
