@@ -246,6 +246,7 @@ PASS_AFTER = {"type_error": {"gene_distilled_errsig": 0.85}, "timeout": {"gene_p
 HOLD_AFTER = {"type_error": {"gene_type_fixer": 0.10}}
 PERSON_RATE = 0.30
 ADAPT_WINDOW, ADAPT_SHARE = 10, 0.5
+FIRST = "first:"  # row keys of the first-majority adaptation
 
 
 def p_pass(sit: Situation, gid: str, after: bool) -> float:
@@ -325,7 +326,8 @@ def _record(store: Store, t: int, d: Draw, signals: list[str], sel: Selection, s
     ev = EvolutionEvent(
         id=f"evt_{t:05d}", signals=signals, genes_used=[gid] if gid else [], intent="repair",
         outcome=Outcome(status=status, score=0.85 if status == "success" else 0.2),
-        blast_radius=BlastRadius() if empty or status != "success" else BlastRadius(files=1, lines=12),
+        # a failed cycle made a change that failed its checks and was discarded: a real one records its size
+        blast_radius=BlastRadius() if empty else BlastRadius(files=1, lines=12),
         meta={"at": iso(now), "empty_cycle": empty, "synthesis_of": synthesis_of or None})
     if gid and status == "success" and not empty:
         capsule = sel.capsule or Capsule(id=f"cap_{t:05d}", trigger=list(d.sit.signals), gene=gid,
@@ -389,18 +391,34 @@ def run_oracle_shifting(draws: list[Draw], change: int) -> list[tuple[str | None
     return out
 
 
-def adaptation(run: list[tuple[str | None, bool]], draws: list[Draw], change: int, sit: str) -> int | None:
-    """Cycles from the change until the new best gene holds >= half of every later 10 picks in that situation
-    (adapted and stayed so); None when it never does."""
+def _occurrences(run: list[tuple[str | None, bool]], draws: list[Draw], change: int, sit: str) -> tuple[str, list[tuple[int, bool]]]:
+    """The situation's new best gene, and (cycle, picked it) for each of the situation's cycles after the change."""
     best = best_gene(next(d.sit for d in draws if d.sit.name == sit), True)
-    occ = [(t, run[t][0]) for t in range(change, len(draws)) if draws[t].sit.name == sit]
+    return best, [(t, run[t][0] == best) for t in range(change, len(draws)) if draws[t].sit.name == sit]
+
+
+def adaptation(run: list[tuple[str | None, bool]], draws: list[Draw], change: int, sit: str) -> int | None:
+    """Held (the stricter definition): cycles from the change until the new best gene holds >= half of every later
+    10 picks in that situation (adapted and stayed so); None when it never does."""
+    _, occ = _occurrences(run, draws, change, sit)
     windows = range(len(occ) - ADAPT_WINDOW + 1)
-    bad = [k for k in windows if sum(g == best for _, g in occ[k:k + ADAPT_WINDOW]) < ADAPT_SHARE * ADAPT_WINDOW]
+    bad = [k for k in windows if sum(hit for _, hit in occ[k:k + ADAPT_WINDOW]) < ADAPT_SHARE * ADAPT_WINDOW]
     if not bad:
         return 0
     if bad[-1] == len(windows) - 1:
         return None
     return occ[bad[-1] + 1][0] - change
+
+
+def adaptation_first(run: list[tuple[str | None, bool]], draws: list[Draw], change: int, sit: str) -> int | None:
+    """First majority (the target's definition, docs/learning.md): cycles from the change to the first of the
+    situation's cycles from which the new best gene holds the majority (more than half) of a rolling window of
+    10 picks; None when no window after the change has it."""
+    _, occ = _occurrences(run, draws, change, sit)
+    for k in range(len(occ) - ADAPT_WINDOW + 1):
+        if sum(hit for _, hit in occ[k:k + ADAPT_WINDOW]) > ADAPT_SHARE * ADAPT_WINDOW:
+            return 0 if k == 0 else occ[k][0] - change
+    return None
 
 
 Rows = dict[str, dict[str, float | None]]
@@ -426,8 +444,9 @@ def run_shifting(cycles: int, seed: int, change_at: float = 0.5, detail: bool = 
         row: dict[str, float | None] = {"all": sum(ok for _, ok in r) / cycles,
                                         "after": sum(ok for _, ok in r[change:]) / (cycles - change)}
         for sit in PASS_AFTER:
-            a = adaptation(r, draws, change, sit)
+            a, first = adaptation(r, draws, change, sit), adaptation_first(r, draws, change, sit)
             row[sit] = None if a is None else float(a)
+            row[FIRST + sit] = None if first is None else float(first)
         out[name] = row
     out["learning"] = {"signals": float(learn.signals), "lessons": float(learn.lessons),
                        "recalled": learn.recalled / cycles, "syntheses": float(learn.syntheses)}
@@ -438,10 +457,11 @@ def _adapt(x: float | None, cap: int) -> str:
     return f">{cap}" if x is None else f"{x:.0f}"
 
 
-def _figures(r: Rows, cap: int) -> tuple[float, float, float]:
-    """(on / oracle, cycles to adapt summed over the three changes off, and on) of one world."""
+def _figures(r: Rows, cap: int, prefix: str = "") -> tuple[float, float, float]:
+    """(on / oracle, cycles to adapt summed over the three changes off, and on) of one world; ``prefix`` FIRST:
+    by the first-majority definition, "": by the held one."""
     def total(row: dict[str, float | None]) -> float:
-        return sum(cap if row[s] is None else float(row[s] or 0) for s in PASS_AFTER)
+        return sum(cap if row[prefix + s] is None else float(row[prefix + s] or 0) for s in PASS_AFTER)
 
     on, off, oracle = r["feedback+lessons on"], r["feedback+lessons off"], r["oracle"]
     return (on["all"] or 0) / (oracle["all"] or 1), total(off), total(on)
@@ -451,11 +471,12 @@ def _print_detail(r: Rows, cycles: int, change: int, seed: int) -> None:
     cap = cycles - change
     print(f"\nnon-stationary world: {cycles} cycles, the change at cycle {change} (seed {seed}); "
           f"success = the problem went away")
-    print(f"{'':22}{'success':>9}{'after':>8}   cycles to adapt: " + "  ".join(f"{s:>10}" for s in PASS_AFTER))
+    print(f"{'':22}{'success':>9}{'after':>8}   cycles to adapt, first majority / held: "
+          + "  ".join(f"{s:>10}" for s in PASS_AFTER))
     for name, row in r.items():
         if name != "learning":
-            print(f"{name:22}{row['all']:>9.3f}{row['after']:>8.3f}                    "
-                  + "  ".join(f"{_adapt(row[s], cap):>10}" for s in PASS_AFTER))
+            print(f"{name:22}{row['all']:>9.3f}{row['after']:>8.3f}                                      "
+                  + "  ".join(f"{_adapt(row[FIRST + s], cap) + '/' + _adapt(row[s], cap):>10}" for s in PASS_AFTER))
     le = r["learning"]
     print(f"learning (on)                  {le['signals']:.0f} feedback signals, {le['lessons']:.0f} lessons, "
           f"{le['recalled']:.1f} recalled per cycle, {le['syntheses']:.0f} syntheses asked for and written")
@@ -477,26 +498,36 @@ def report_shifting(cycles: int, seeds: list[int], change_at: float = 0.5, jobs:
     change = int(cycles * change_at)
     cap = cycles - change
     _print_detail(results[0], cycles, change, seeds[0])
-    print(f"\n{'seed':>6}{'on/oracle':>11}{'off/oracle':>12}   adapt on: {' / '.join(PASS_AFTER)}"
-          f"{'':>6}adapt off{'':>16}off/on")
-    figures = []
+    print(f"\n{'seed':>6}{'on/oracle':>11}{'off/oracle':>12}   cycles to adapt ({' / '.join(PASS_AFTER)}), "
+          f"on | off, off/on:   first majority (the target's)  |  held (stricter)")
+    first: list[tuple[float, float]] = []
+    held: list[tuple[float, float]] = []
+    ratios = []
     for seed, r in zip(seeds, results, strict=True):
-        ratio, t_off, t_on = _figures(r, cap)
-        speed = t_off / max(1.0, t_on)
-        figures.append((ratio, speed, t_off, t_on))
+        ratio, f_off, f_on = _figures(r, cap, FIRST)
+        _, h_off, h_on = _figures(r, cap)
+        ratios.append(ratio)
+        first.append((f_off, f_on))
+        held.append((h_off, h_on))
         on, off, oracle = r["feedback+lessons on"], r["feedback+lessons off"], r["oracle"]
-        print(f"{seed:>6}{ratio:>11.3f}{(off['all'] or 0) / (oracle['all'] or 1):>12.3f}   "
-              f"{' / '.join(_adapt(on[s], cap) for s in PASS_AFTER):<36}"
-              f"{' / '.join(_adapt(off[s], cap) for s in PASS_AFTER):<25}{speed:>6.2f}x")
-    worst_ratio, worst_speed = min(f[0] for f in figures), min(f[1] for f in figures)
-    mean_ratio = sum(f[0] for f in figures) / len(figures)
-    pooled = sum(f[2] for f in figures) / max(1.0, sum(f[3] for f in figures))
-    print(f"on / oracle                    worst {worst_ratio:.3f}, mean {mean_ratio:.3f}   (target >= 0.90)")
-    print(f"adaptation, off / on           worst {worst_speed:.2f}x, all worlds together {pooled:.2f}x  (target >= 2; "
-          f"cycles summed over the three changes, never = {cap})")
+        cols = [f"{'/'.join(_adapt(on[p + s], cap) for s in PASS_AFTER)} | "
+                f"{'/'.join(_adapt(off[p + s], cap) for s in PASS_AFTER)} {t_off / max(1.0, t_on):.2f}x"
+                for p, t_off, t_on in ((FIRST, f_off, f_on), ("", h_off, h_on))]
+        print(f"{seed:>6}{ratio:>11.3f}{(off['all'] or 0) / (oracle['all'] or 1):>12.3f}   {cols[0]:<34}{cols[1]}")
+    print(f"on / oracle                    worst {min(ratios):.3f}, mean {sum(ratios) / len(ratios):.3f}   "
+          f"(target >= 0.90)")
+    speeds = {}
+    for name, figs in (("first majority", first), ("held", held)):
+        worst = min(off / max(1.0, on) for off, on in figs)
+        pooled = sum(off for off, _ in figs) / max(1.0, sum(on for _, on in figs))
+        speeds[name] = (worst, pooled)
+        print(f"adaptation off / on, {name + ':':<16}worst {worst:.2f}x, all worlds together {pooled:.2f}x  "
+              f"(target >= 2; cycles summed over the three changes, never = {cap})")
     print(f"runtime                        {time.perf_counter() - t0:.1f}s ({len(seeds)} worlds)")
-    ok = worst_ratio >= 0.9 and worst_speed >= 2.0
-    print("verdict (non-stationary, worst case) " + ("PASS" if ok else "FAIL"))
+    # judged as docs/learning.md says: every world within 0.9 of the oracle, and the worlds together adapting
+    # at least twice as fast by the first-majority definition
+    ok = min(ratios) >= 0.9 and speeds["first majority"][1] >= 2.0
+    print("verdict (non-stationary: worst on/oracle, pooled first-majority adaptation) " + ("PASS" if ok else "FAIL"))
     return ok
 
 
