@@ -179,6 +179,7 @@ class Usefulness(BaseModel):
     situation_key: str | None = None
     similarity: float = 0.0
     signals: int = 0  # how many signals the score rests on
+    not_helpful: int = 0  # of them, people's not_helpful (their verdicts and their reverts)
 
 
 class _Situation(BaseModel):
@@ -224,11 +225,12 @@ class FeedbackIndex:
             sit = best[3]
             return Usefulness(gene_id=gene_id, score=round(sit.score.at(now), 6), scope="situation",
                               situation_key=sit.key, similarity=round(best[0], 4),
-                              signals=sit.score.counts.total)
+                              signals=sit.score.counts.total, not_helpful=sit.score.counts.not_helpful)
         glob = self.global_scores.get(gene_id)
         if glob is None:
             return Usefulness(gene_id=gene_id)
-        return Usefulness(gene_id=gene_id, score=round(glob.at(now), 6), scope="global", signals=glob.counts.total)
+        return Usefulness(gene_id=gene_id, score=round(glob.at(now), 6), scope="global", signals=glob.counts.total,
+                          not_helpful=glob.counts.not_helpful)
 
 
 def situation_key_signals(signals: Iterable[str]) -> list[str]:

@@ -28,7 +28,7 @@ How a gene is chosen:
      the gene's feedback score in the closest stored situation, else its global score, else 0.5. A gene nobody
      has used yet would rank under every judged incumbent at that 0.5 (the seed's filter bubble): while
      usefulness counts, it gets a trial, ranked with the best judged gene that has a record here, until it has
-     ``MEMORY_BAN_MIN_EVIDENCE`` outcomes or feedback says it did not help.
+     ``EVIDENCE_WINDOW`` outcomes or a person said it did not help.
   4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
      the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior (blended
      with its usefulness as in 3), the highest wins (uniform when nothing is known, as the reference's random
@@ -382,18 +382,21 @@ def _inherit_source_rank(scored: Sequence[CandidateScore], by_id: Mapping[str, G
             c.rank, c.refines = max(c.rank, best.rank), best.gene_id
 
 
-def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weight: float) -> None:
+def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weight: float,
+                    feedback: FeedbackIndex | None, signals: Sequence[str], now: datetime) -> None:
     """Feedback's filter bubble (seed 003): a gene nobody has used yet ranks at a neutral 0.5 usefulness under
     every judged incumbent, and drift alone seldom lets it show what it does. So, while usefulness counts, such
     a gene matching alongside a judged gene with a record here takes the best of their ranks until it has a
-    record of its own (``MEMORY_BAN_MIN_EVIDENCE`` outcomes anywhere) or feedback says it did not help (see 3.)."""
+    record of its own (``EVIDENCE_WINDOW`` outcomes anywhere: what the incumbents are judged on) or a person
+    said it did not help (see 3.). One unlucky outcome does not end it (a gene that keeps failing is banned by
+    the failed-capsule rule after two), nor does the implicit ``ignored`` of a rolled-back change."""
     known = [c.rank for c in scored if not c.banned and c.evidence > 0 and c.usefulness_scope != "none"]
-    if weight <= 0 or not known:
+    if weight <= 0 or not known or feedback is None:
         return
     top = max(known)
     for c in scored:
-        if c.rank < top and c.refines is None and c.usefulness >= 0.5 \
-                and advice.stats(c.gene_id).prior_attempts < C.MEMORY_BAN_MIN_EVIDENCE:
+        if c.rank < top and c.refines is None and advice.stats(c.gene_id).prior_attempts < C.EVIDENCE_WINDOW \
+                and feedback.usefulness(c.gene_id, signals, now).not_helpful == 0:
             c.rank, c.trial = top, True
 
 
@@ -518,7 +521,7 @@ def select_gene_and_capsule(
                if any(g.id == gid and match_score(g, signals) > 0 for g in genes)]
     scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
     _inherit_source_rank(scored, by_id)
-    _newcomer_trial(scored, advice, weight)
+    _newcomer_trial(scored, advice, weight, feedback, signals, now)
     candidates = _ranked(scored, by_id)
     applied = [banned[c.gene_id] for c in scored if c.banned]
     for b in applied:

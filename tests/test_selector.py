@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gep import constants as C
 from gep.config import Settings
-from gep.feedback import FeedbackIndex, FeedbackSignal, explicit_signal
+from gep.feedback import FeedbackIndex, FeedbackSignal, Observation, explicit_signal, implicit_signal
 from gep.models import BlastRadius, Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, iso
 from gep.selector import (
     active_bans,
@@ -494,16 +495,25 @@ def test_a_new_gene_gets_a_trial_among_judged_incumbents():
     assert scores["gene_new"].trial and scores["gene_new"].expected == 0.5
     assert scores["gene_new"].rank == scores["gene_a"].rank
     assert "gene_new is new here" in greedy[0].decision.reasons[1]
-    # the trial ends with two outcomes of its own ...
-    tried = events + [event(50 + i, "gene_new", "failed", at=NOW - timedelta(minutes=50 - i)) for i in range(2)]
-    assert not any(c.trial for c in pick(tried, fb, 0).decision.scores)
-    assert {pick(tried, fb, s).gene.id for s in range(100)} == {"gene_a"}  # and two failures: drift, no ban
-    # ... or when feedback says it did not help; one helpful change does not end it
-    one = events + [event(50, "gene_new", at=NOW - timedelta(minutes=50))]
-    for kind, trial in (("helpful", True), ("not_helpful", False)):
-        judged_new = fb + [explicit_signal(event_id="evt_0050", gene_id="gene_new", signals=SIGNALS, kind=kind,
-                                           at=NOW - timedelta(minutes=20))]
-        assert {c.gene_id: c.trial for c in pick(one, judged_new, 0).decision.scores}["gene_new"] is trial
+    # the trial ends with a window's worth of outcomes of its own (what the incumbent is judged on) ...
+    def own(n: int, status: str | None = None) -> list[EvolutionEvent]:
+        return [event(50 + i, "gene_new", status or ("success" if i % 2 else "failed"),
+                      at=NOW - timedelta(minutes=50 - i)) for i in range(n)]
+
+    ended = {c.gene_id: c for c in pick(events + own(C.EVIDENCE_WINDOW), fb, 0).decision.scores}
+    assert not ended["gene_new"].trial and ended["gene_new"].rank < ended["gene_a"].rank
+    # ... not with two failures (the failed-capsule rule bans a gene that keeps failing, not the trial's end)
+    assert {c.gene_id: c.trial for c in pick(events + own(2, "failed"), fb, 0).decision.scores}["gene_new"]
+    # ... or when a person says it did not help; one helpful change, or the implicit ignored of a change that was
+    # rolled back, does not end it
+    one = events + own(1)
+    said = {kind: explicit_signal(event_id="evt_0050", gene_id="gene_new", signals=SIGNALS, kind=kind,
+                                  at=NOW - timedelta(minutes=20)) for kind in ("helpful", "not_helpful")}
+    rolled = implicit_signal(event_id="evt_0050", gene_id="gene_new", signals=SIGNALS,
+                             observation=Observation.rolled_back, at=NOW - timedelta(minutes=20))
+    assert rolled is not None
+    for extra, trial in ((said["helpful"], True), (said["not_helpful"], False), (rolled, True)):
+        assert {c.gene_id: c.trial for c in pick(one, fb + [extra], 0).decision.scores}["gene_new"] is trial
     # without feedback there is no bubble to open: the memory graph and drift decide as before
     plain = [pick(events, fb, s, feedback=False) for s in range(100)]
     assert not any(c.trial for s in plain for c in s.decision.scores)
