@@ -28,7 +28,7 @@ How a gene is chosen:
      the gene's feedback score in the closest stored situation, else its global score, else 0.5. A gene nobody
      has used yet would rank under every judged incumbent at that 0.5 (the seed's filter bubble): while
      usefulness counts, it gets a trial, ranked with the best judged gene that has a record here, until it has
-     ``EVIDENCE_WINDOW`` outcomes or a person said it did not help.
+     ``EVIDENCE_WINDOW`` outcomes, its record here is worse than unknown, or a person said it did not help.
   4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
      the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior (blended
      with its usefulness as in 3), the highest wins (uniform when nothing is known, as the reference's random
@@ -387,16 +387,16 @@ def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weig
     """Feedback's filter bubble (seed 003): a gene nobody has used yet ranks at a neutral 0.5 usefulness under
     every judged incumbent, and drift alone seldom lets it show what it does. So, while usefulness counts, such
     a gene matching alongside a judged gene with a record here takes the best of their ranks until it has a
-    record of its own (``EVIDENCE_WINDOW`` outcomes anywhere: what the incumbents are judged on) or a person
-    said it did not help (see 3.). One unlucky outcome does not end it (a gene that keeps failing is banned by
-    the failed-capsule rule after two), nor does the implicit ``ignored`` of a rolled-back change."""
+    record of its own (``EVIDENCE_WINDOW`` outcomes anywhere: what the incumbents are judged on), its record
+    here falls below an unknown gene's (expected success under 0.5), or a person said it did not help (see 3.).
+    The implicit ``ignored`` of a rolled-back change does not end it by itself: that is one unlucky outcome."""
     known = [c.rank for c in scored if not c.banned and c.evidence > 0 and c.usefulness_scope != "none"]
     if weight <= 0 or not known or feedback is None:
         return
     top = max(known)
     for c in scored:
         if c.rank < top and c.refines is None and advice.stats(c.gene_id).prior_attempts < C.EVIDENCE_WINDOW \
-                and feedback.usefulness(c.gene_id, signals, now).not_helpful == 0:
+                and c.expected >= 0.5 and feedback.usefulness(c.gene_id, signals, now).not_helpful == 0:
             c.rank, c.trial = top, True
 
 

@@ -502,11 +502,13 @@ def test_a_new_gene_gets_a_trial_among_judged_incumbents():
 
     ended = {c.gene_id: c for c in pick(events + own(C.EVIDENCE_WINDOW), fb, 0).decision.scores}
     assert not ended["gene_new"].trial and ended["gene_new"].rank < ended["gene_a"].rank
-    # ... not with two failures (the failed-capsule rule bans a gene that keeps failing, not the trial's end)
-    assert {c.gene_id: c.trial for c in pick(events + own(2, "failed"), fb, 0).decision.scores}["gene_new"]
-    # ... or when a person says it did not help; one helpful change, or the implicit ignored of a change that was
-    # rolled back, does not end it
-    one = events + own(1)
+    # ... or sooner when its record here is worse than an unknown gene's (not after one success and one failure)
+    assert {c.gene_id: c.trial for c in pick(events + own(2), fb, 0).decision.scores}["gene_new"]
+    assert not any(c.trial for c in pick(events + own(2, "failed"), fb, 0).decision.scores)
+    assert {pick(events + own(2, "failed"), fb, s).gene.id for s in range(100)} == {"gene_a"}  # drift, no ban
+    # ... or when a person says it did not help; one helpful change, or an implicit ignored (as a rolled-back
+    # change gives), does not end it
+    one = events + own(1, "success")
     said = {kind: explicit_signal(event_id="evt_0050", gene_id="gene_new", signals=SIGNALS, kind=kind,
                                   at=NOW - timedelta(minutes=20)) for kind in ("helpful", "not_helpful")}
     rolled = implicit_signal(event_id="evt_0050", gene_id="gene_new", signals=SIGNALS,
