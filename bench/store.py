@@ -37,7 +37,7 @@ from sqlalchemy import create_engine, text
 from sqlmodel import col, select
 
 from gep.config import Settings
-from gep.memory_graph import MemoryAdvice, SituationSummary, fold_summaries, memory_advice, summarize
+from gep.memory_graph import MemoryAdvice, SituationSummary, memory_advice, merge_summaries, summarize
 from gep.models import (
     BlastRadius,
     Capsule,
@@ -146,8 +146,9 @@ def raw_summaries(store: Store, now: datetime) -> list[SituationSummary]:
         if not rows:
             return list(folded.values())
         last = rows[-1][0] or 0
-        for x in fold_summaries(folded.values(), summarize((load(EvolutionEvent, d) for _, d in rows), ref=now)):
-            folded[(x.key, x.gene_id)] = x
+        for x in summarize((load(EvolutionEvent, d) for _, d in rows), ref=now):
+            key = (x.key, x.gene_id)
+            folded[key] = merge_summaries(folded[key], x) if key in folded else x
 
 
 def selection(store: Store, signals: list[str], now: datetime, seed: int) -> tuple[object, ...]:

@@ -26,14 +26,11 @@ Deliberate differences:
   - Bans are decided on decayed evidence (each outcome weighs ``0.5 ** (age / half_life)``), so old failures
     fade toward "unknown" instead of the reference's ``p * decay(last)`` which turns an old *good* record
     into a ban once it is a few half-lives old. The bans also apply under drift (the reference lifts them).
-  - Recency by outcomes, not only by time (issue 15): in that evidence, an outcome counts fully while fewer than
-    ``EVIDENCE_WINDOW`` newer outcomes (of any gene) were recorded in its situation, and keeps
-    ``EVIDENCE_RETENTION`` of its weight per newer outcome beyond them. A time half-life alone lets fifty old
-    successes outweigh ten fresh failures for weeks when cycles run hourly; with the window about ten new
-    outcomes decide, whatever the cadence. Counting the situation's outcomes, not the gene's own, also lets an
-    old bad record of a gene nobody picks any more fade as the situation moves on, so the gene is tried again
-    when the world may have changed (instead of being starved by two early failures). The reference-semantics
-    fields (attempts, best, prior, score) keep the whole record.
+  - Recency by outcomes, not only by time (issue 15): in that evidence, a gene's newest ``EVIDENCE_WINDOW``
+    outcomes in a situation count fully and each older one keeps ``EVIDENCE_RETENTION`` of its weight per
+    newer outcome beyond them. A time half-life alone lets fifty old successes outweigh ten fresh failures for
+    weeks when cycles run hourly; with the window about ten new outcomes decide, whatever the cadence. The
+    reference-semantics fields (attempts, best, prior, score) keep the whole record.
 """
 
 from __future__ import annotations
@@ -259,14 +256,10 @@ class SituationSummary(BaseModel):
     prior_fail: float = 0.0
     undated_success: int = 0
     undated_fail: int = 0
-    # selection's evidence window (issue 15), counted in the situation's outcomes (any gene's): ``seen`` outcomes
-    # of the situation fall in the span this summary folded (every summary of a situation ends where the last
-    # fold touching it ended, see :func:`fold_summaries`); ``window`` holds this gene's outcomes with fewer than
-    # EVIDENCE_WINDOW newer ones in the span as (success, at, position in the span), oldest first; the faded sums
-    # hold the older ones (decayed as the edge sums, faded by EVIDENCE_RETENTION per newer outcome beyond the
-    # window, as of the span's end); see :func:`window_evidence`
-    seen: int = 0
-    window: list[tuple[bool, str | None, int]] = Field(default_factory=list)
+    # selection's evidence window (issue 15): the newest EVIDENCE_WINDOW outcomes as (success, at), oldest first,
+    # and the older ones' sums (decayed as the edge sums, faded by EVIDENCE_RETENTION per newer outcome beyond the
+    # window); see :func:`window_evidence`
+    recent: list[tuple[bool, str | None]] = Field(default_factory=list)
     faded_success: float = 0.0
     faded_fail: float = 0.0
     faded_undated_success: float = 0.0
@@ -275,10 +268,9 @@ class SituationSummary(BaseModel):
     @model_validator(mode="after")
     def _legacy(self) -> SituationSummary:
         """A summary stored before the window existed: its outcomes count as faded ones, unfaded (not lost)."""
-        if self.total and not ({"window", "seen", "faded_success", "faded_fail"} & self.model_fields_set):
+        if self.total and not ({"recent", "faded_success", "faded_fail"} & self.model_fields_set):
             self.faded_success, self.faded_fail = self.edge_success, self.edge_fail
             self.faded_undated_success, self.faded_undated_fail = self.undated_success, self.undated_fail
-            self.seen = self.total
         return self
 
     @property
@@ -304,8 +296,15 @@ def _situation(ev: EvolutionEvent) -> tuple[str, str, str, datetime | None] | No
     return compute_signal_key(situation_signals(ev.signals)), ev.genes_used[0], kind, event_time(ev)
 
 
+def _fade(summary: SituationSummary, factor: float) -> None:
+    summary.faded_success *= factor
+    summary.faded_fail *= factor
+    summary.faded_undated_success *= factor
+    summary.faded_undated_fail *= factor
+
+
 def _to_faded(summary: SituationSummary, ok: bool, at: datetime | None, ref: datetime | None, weight: float) -> None:
-    """An outcome beyond the window, with ``weight`` (its fade) times its decay as of ``ref``."""
+    """An outcome leaving the window, with ``weight`` (its fade) times its decay as of ``ref``."""
     if at is None:
         if ok:
             summary.faded_undated_success += weight
@@ -319,21 +318,7 @@ def _to_faded(summary: SituationSummary, ok: bool, at: datetime | None, ref: dat
         summary.faded_fail += w
 
 
-def _fade_window(summary: SituationSummary, items: Iterable[tuple[bool, str | None, int]],
-                 ref: datetime | None) -> None:
-    """``summary.window`` from ``items`` (positions in its span of ``seen`` outcomes): those with
-    EVIDENCE_WINDOW or more newer outcomes in the span move to the faded sums."""
-    kept: list[tuple[bool, str | None, int]] = []
-    for ok, at, pos in items:
-        newer = summary.seen - 1 - pos
-        if newer < C.EVIDENCE_WINDOW:
-            kept.append((ok, at, pos))
-        else:
-            _to_faded(summary, ok, parse_at(at), ref, C.EVIDENCE_RETENTION ** (newer - C.EVIDENCE_WINDOW + 1))
-    summary.window = kept
-
-
-def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref: datetime | None, pos: int) -> None:
+def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref: datetime | None) -> None:
     ok = kind == "success"
     if kind == "success":
         summary.success += 1
@@ -341,7 +326,11 @@ def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref:
         summary.failed += 1
     else:
         summary.empty += 1
-    summary.window.append((ok, at.isoformat() if at is not None else None, pos))
+    summary.recent.append((ok, at.isoformat() if at is not None else None))
+    if len(summary.recent) > C.EVIDENCE_WINDOW:
+        _fade(summary, C.EVIDENCE_RETENTION)
+        old_ok, old_at = summary.recent.pop(0)
+        _to_faded(summary, old_ok, parse_at(old_at), ref, C.EVIDENCE_RETENTION)
     if at is None:
         summary.undated_success += ok
         summary.undated_fail += not ok
@@ -361,7 +350,6 @@ def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref:
 
 def summarize(events: Iterable[EvolutionEvent], ref: datetime | None = None) -> list[SituationSummary]:
     """One summary per (situation, gene) of the events that carry an outcome, in order of first appearance.
-    Every summary of a situation spans all of that situation's outcomes here (``seen``), whatever the gene.
 
     ``ref``: the time the decayed sums are as of; default the newest event time (events stamped after
     ``ref`` weigh 1, as events in the future do for :func:`decay_weight`)."""
@@ -370,24 +358,18 @@ def summarize(events: Iterable[EvolutionEvent], ref: datetime | None = None) -> 
         dated = [at for _, (_, _, _, at) in seen if at is not None]
         ref = max(dated) if dated else None
     out: dict[tuple[str, str], SituationSummary] = {}
-    counts: dict[str, int] = {}
     for ev, (key, gid, kind, at) in seen:
         summary = out.get((key, gid))
         if summary is None:
             signals = sorted(set(normalize_signals(situation_signals(ev.signals))))
             summary = out[(key, gid)] = SituationSummary(key=key, signals=signals, gene_id=gid,
                                                          ref_at=ref.isoformat() if ref else None)
-        _add_outcome(summary, kind, at, ref, counts.get(key, 0))
-        counts[key] = counts.get(key, 0) + 1
-    for summary in out.values():
-        summary.seen = counts[summary.key]
-        _fade_window(summary, list(summary.window), ref)
+        _add_outcome(summary, kind, at, ref)
     return list(out.values())
 
 
 def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummary:
-    """One summary of what ``a`` and then ``b`` (same situation and gene) folded, as of the later reference.
-    ``b``'s span follows ``a``'s: ``b.seen`` more outcomes of the situation are newer than each of ``a``'s."""
+    """One summary of what ``a`` and ``b`` (same situation and gene) folded, as of the later reference."""
     ra, rb = parse_at(a.ref_at), parse_at(b.ref_at)
     ref = max((r for r in (ra, rb) if r is not None), default=None)
     lasts = [t for t in (parse_at(a.last_at), parse_at(b.last_at)) if t is not None]
@@ -396,7 +378,7 @@ def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummar
                            last_at=max(lasts).isoformat() if lasts else None,
                            ref_at=ref.isoformat() if ref else None,
                            undated_success=a.undated_success + b.undated_success,
-                           undated_fail=a.undated_fail + b.undated_fail, seen=a.seen + b.seen)
+                           undated_fail=a.undated_fail + b.undated_fail, recent=[])
     for s, r in ((a, ra), (b, rb)):
         edge = decay_weight(r, ref, C.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
         prior = decay_weight(r, ref, C.GENE_PRIOR_HALF_LIFE_DAYS) if ref and r else 1.0
@@ -404,38 +386,29 @@ def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummar
         out.edge_fail += s.edge_fail * edge
         out.prior_success += s.prior_success * prior
         out.prior_fail += s.prior_fail * prior
-    for s, r, fade in ((a, ra, C.EVIDENCE_RETENTION ** b.seen), (b, rb, 1.0)):
+    _merge_windows(out, a, b, ra, rb, ref)
+    return out
+
+
+def _merge_windows(out: SituationSummary, a: SituationSummary, b: SituationSummary, ra: datetime | None,
+                   rb: datetime | None, ref: datetime | None) -> None:
+    """``out``'s window: ``b``'s outcomes came after all of ``a``'s, so each of ``a``'s has ``b.total`` more
+    newer outcomes; those of ``a``'s window that end up beyond the window fade in."""
+    retention, n_b = C.EVIDENCE_RETENTION, b.total
+    for s, r, fade in ((a, ra, retention ** n_b), (b, rb, 1.0)):
         edge = decay_weight(r, ref, C.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
         out.faded_success += s.faded_success * edge * fade
         out.faded_fail += s.faded_fail * edge * fade
         out.faded_undated_success += s.faded_undated_success * fade
         out.faded_undated_fail += s.faded_undated_fail * fade
-    _fade_window(out, [*a.window, *((ok, at, a.seen + pos) for ok, at, pos in b.window)], ref)
-    return out
-
-
-def aged(summary: SituationSummary, newer: int) -> SituationSummary:
-    """``summary`` after ``newer`` more outcomes of its situation by other genes (its window moves on)."""
-    if newer <= 0:
-        return summary
-    return merge_summaries(summary, SituationSummary(key=summary.key, signals=summary.signals,
-                                                     gene_id=summary.gene_id, seen=newer))
-
-
-def fold_summaries(stored: Iterable[SituationSummary], batch: Iterable[SituationSummary]) -> list[SituationSummary]:
-    """``stored`` (one per situation and gene) with ``batch`` (the summaries of the events after them) folded in:
-    merged where both have the situation and gene; a stored summary of a situation the batch has but not of its
-    gene is aged by the batch's outcomes there (so every summary of a situation ends where the batch ends, as
-    the window needs). Returns every summary that changed or is new, stored ones first."""
-    by_key: dict[tuple[str, str], SituationSummary] = {(s.key, s.gene_id): s for s in batch}
-    seen_in_batch = {key: s.seen for (key, _), s in by_key.items()}
-    out: list[SituationSummary] = []
-    for s in stored:
-        if s.key not in seen_in_batch:
-            continue
-        new = by_key.pop((s.key, s.gene_id), None)
-        out.append(merge_summaries(s, new) if new is not None else aged(s, seen_in_batch[s.key]))
-    return out + list(by_key.values())
+    kept: list[tuple[bool, str | None]] = []
+    for i, (ok, at) in enumerate(a.recent):
+        newer = len(a.recent) - 1 - i + n_b
+        if newer < C.EVIDENCE_WINDOW:
+            kept.append((ok, at))
+        else:
+            _to_faded(out, ok, parse_at(at), ref, retention ** (newer - C.EVIDENCE_WINDOW + 1))
+    out.recent = kept + list(b.recent)
 
 
 def window_evidence(summary: SituationSummary, now: datetime) -> tuple[float, float]:
@@ -444,7 +417,7 @@ def window_evidence(summary: SituationSummary, now: datetime) -> tuple[float, fl
     edge = decay_weight(parse_at(summary.ref_at), now, C.EDGE_HALF_LIFE_DAYS)
     s = summary.faded_success * edge + summary.faded_undated_success
     f = summary.faded_fail * edge + summary.faded_undated_fail
-    for ok, at, _ in summary.window:
+    for ok, at in summary.recent:
         w = decay_weight(parse_at(at), now, C.EDGE_HALF_LIFE_DAYS)
         if ok:
             s += w
@@ -585,10 +558,7 @@ def memory_advice(
     after them: the advice is the same as from all of those events given one by one."""
     current = situation_signals(signals)
     gene_ids = list(dict.fromkeys(g.id for g in genes))
-    # one summary per situation and gene, each situation's ending with the events (its window counted to there)
-    folded = {(s.key, s.gene_id): s for s in fold_summaries(summaries, summarize(events, ref=now))}
-    whole = [folded.pop((s.key, s.gene_id), s) for s in summaries] + list(folded.values())
-    graph = _Graph(whole, current, set(gene_ids), now)
+    graph = _Graph([*summaries, *summarize(events, ref=now)], current, set(gene_ids), now)
     stats = [_gene_stats(graph, gid, now) for gid in gene_ids]
     reasons = {gid: r for gid in gene_ids if (r := _ban_reason(graph, gid)) is not None}
     banned = list(reasons)

@@ -14,7 +14,7 @@ import hashlib
 from sqlmodel import Session, col, func, select
 
 from gep import constants as C
-from gep.memory_graph import MemoryHistory, SituationSummary, fold_summaries, summarize
+from gep.memory_graph import MemoryHistory, SituationSummary, merge_summaries, summarize
 from gep.models import EvolutionEvent, utc_now
 from gep.store.base import StoreBase
 from gep.store.codec import load
@@ -95,11 +95,13 @@ class MemoryMixin(StoreBase):
             return len(rows)
 
     def _add_summaries(self, s: Session, summaries: list[SituationSummary]) -> None:
-        """Fold ``summaries`` into the stored ones of their situations (gep.memory_graph.fold_summaries)."""
+        """Merge ``summaries`` into the stored ones of the same situation and gene (new ones are added)."""
         keys = {situation_hash(x.key) for x in summaries}
         stored = {(situation, gene): SituationSummary.model_validate_json(data) for situation, gene, data in s.exec(
             select(MemorySummaryRow.situation, MemorySummaryRow.gene_id, MemorySummaryRow.data)
             .where(MemorySummaryRow.workspace_id == self.workspace_id, col(MemorySummaryRow.situation).in_(keys)))}
-        for merged in fold_summaries(stored.values(), summaries):
-            upsert(s, MemorySummaryRow, {"workspace_id": self.workspace_id, "situation": situation_hash(merged.key),
-                                         "gene_id": merged.gene_id}, {"data": merged.model_dump_json()})
+        for summary in summaries:
+            key = (situation_hash(summary.key), summary.gene_id)
+            merged = merge_summaries(stored[key], summary) if key in stored else summary
+            upsert(s, MemorySummaryRow, {"workspace_id": self.workspace_id, "situation": key[0],
+                                         "gene_id": summary.gene_id}, {"data": merged.model_dump_json()})
