@@ -35,7 +35,7 @@ MEMORY_GRAPH_EVENTS = 500  # how many recent events the memory graph should be g
 # keeps EVIDENCE_RETENTION of its weight per newer outcome beyond them, so a long record of a fix that stopped
 # working (or of a gene that started failing) is outweighed after about the window's length of new outcomes
 EVIDENCE_WINDOW = 6
-EVIDENCE_RETENTION = 0.8
+EVIDENCE_RETENTION = 0.85
 MEMORY_BAN_MIN_EVIDENCE = 2.0  # reference: attempts >= 2 ...
 MEMORY_BAN_P = 0.18  # ... and expected success < 0.18 bans a gene for the situation
 PRIOR_BAN_MIN_EVIDENCE = 3.0  # reference: a gene failing everywhere (prior < 0.12 over >= 3 attempts)
