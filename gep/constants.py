@@ -31,6 +31,11 @@ FAILED_CAPSULE_BAN_COUNT = 2
 # selection internals (issue 4)
 CONTROL_SIGNAL_PREFIXES = ("ban_gene:", "consecutive_failure_streak_", "force_")
 MEMORY_GRAPH_EVENTS = 500  # how many recent events the memory graph should be given (more = better memory)
+# recency (issue 15): the newest EVIDENCE_WINDOW outcomes of a gene in a situation count fully; each older one
+# keeps EVIDENCE_RETENTION of its weight per newer outcome beyond them, so a long record of a fix that stopped
+# working (or of a gene that started failing) is outweighed after about the window's length of new outcomes
+EVIDENCE_WINDOW = 6
+EVIDENCE_RETENTION = 0.85
 MEMORY_BAN_MIN_EVIDENCE = 2.0  # reference: attempts >= 2 ...
 MEMORY_BAN_P = 0.18  # ... and expected success < 0.18 bans a gene for the situation
 PRIOR_BAN_MIN_EVIDENCE = 3.0  # reference: a gene failing everywhere (prior < 0.12 over >= 3 attempts)

@@ -11,7 +11,8 @@ closest stored situation (the memory graph's rule: Jaccard over normalised situa
 
 Pure: signals and ``now`` in, scores out; the stored signals are the one source of truth (scores are a fold
 over them in time order). Signals come from cycles (``implicit_signal``: a verified fix is ``used``, a fix
-that did not hold or a cycle that ended empty or abandoned is ``ignored``, a person's revert of a GEP commit
+that did not hold, a cycle that ended empty or abandoned, or one whose change failed its checks and was rolled
+back (its change abandoned, see docs/learning.md) is ``ignored``, a person's revert of a GEP commit
 is ``not_helpful``) and from people (``explicit_signal``). ``find_reverts`` is the one I/O function here: it
 reads a repository's history for people's reverts of GEP commits.
 """
@@ -67,6 +68,7 @@ class Observation(StrEnum):
     fix_did_not_hold = "fix_did_not_hold"  # a success whose trigger came back
     ended_empty = "ended_empty"  # the gene was selected and the cycle changed nothing
     ended_abandoned = "ended_abandoned"
+    rolled_back = "rolled_back"  # the gene's change failed its checks and was discarded: abandoned too
     reverted = "reverted"  # a person reverted the cycle's commit
     person = "person"  # explicit helpful / not_helpful
 
@@ -77,6 +79,7 @@ IMPLICIT: dict[Observation, tuple[FeedbackKind, float]] = {
     Observation.fix_did_not_hold: (FeedbackKind.ignored, 0.6),
     Observation.ended_empty: (FeedbackKind.ignored, 0.5),
     Observation.ended_abandoned: (FeedbackKind.ignored, 0.5),
+    Observation.rolled_back: (FeedbackKind.ignored, 0.5),
     Observation.reverted: (FeedbackKind.not_helpful, 1.0),
 }
 
@@ -176,6 +179,7 @@ class Usefulness(BaseModel):
     situation_key: str | None = None
     similarity: float = 0.0
     signals: int = 0  # how many signals the score rests on
+    not_helpful: int = 0  # of them, people's not_helpful (their verdicts and their reverts)
 
 
 class _Situation(BaseModel):
@@ -221,11 +225,12 @@ class FeedbackIndex:
             sit = best[3]
             return Usefulness(gene_id=gene_id, score=round(sit.score.at(now), 6), scope="situation",
                               situation_key=sit.key, similarity=round(best[0], 4),
-                              signals=sit.score.counts.total)
+                              signals=sit.score.counts.total, not_helpful=sit.score.counts.not_helpful)
         glob = self.global_scores.get(gene_id)
         if glob is None:
             return Usefulness(gene_id=gene_id)
-        return Usefulness(gene_id=gene_id, score=round(glob.at(now), 6), scope="global", signals=glob.counts.total)
+        return Usefulness(gene_id=gene_id, score=round(glob.at(now), 6), scope="global", signals=glob.counts.total,
+                          not_helpful=glob.counts.not_helpful)
 
 
 def situation_key_signals(signals: Iterable[str]) -> list[str]:
@@ -288,9 +293,13 @@ def implicit_signal(*, event_id: str, gene_id: str | None, signals: Sequence[str
 
 
 def outcome_observation(status: str, empty: bool) -> Observation | None:
-    """A finished cycle's own observation: ended empty (a "success" that changed nothing too) or abandoned."""
+    """A finished cycle's own observation: ended empty (a "success" that changed nothing too), abandoned, or
+    rolled back (it failed with a change made: the change was checked, failed and discarded, so it is abandoned
+    for usefulness; a failure before any change says more about the agent or the machine than about the gene)."""
     if status == "abandoned":
         return Observation.ended_abandoned
+    if status == "failed" and not empty:
+        return Observation.rolled_back
     if status == "empty" or (status == "success" and empty):
         return Observation.ended_empty
     return None

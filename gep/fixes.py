@@ -11,6 +11,7 @@ its verdict, recorded on the fix's event (``meta.fix_verdict``) and capsule, as 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from gep.context import CycleContext
 from gep.feedback import Observation, implicit_signal
@@ -20,6 +21,7 @@ from gep.models import Capsule, EventMeta, EvolutionEvent, iso
 from gep.records import CapsuleOriginRecord, FixCheckRecord, ResolvedRecord
 from gep.resolved import FixVerdict, ResolutionCheck, ResolvedSignal, check_resolutions, resolution_for_commit
 from gep.sources import collect_tails, file_marks
+from gep.store import Store
 
 VERDICT_KEY = "fix_verdict"  # also kept on the fix's capsule (an extra field: capsules keep unknown fields)
 
@@ -39,26 +41,32 @@ def check_fixes(ctx: CycleContext, signals: Sequence[str]) -> ResolutionCheck:
 
 
 def record_verdict(ctx: CycleContext, verdict: FixVerdict) -> None:
-    """The verdict on an earlier fix: on its event and capsule, as feedback on its gene, and as a lesson."""
-    event = ctx.store.get_event(verdict.event_id)
+    """The verdict on an earlier fix, given by this cycle (see :func:`apply_verdict`)."""
+    apply_verdict(ctx.store, verdict, ctx.started_at)
+
+
+def apply_verdict(store: Store, verdict: FixVerdict, now: datetime) -> None:
+    """The verdict on an earlier fix: on its event and capsule, as feedback on its gene, and as a lesson.
+    (bench/selection.py feeds its simulated fixes' verdicts through here too.)"""
+    event = store.get_event(verdict.event_id)
     if event is None:  # pruned, or imported without its event: nothing left to mark
         return
     event.meta.fix_verdict = verdict.verdict
-    ctx.store.add_event(event)
-    capsule = ctx.store.get_capsule(event.capsule_id) if event.capsule_id else None
+    store.add_event(event)
+    capsule = store.get_capsule(event.capsule_id) if event.capsule_id else None
     if capsule is not None:
         setattr(capsule, VERDICT_KEY, verdict.verdict)
-        ctx.store.upsert_capsule(capsule)
+        store.upsert_capsule(capsule)
     held = verdict.verdict == "verified"
     gene = event.genes_used[0] if event.genes_used else None
-    signal = implicit_signal(event_id=event.id, gene_id=gene, signals=event.signals, at=ctx.started_at,
+    signal = implicit_signal(event_id=event.id, gene_id=gene, signals=event.signals, at=now,
                              observation=Observation.fix_verified if held else Observation.fix_did_not_hold)
     if signal is not None:
-        ctx.store.add_feedback(signal)
+        store.add_feedback(signal)
     if gene is not None:
         inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome="success",
                           fix_held=held, files_changed=event.blast_radius.files)
-        record_lesson(ctx.store, build_lesson(inp, ctx.store.list_lessons(gene), ctx.started_at))
+        record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
 
 
 def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:

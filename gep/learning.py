@@ -1,7 +1,8 @@
 """What a finished cycle teaches, and what people tell: feedback signals (seed 003) and lessons (seed 004).
 
 After every cycle that ran (success, failed, empty, abandoned) a lesson on its gene and situation is appended,
-and an empty or abandoned cycle is an implicit ``ignored`` for its gene. Outcomes recorded outside the stages
+and an empty or abandoned cycle, or one whose change failed its checks and was rolled back, is an implicit
+``ignored`` for its gene. Outcomes recorded outside the stages
 (a pending cycle abandoned by the next one, a crashed cycle recovered) are caught up at the next cycle's
 start, as are people's ``git revert`` of GEP commits (``not_helpful``). A person's verdict (``gep feedback``,
 the feedback flow, the review form) is an explicit signal with its note, and a lesson of its own
@@ -73,7 +74,7 @@ def _model_summary(event: EvolutionEvent) -> str:
 
 
 def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
-    """The lesson of a finished cycle, and the implicit signal its outcome gives (an empty or abandoned one)."""
+    """The lesson of a finished cycle, and the implicit signal its outcome gives (empty, abandoned, rolled back)."""
     if event.outcome.status not in LEARNED:
         return
     gene = event.genes_used[0] if event.genes_used else None

@@ -26,6 +26,11 @@ Deliberate differences:
   - Bans are decided on decayed evidence (each outcome weighs ``0.5 ** (age / half_life)``), so old failures
     fade toward "unknown" instead of the reference's ``p * decay(last)`` which turns an old *good* record
     into a ban once it is a few half-lives old. The bans also apply under drift (the reference lifts them).
+  - Recency by outcomes, not only by time (issue 15): in that evidence, a gene's newest ``EVIDENCE_WINDOW``
+    outcomes in a situation count fully and each older one keeps ``EVIDENCE_RETENTION`` of its weight per
+    newer outcome beyond them. A time half-life alone lets fifty old successes outweigh ten fresh failures for
+    weeks when cycles run hourly; with the window about ten new outcomes decide, whatever the cadence. The
+    reference-semantics fields (attempts, best, prior, score) keep the whole record.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from gep import constants as C
 from gep.models import EvolutionEvent, Gene
@@ -192,7 +197,8 @@ class GeneStats(BaseModel):
     successes: int = 0
     failures: int = 0
     empties: int = 0
-    # decayed, similarity-weighted evidence in similar situations (empties count as failures)
+    # decayed, windowed (EVIDENCE_WINDOW), similarity-weighted evidence in similar situations (empties count as
+    # failures)
     evidence_success: float = 0.0
     evidence_fail: float = 0.0
     # Beta(alpha, beta) posterior: 1 + evidence, plus one pseudo-observation from the gene's record in other
@@ -250,6 +256,22 @@ class SituationSummary(BaseModel):
     prior_fail: float = 0.0
     undated_success: int = 0
     undated_fail: int = 0
+    # selection's evidence window (issue 15): the newest EVIDENCE_WINDOW outcomes as (success, at), oldest first,
+    # and the older ones' sums (decayed as the edge sums, faded by EVIDENCE_RETENTION per newer outcome beyond the
+    # window); see :func:`window_evidence`
+    recent: list[tuple[bool, str | None]] = Field(default_factory=list)
+    faded_success: float = 0.0
+    faded_fail: float = 0.0
+    faded_undated_success: float = 0.0
+    faded_undated_fail: float = 0.0
+
+    @model_validator(mode="after")
+    def _legacy(self) -> SituationSummary:
+        """A summary stored before the window existed: its outcomes count as faded ones, unfaded (not lost)."""
+        if self.total and not ({"recent", "faded_success", "faded_fail"} & self.model_fields_set):
+            self.faded_success, self.faded_fail = self.edge_success, self.edge_fail
+            self.faded_undated_success, self.faded_undated_fail = self.undated_success, self.undated_fail
+        return self
 
     @property
     def total(self) -> int:
@@ -274,6 +296,28 @@ def _situation(ev: EvolutionEvent) -> tuple[str, str, str, datetime | None] | No
     return compute_signal_key(situation_signals(ev.signals)), ev.genes_used[0], kind, event_time(ev)
 
 
+def _fade(summary: SituationSummary, factor: float) -> None:
+    summary.faded_success *= factor
+    summary.faded_fail *= factor
+    summary.faded_undated_success *= factor
+    summary.faded_undated_fail *= factor
+
+
+def _to_faded(summary: SituationSummary, ok: bool, at: datetime | None, ref: datetime | None, weight: float) -> None:
+    """An outcome leaving the window, with ``weight`` (its fade) times its decay as of ``ref``."""
+    if at is None:
+        if ok:
+            summary.faded_undated_success += weight
+        else:
+            summary.faded_undated_fail += weight
+        return
+    w = weight * decay_weight(at, ref or at, C.EDGE_HALF_LIFE_DAYS)
+    if ok:
+        summary.faded_success += w
+    else:
+        summary.faded_fail += w
+
+
 def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref: datetime | None) -> None:
     ok = kind == "success"
     if kind == "success":
@@ -282,6 +326,11 @@ def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref:
         summary.failed += 1
     else:
         summary.empty += 1
+    summary.recent.append((ok, at.isoformat() if at is not None else None))
+    if len(summary.recent) > C.EVIDENCE_WINDOW:
+        _fade(summary, C.EVIDENCE_RETENTION)
+        old_ok, old_at = summary.recent.pop(0)
+        _to_faded(summary, old_ok, parse_at(old_at), ref, C.EVIDENCE_RETENTION)
     if at is None:
         summary.undated_success += ok
         summary.undated_fail += not ok
@@ -329,7 +378,7 @@ def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummar
                            last_at=max(lasts).isoformat() if lasts else None,
                            ref_at=ref.isoformat() if ref else None,
                            undated_success=a.undated_success + b.undated_success,
-                           undated_fail=a.undated_fail + b.undated_fail)
+                           undated_fail=a.undated_fail + b.undated_fail, recent=[])
     for s, r in ((a, ra), (b, rb)):
         edge = decay_weight(r, ref, C.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
         prior = decay_weight(r, ref, C.GENE_PRIOR_HALF_LIFE_DAYS) if ref and r else 1.0
@@ -337,7 +386,44 @@ def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummar
         out.edge_fail += s.edge_fail * edge
         out.prior_success += s.prior_success * prior
         out.prior_fail += s.prior_fail * prior
+    _merge_windows(out, a, b, ra, rb, ref)
     return out
+
+
+def _merge_windows(out: SituationSummary, a: SituationSummary, b: SituationSummary, ra: datetime | None,
+                   rb: datetime | None, ref: datetime | None) -> None:
+    """``out``'s window: ``b``'s outcomes came after all of ``a``'s, so each of ``a``'s has ``b.total`` more
+    newer outcomes; those of ``a``'s window that end up beyond the window fade in."""
+    retention, n_b = C.EVIDENCE_RETENTION, b.total
+    for s, r, fade in ((a, ra, retention ** n_b), (b, rb, 1.0)):
+        edge = decay_weight(r, ref, C.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
+        out.faded_success += s.faded_success * edge * fade
+        out.faded_fail += s.faded_fail * edge * fade
+        out.faded_undated_success += s.faded_undated_success * fade
+        out.faded_undated_fail += s.faded_undated_fail * fade
+    kept: list[tuple[bool, str | None]] = []
+    for i, (ok, at) in enumerate(a.recent):
+        newer = len(a.recent) - 1 - i + n_b
+        if newer < C.EVIDENCE_WINDOW:
+            kept.append((ok, at))
+        else:
+            _to_faded(out, ok, parse_at(at), ref, retention ** (newer - C.EVIDENCE_WINDOW + 1))
+    out.recent = kept + list(b.recent)
+
+
+def window_evidence(summary: SituationSummary, now: datetime) -> tuple[float, float]:
+    """Decayed successes and failures (empties count as failures) of a summary's outcomes as selection weighs
+    them: the window's outcomes in full, the older ones faded (see ``EVIDENCE_WINDOW``)."""
+    edge = decay_weight(parse_at(summary.ref_at), now, C.EDGE_HALF_LIFE_DAYS)
+    s = summary.faded_success * edge + summary.faded_undated_success
+    f = summary.faded_fail * edge + summary.faded_undated_fail
+    for ok, at in summary.recent:
+        w = decay_weight(parse_at(at), now, C.EDGE_HALF_LIFE_DAYS)
+        if ok:
+            s += w
+        else:
+            f += w
+    return s, f
 
 
 # ------------------------------------------------------------------ advice
@@ -346,12 +432,13 @@ def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummar
 class _Edge:
     """What the summaries of one situation (or of every situation, for a gene's prior) say as of ``now``."""
 
-    __slots__ = ("success", "fail", "empty", "last", "edge_s", "edge_f", "prior_s", "prior_f")
+    __slots__ = ("success", "fail", "empty", "last", "edge_s", "edge_f", "prior_s", "prior_f", "window")
 
     def __init__(self) -> None:
         self.success = self.fail = self.empty = 0
         self.last: datetime | None = None
         self.edge_s = self.edge_f = self.prior_s = self.prior_f = 0.0
+        self.window: SituationSummary | None = None  # one situation's summaries merged in order (its window)
 
     def add(self, s: SituationSummary, now: datetime) -> None:
         self.success += s.success
@@ -381,6 +468,7 @@ class _Graph:
 
     def __init__(self, summaries: Iterable[SituationSummary], current: Sequence[str], wanted: set[str],
                  now: datetime) -> None:
+        self.now = now
         self.sim_by_key: dict[str, float] = {compute_signal_key(current): 1.0}
         self.edges: dict[tuple[str, str], _Edge] = {}
         self.priors: dict[str, _Edge] = {}
@@ -395,18 +483,21 @@ class _Graph:
             target = self.edges.setdefault((s.key, s.gene_id), _Edge()) if similar \
                 else self.other.setdefault(s.gene_id, _Edge())
             target.add(s, now)
+            if similar:  # summaries come oldest first (the stored ones, then those of the events)
+                target.window = s if target.window is None else merge_summaries(target.window, s)
 
     def similar_keys(self) -> list[SimilarKey]:
         return sorted((SimilarKey(key=k, similarity=round(s, 4)) for k, s in self.sim_by_key.items()
                        if s >= C.SIGNAL_KEY_JACCARD_MIN), key=lambda x: -x.similarity)
 
     def evidence(self, gid: str) -> tuple[float, float]:
-        """Similarity-weighted, decayed successes and failures of ``gid`` in similar situations."""
+        """Similarity-weighted, decayed and windowed successes and failures of ``gid`` in similar situations."""
         s = f = 0.0
         for (key, g), edge in self.edges.items():
-            if g == gid:
-                s += self.sim_by_key[key] * edge.edge_s
-                f += self.sim_by_key[key] * edge.edge_f
+            if g == gid and edge.window is not None:
+                ws, wf = window_evidence(edge.window, self.now)
+                s += self.sim_by_key[key] * ws
+                f += self.sim_by_key[key] * wf
         return s, f
 
 

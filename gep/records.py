@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class GeneBan(BaseModel):
     gene_id: str
-    source: str  # "signal" | "failed_capsules" | "memory"
+    source: str  # "signal" | "failed_capsules" | "memory" | "fix_did_not_hold"
     reason: str
     cycles_left: int | None = None  # cycles the ban still covers, this one included; None: while evidence lasts
 
@@ -31,6 +31,7 @@ class CandidateScore(BaseModel):
     usefulness_scope: str = "none"  # situation | global | none
     rank: float = 0.5  # what candidates are ordered by: expected, blended with usefulness when feedback is given
     refines: str | None = None  # a distilled gene with little record of its own: the source gene whose rank it took
+    trial: bool = False  # a gene new to the workspace among genes with a record: ranked with the best (its trial)
 
 
 class SelectorDecision(BaseModel):

@@ -17,14 +17,18 @@ How a gene is chosen:
   2. Bans, which hold whatever the drift: ``ban_gene:<id>`` in the current signals or in a recent event's
      signals (for ``settings.ban_cycles`` cycles after that event); failed capsules (>= 0.6 overlap with the
      current situation, twice for one gene within the last ``ban_cycles`` cycles and with no success of the
-     gene in such a situation since); low-success bans from the memory graph.
+     gene in such a situation since); low-success bans from the memory graph; and the failed-capsule rule
+     applied to committed fixes that did not hold (their checks passed, so they left no failed capsule).
   3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known), then by match
      score, then by gene order. A distilled gene is made of its source genes' successes: until it has a record
      of its own (``MEMORY_BAN_MIN_EVIDENCE`` weighted attempts), it takes the rank of its best matching source
      gene and goes first among equals, so a refinement is tried where its source would have been; then its
      own record decides. With feedback scores (gep/feedback.py, seed 003) the rank is
      ``(1 - w) x expected + w x usefulness`` with ``w = settings.usefulness_weight`` (0.3), usefulness being
-     the gene's feedback score in the closest stored situation, else its global score, else 0.5.
+     the gene's feedback score in the closest stored situation, else its global score, else 0.5. A gene nobody
+     has used yet would rank under every judged incumbent at that 0.5 (the seed's filter bubble): while
+     usefulness counts, it gets a trial, ranked with the best judged gene that has a record here, until it has
+     ``EVIDENCE_WINDOW`` outcomes, its record here is worse than unknown, or a person said it did not help.
   4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
      the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior (blended
      with its usefulness as in 3), the highest wins (uniform when nothing is known, as the reference's random
@@ -208,7 +212,8 @@ def _overlap(current: Sequence[str], trigger: Sequence[str]) -> float:
 
 
 def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str],
-                         events: Sequence[EvolutionEvent], ban_cycles: int) -> list[GeneBan]:
+                         events: Sequence[EvolutionEvent], ban_cycles: int, *, source: str = "failed_capsules",
+                         what: str = "failed capsules") -> list[GeneBan]:
     current = situation_signals(signals)
     if not current or not failed:
         return []
@@ -247,10 +252,20 @@ def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str]
             anchor = known[C.FAILED_CAPSULE_BAN_COUNT - 1]
             after = sum(1 for t in times if t is not None and t > anchor)
             left = max(1, ban_cycles - after)
-        bans.append(GeneBan(gene_id=gid, source="failed_capsules", cycles_left=left,
-                            reason=f"{len(ats)} failed capsules with >= {C.FAILED_CAPSULE_OVERLAP_MIN:.0%} "
-                                   f"signal overlap"))
+        bans.append(GeneBan(gene_id=gid, source=source, cycles_left=left,
+                            reason=f"{len(ats)} {what} with >= {C.FAILED_CAPSULE_OVERLAP_MIN:.0%} signal overlap"))
     return bans
+
+
+def _unheld_fix_bans(events: Sequence[EvolutionEvent], signals: Sequence[str], ban_cycles: int) -> list[GeneBan]:
+    """The failed-capsule rule applied to committed fixes whose trigger came back (``meta.fix_verdict``
+    "did_not_hold"): each is a failed attempt of its gene in its situation, dated when it ran. Its checks passed,
+    so no failed capsule was written; without this, a fix that keeps not holding is only outweighed slowly by the
+    gene's older record."""
+    unheld = [FailedCapsule(id=e.id, gene=e.genes_used[0], trigger=list(e.signals), created_at=e.meta.at)
+              for e in events if e.genes_used and e.meta.fix_verdict == "did_not_hold"]
+    return _failed_capsule_bans(unheld, signals, events, ban_cycles, source="fix_did_not_hold",
+                                what="fixes that did not hold") if unheld else []
 
 
 def _memory_bans(advice: MemoryAdvice) -> list[GeneBan]:
@@ -275,12 +290,15 @@ def active_bans(
     genes: Sequence[Gene] = (),
     now: datetime | None = None,
 ) -> list[GeneBan]:
-    """Bans in force now (for ``gep genes list``): signalled bans always; failed-capsule bans when failed
-    capsules are given; memory-graph bans when genes and ``now`` are given. One ban per gene."""
+    """Bans in force now (for ``gep genes list``): signalled bans and fixes that did not hold always;
+    failed-capsule bans when failed capsules are given; memory-graph bans when genes and ``now`` are given.
+    One ban per gene."""
+    recent_events = judged(recent_events)  # as selection counts them
     groups = [_signal_bans(recent_events, signals, settings.ban_cycles),
               _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles)]
     if genes and now is not None:
         groups.append(_memory_bans(memory_advice(events=recent_events, signals=signals, genes=genes, now=now)))
+    groups.append(_unheld_fix_bans(recent_events, signals, settings.ban_cycles))
     return _merge(*groups)
 
 
@@ -364,12 +382,31 @@ def _inherit_source_rank(scored: Sequence[CandidateScore], by_id: Mapping[str, G
             c.rank, c.refines = max(c.rank, best.rank), best.gene_id
 
 
+def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weight: float,
+                    feedback: FeedbackIndex | None, signals: Sequence[str], now: datetime) -> None:
+    """Feedback's filter bubble (seed 003): a gene nobody has used yet ranks at a neutral 0.5 usefulness under
+    every judged incumbent, and drift alone seldom lets it show what it does. So, while usefulness counts, such
+    a gene matching alongside a judged gene with a record here takes the best of their ranks until it has a
+    record of its own (``EVIDENCE_WINDOW`` outcomes anywhere: what the incumbents are judged on), its record
+    here falls below an unknown gene's (expected success under 0.5), or a person said it did not help (see 3.).
+    The implicit ``ignored`` of a rolled-back change does not end it by itself: that is one unlucky outcome."""
+    known = [c.rank for c in scored if not c.banned and c.evidence > 0 and c.usefulness_scope != "none"]
+    if weight <= 0 or not known or feedback is None:
+        return
+    top = max(known)
+    for c in scored:
+        if c.rank < top and c.refines is None and advice.stats(c.gene_id).prior_attempts < C.EVIDENCE_WINDOW \
+                and c.expected >= 0.5 and feedback.usefulness(c.gene_id, signals, now).not_helpful == 0:
+            c.rank, c.trial = top, True
+
+
 def _all_bans(recent_events: Sequence[EvolutionEvent], signals: Sequence[str],
               failed_capsules: Sequence[FailedCapsule], advice: MemoryAdvice, settings: Settings) -> dict[str, GeneBan]:
-    """Every ban that applies here, by gene: recent failures on these signals, failed capsules, the memory graph."""
+    """Every ban that applies here, by gene: recent failures on these signals, failed capsules, the memory graph,
+    fixes that did not hold."""
     bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),
                   _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles),
-                  _memory_bans(advice))
+                  _memory_bans(advice), _unheld_fix_bans(recent_events, signals, settings.ban_cycles))
     return {b.gene_id: b for b in bans}
 
 
@@ -378,7 +415,7 @@ def _ranked(scored: Sequence[CandidateScore], by_id: Mapping[str, Gene]) -> list
     order = {gid: i for i, gid in enumerate(by_id)}
     # sorted() is stable, and ``order`` makes the gene-order tie-break explicit
     return sorted((c for c in scored if not c.banned),
-                  key=lambda c: (-c.rank, c.refines is None, -c.match_score, order[c.gene_id]))
+                  key=lambda c: (-c.rank, c.refines is None and not c.trial, -c.match_score, order[c.gene_id]))
 
 
 def _usefulness_reasons(candidates: Sequence[CandidateScore], weight: float) -> list[str]:
@@ -396,6 +433,8 @@ def _pick_reasons(gene: Gene, pick: CandidateScore, weight: float) -> list[str]:
     if pick.refines:
         out.append(f"{gene.id} refines {pick.refines} (distilled from its successes): ranked as it "
                    f"until it has a record of its own")
+    elif pick.trial:
+        out.append(f"{gene.id} is new here: ranked with the best gene with a record until it has one")
     return out
 
 
@@ -482,6 +521,7 @@ def select_gene_and_capsule(
                if any(g.id == gid and match_score(g, signals) > 0 for g in genes)]
     scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
     _inherit_source_rank(scored, by_id)
+    _newcomer_trial(scored, advice, weight, feedback, signals, now)
     candidates = _ranked(scored, by_id)
     applied = [banned[c.gene_id] for c in scored if c.banned]
     for b in applied:

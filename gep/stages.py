@@ -8,6 +8,9 @@ randomness only from the context, so a cycle can be replayed from its recorded i
 from __future__ import annotations
 
 import os
+import random
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +19,7 @@ from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
 from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
 from gep.budget import budget_spent, record_skipped
-from gep.config import validation_commands
+from gep.config import Settings, validation_commands
 from gep.context import ORIGINS, CycleContext
 from gep.feedback import FeedbackIndex
 from gep.fixes import annotate, check_fixes, reusable
@@ -43,7 +46,7 @@ from gep.selector import Selection, select_gene_and_capsule
 from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
 from gep.solidify import SolidifyInput, solidify
 from gep.sources import SourceBundle, collect_sources
-from gep.store import after_cycle
+from gep.store import Store, after_cycle
 from gep.strategy import SchedulerState, StrategyPreset, resolve_strategy, should_skip_scheduled_tick
 from gep.tree import CycleTree
 
@@ -143,19 +146,32 @@ def gate(ctx: CycleContext, state: CycleState) -> CycleState:
     return state
 
 
+def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[str], settings: Settings,
+                      rng: random.Random, now: datetime, drift: bool = False,
+                      excluded: Mapping[str, str] | None = None) -> tuple[Selection, list[EvolutionEvent]]:
+    """The selector fed from the store as every cycle feeds it (bench/selection.py calls it too): the memory
+    graph's whole history, reusable capsules, failed capsules and the feedback scores. Also returns the
+    finished events it read (the personality stage reads them too)."""
+    # selection learns from the whole history (memory graph: summaries of folded events, then the events) and
+    # from feedback; the loop rules only read the last few events
+    memory = store.memory_history()
+    finished = [e for e in memory.events if e.outcome.status in TERMINAL]
+    selection = select_gene_and_capsule(
+        genes=genes, capsules=reusable(store.list_capsules()), failed_capsules=store.list_failed_capsules(),
+        signals=signals, recent_events=finished, settings=settings, rng=rng, now=now, drift=drift,
+        excluded=excluded, feedback=FeedbackIndex(store.list_feedback()), summaries=memory.summaries)
+    return selection, finished
+
+
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
     # selection learns from the whole history (memory graph: summaries of folded events, then the events) and
     # from feedback; the loop rules only read the last few events
-    memory = ctx.store.memory_history()
-    finished = [e for e in memory.events if e.outcome.status in TERMINAL]
     genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
     pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.workspace.path, settings=ctx.settings)
-    state.selection = select_gene_and_capsule(
-        genes=genes, capsules=reusable(ctx.store.list_capsules()), failed_capsules=ctx.store.list_failed_capsules(),
-        signals=state.signals, recent_events=finished, settings=ctx.settings, rng=ctx.rng("select"),
-        now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded,
-        feedback=FeedbackIndex(ctx.store.list_feedback()), summaries=memory.summaries)
+    state.selection, finished = select_from_store(
+        ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
+        now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
     state.selection, state.pool = fall_back_to_auto_gene(
         state.selection, genes=genes, pool=pool, signals=state.signals, store=ctx.store,
         workspace=ctx.workspace.path, settings=ctx.settings)

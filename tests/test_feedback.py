@@ -116,7 +116,7 @@ def test_context_scores_as_the_seed_example():
     assert (other.scope, other.score) == ("global", pytest.approx(0.70))
     assert index.usefulness("gene_unknown", DB, T0).model_dump() == {
         "gene_id": "gene_unknown", "score": 0.5, "scope": "none", "situation_key": None, "similarity": 0.0,
-        "signals": 0}
+        "signals": 0, "not_helpful": 0}
 
 
 def test_lookup_uses_the_closest_similar_situation():
@@ -147,6 +147,7 @@ def test_situation_scores_decay_too():
     (Observation.fix_did_not_hold, "ignored", 0.6),
     (Observation.ended_empty, "ignored", 0.5),
     (Observation.ended_abandoned, "ignored", 0.5),
+    (Observation.rolled_back, "ignored", 0.5),
     (Observation.reverted, "not_helpful", 1.0),
 ])
 def test_implicit_mapping(observation, kind, confidence):
@@ -170,7 +171,9 @@ def test_no_gene_no_implicit_signal():
 
 @pytest.mark.parametrize("status, empty, expected", [
     ("empty", True, Observation.ended_empty), ("success", True, Observation.ended_empty),
-    ("abandoned", False, Observation.ended_abandoned), ("success", False, None), ("failed", False, None),
+    ("abandoned", False, Observation.ended_abandoned), ("success", False, None),
+    # a change that failed its checks was rolled back: abandoned for usefulness; a failure before any change is not
+    ("failed", False, Observation.rolled_back), ("failed", True, None),
 ])
 def test_outcome_observation(status, empty, expected):
     assert outcome_observation(status, empty) == expected

@@ -4,7 +4,10 @@ in selection, lessons in the prompt, synthesis of conflicting lessons."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,7 @@ from learning_helpers import (
 )
 from typer.testing import CliRunner
 
+from gep import CycleRequest, run_cycle
 from gep.cli import app
 from gep.feedback import FeedbackKind, Observation, feedback_stats
 from gep.learning import learn_outcome
@@ -79,6 +83,21 @@ def test_a_fixed_error_is_not_repaired_from_old_lines_and_is_again_when_it_recur
     assert "did not hold" in row, table.stdout
     shown = json.loads(CliRunner().invoke(app, ["history", "--workspace", str(ws), "--json"]).stdout)
     assert {e["id"]: e["meta"].get("fix_verdict") for e in shown}[fixed.id] == "did_not_hold"
+
+
+def test_a_change_that_failed_its_checks_and_was_rolled_back_is_ignored(ws: Path) -> None:
+    """The agent's change breaks the example's tests: the cycle fails, its change is discarded, and the gene it
+    used gets the implicit ``ignored`` (0.5) of an abandoned change (docs/learning.md)."""
+    breaking = "import pathlib, sys; sys.stdin.read(); pathlib.Path('stats.py').write_text('def mean(:\\n')"
+    event = run_cycle(CycleRequest(workspace=ws, mutator="command", seed=1,
+                                   agent_cmd=shlex.join([sys.executable, "-c", breaking])), env=dict(os.environ))
+    assert event is not None and event.outcome.status == "failed" and not event.is_empty_cycle, event.meta
+    assert event.genes_used == [REPAIR] and event.meta.failure_reasons
+    assert "def mean(:" not in (ws / "stats.py").read_text()  # rolled back
+    with store_of(ws) as store:
+        signals = store.list_feedback(REPAIR)
+    assert [(s.origin, s.kind, s.confidence, s.event_id) for s in signals] == [
+        (Observation.rolled_back, FeedbackKind.ignored, 0.5, event.id)]
 
 
 def test_a_persons_revert_of_a_gep_commit_is_found_and_scored(ws: Path) -> None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gep import constants as C
 from gep.memory_graph import (
     MemoryAdvice,
     SituationSummary,
@@ -259,3 +260,31 @@ def test_summary_json_round_trip_keeps_the_advice() -> None:
     events = random_history(random.Random(7), 200, future=True)
     summaries = [SituationSummary.model_validate_json(s.model_dump_json()) for s in summarize(events, ref=NOW)]
     same_advice(advice(events), memory_advice(events=[], summaries=summaries, signals=SIG, genes=GENES, now=NOW))
+
+
+# ------------------------------------------------------------------ recency: the evidence window (issue 15)
+
+
+def test_newest_outcomes_outweigh_a_long_old_record():
+    # forty fixes that held, then the gene's fixes stop working: a window's worth of failures turns it
+    w, keep = C.EVIDENCE_WINDOW, C.EVIDENCE_RETENTION
+    events = [ev(i, "gene_a", "success") for i in range(40)] + [ev(40 + i, "gene_a", "failed") for i in range(w)]
+    a = advice(events).stats("gene_a")
+    assert (a.successes, a.failures, a.attempts) == (40, w, 40 + w)  # the counts keep the whole record ...
+    faded = sum(keep ** k for k in range(1, 41))  # ... but each success has a window or more of newer outcomes
+    assert a.evidence_success == pytest.approx(faded, abs=1e-6) and a.evidence_fail == pytest.approx(w)
+    assert a.expected == pytest.approx((1 + faded) / (2 + faded + w), abs=1e-6)
+    assert a.expected < 0.5  # without the window: 41 / (42 + w)
+    # the newest outcomes count in full, whatever came before
+    assert advice([ev(i, "gene_a", "failed") for i in range(w)]).stats("gene_a").evidence_fail == pytest.approx(w)
+
+
+def test_a_summary_stored_before_the_window_keeps_its_evidence():
+    events = [ev(i, "gene_a", "success" if i % 3 else "failed", age_days=i) for i in range(30)]
+    (summary,) = summarize(events, ref=NOW)
+    legacy = summary.model_dump(exclude={"recent", "faded_success", "faded_fail", "faded_undated_success",
+                                         "faded_undated_fail"})
+    old = SituationSummary.model_validate(legacy)
+    got = memory_advice(events=[], summaries=[old], signals=SIG, genes=GENES, now=NOW).stats("gene_a")
+    assert (got.evidence_success, got.evidence_fail) == pytest.approx((summary.edge_success, summary.edge_fail))
+    assert got.successes == 20 and got.failures == 10

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gep import constants as C
 from gep.config import Settings
-from gep.feedback import FeedbackIndex, FeedbackSignal, explicit_signal
+from gep.feedback import FeedbackIndex, FeedbackSignal, Observation, explicit_signal, implicit_signal
 from gep.models import BlastRadius, Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, iso
 from gep.selector import (
     active_bans,
@@ -436,3 +437,88 @@ def test_a_fix_that_did_not_hold_counts_as_a_failure():
     assert back[0].outcome.status == "success"  # the caller's events are not changed
     verified = [e.model_copy(update={"meta": e.meta.model_copy(update={"fix_verdict": "verified"})}) for e in held]
     assert select(genes, events=verified).decision.scores == select(genes, events=held).decision.scores
+
+
+# ------------------------------------------------------------------ recent evidence over an old record (issue 15)
+
+
+def _unheld(e: EvolutionEvent) -> EvolutionEvent:
+    return e.model_copy(update={"meta": e.meta.model_copy(update={"fix_verdict": "did_not_hold"})})
+
+
+def test_fixes_that_did_not_hold_twice_ban_their_gene_despite_an_old_record():
+    genes = [gene("gene_a", "log_error", "errsig", "recurring_error"), gene("gene_b", "log_error")]
+    t0 = NOW - timedelta(hours=100)
+    record = [event(i, "gene_a", at=t0 + timedelta(hours=i)) for i in range(30)]  # thirty fixes that held
+    unheld = [_unheld(event(30 + i, "gene_a", at=t0 + timedelta(hours=30 + i))) for i in range(2)]
+    once = {c.gene_id: c for c in select(genes, events=record + unheld[:1]).decision.scores}
+    assert not once["gene_a"].banned and once["gene_a"].rank > once["gene_b"].rank  # the record outweighs one
+    sels = [select(genes, events=record + unheld, seed=s, drift=True) for s in range(200)]
+    assert {s.gene.id for s in sels} == {"gene_b"}
+    ban = sels[0].decision.bans_applied[0]
+    assert (ban.gene_id, ban.source) == ("gene_a", "fix_did_not_hold")
+    assert ban.reason.startswith("2 fixes that did not hold") and ban.cycles_left == Settings().ban_cycles - 1
+    assert [b.source for b in active_bans(recent_events=record + unheld, signals=SIGNALS,
+                                          settings=Settings())] == ["fix_did_not_hold"]
+    # a fix of gene_a that held since lifts it, as a success lifts a failed-capsule ban
+    held = event(40, "gene_a", at=t0 + timedelta(hours=40))
+    assert not select(genes, events=record + unheld + [held]).decision.bans_applied
+    # ... and in another situation the verdicts do not count (under 60% signal overlap)
+    other = ["log_error", "perf_bottleneck", "high_tool_usage"]
+    assert not select(genes, signals=other, events=record + unheld).decision.bans_applied
+
+
+def _judged_incumbent(n: int = 8) -> tuple[list[EvolutionEvent], list[FeedbackSignal]]:
+    """gene_a: n fixes in this situation, each verified by the next cycle and found helpful by a person."""
+    t0 = NOW - timedelta(hours=2 * n)
+    events = [event(i, "gene_a", at=t0 + timedelta(hours=i)) for i in range(n)]
+    fb = [explicit_signal(event_id=e.id, gene_id="gene_a", signals=SIGNALS, kind="helpful",
+                          at=t0 + timedelta(hours=i, minutes=30)) for i, e in enumerate(events)]
+    return events, fb
+
+
+def test_a_new_gene_gets_a_trial_among_judged_incumbents():
+    incumbent, new = gene("gene_a", "log_error", "errsig"), gene("gene_new", "log_error")
+    events, fb = _judged_incumbent()
+
+    def pick(evs: list[EvolutionEvent], signals: list[FeedbackSignal], seed: int, feedback: bool = True):
+        return select_gene_and_capsule(genes=[incumbent, new], capsules=[], failed_capsules=[], signals=SIGNALS,
+                                       recent_events=evs, settings=Settings(), rng=random.Random(seed), now=NOW,
+                                       feedback=FeedbackIndex(signals) if feedback else None)
+
+    # unjudged and unused, gene_new ranks at 0.7 x 0.5 + 0.3 x 0.5 under gene_a's record and helpful verdicts;
+    # its trial ranks it with gene_a, and it goes first among equals
+    sels = [pick(events, fb, s) for s in range(100)]
+    greedy = [s for s in sels if s.decision.drift_mode == "selection"]
+    assert greedy and {s.gene.id for s in greedy} == {"gene_new"}
+    scores = {c.gene_id: c for c in greedy[0].decision.scores}
+    assert scores["gene_new"].trial and scores["gene_new"].expected == 0.5
+    assert scores["gene_new"].rank == scores["gene_a"].rank
+    assert "gene_new is new here" in greedy[0].decision.reasons[1]
+    # the trial ends with a window's worth of outcomes of its own (what the incumbent is judged on) ...
+    def own(n: int, status: str | None = None) -> list[EvolutionEvent]:
+        return [event(50 + i, "gene_new", status or ("success" if i % 2 else "failed"),
+                      at=NOW - timedelta(minutes=50 - i)) for i in range(n)]
+
+    ended = {c.gene_id: c for c in pick(events + own(C.EVIDENCE_WINDOW), fb, 0).decision.scores}
+    assert not ended["gene_new"].trial and ended["gene_new"].rank < ended["gene_a"].rank
+    # ... or sooner when its record here is worse than an unknown gene's (not after one success and one failure)
+    assert {c.gene_id: c.trial for c in pick(events + own(2), fb, 0).decision.scores}["gene_new"]
+    assert not any(c.trial for c in pick(events + own(2, "failed"), fb, 0).decision.scores)
+    assert {pick(events + own(2, "failed"), fb, s).gene.id for s in range(100)} == {"gene_a"}  # drift, no ban
+    # ... or when a person says it did not help; one helpful change, or an implicit ignored (as a rolled-back
+    # change gives), does not end it
+    one = events + own(1, "success")
+    said = {kind: explicit_signal(event_id="evt_0050", gene_id="gene_new", signals=SIGNALS, kind=kind,
+                                  at=NOW - timedelta(minutes=20)) for kind in ("helpful", "not_helpful")}
+    rolled = implicit_signal(event_id="evt_0050", gene_id="gene_new", signals=SIGNALS,
+                             observation=Observation.rolled_back, at=NOW - timedelta(minutes=20))
+    assert rolled is not None
+    for extra, trial in ((said["helpful"], True), (said["not_helpful"], False), (rolled, True)):
+        assert {c.gene_id: c.trial for c in pick(one, fb + [extra], 0).decision.scores}["gene_new"] is trial
+    # without feedback there is no bubble to open: the memory graph and drift decide as before
+    plain = [pick(events, fb, s, feedback=False) for s in range(100)]
+    assert not any(c.trial for s in plain for c in s.decision.scores)
+    assert {s.gene.id for s in plain if s.decision.drift_mode == "selection"} == {"gene_a"}
+    # nor among genes of which none has a record (a fresh workspace: the order of 3. decides)
+    assert not any(c.trial for c in pick([], fb, 0).decision.scores)
