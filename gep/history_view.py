@@ -9,6 +9,7 @@ Prefect keeps them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,14 +37,17 @@ class HistoryView(BaseModel):
                 view.note = ("--all: no Prefect server is configured or running (`gep server start`); skipped "
                              "and refused runs are kept only by Prefect")
             return view
-        if ids:
-            runs = api.read_flow_runs(url, [i for i in ids if i])  # one request for all of them
-            if runs is None:
-                view.note = f"the Prefect server at {url} does not answer: flow-run states are shown as -"
-                return view
-            view.runs = runs
+        known = {i for i in ids if i}
+        with ThreadPoolExecutor(2) as pool:  # --all: both requests at once (a round trip each on the server)
+            pending = pool.submit(_other_runs, url, workspace, known, limit) if include_runs else None
+            if ids:
+                runs = api.read_flow_runs(url, sorted(known))  # one request for all of them
+                if runs is None:
+                    view.note = f"the Prefect server at {url} does not answer: flow-run states are shown as -"
+                    return view
+                view.runs = runs
+            others = pending.result() if pending is not None else None
         if include_runs:
-            others = _other_runs(url, workspace, {i for i in ids if i}, limit)
             if others is None:
                 view.note = f"--all: the Prefect server at {url} does not answer; only recorded cycles are shown"
             else:
