@@ -133,37 +133,48 @@ def _headers(env: Mapping[str, str] | None) -> dict[str, str]:
 # ------------------------------------------------------------------ requests
 
 
-def _tls(api_url: str) -> bool:
-    """Verify certificates on https (httpx's default); plain http has none, and loading the CA bundle for
-    nothing takes ~20 ms of every command that asks the server."""
-    return api_url.lower().startswith("https:")
-
-
 def healthy(api_url: str, timeout_s: float = TIMEOUT_S, env: Mapping[str, str] | None = None) -> bool:
     """Whether the API at ``api_url`` answers its health check within ``timeout_s``."""
-    import httpx
-
-    try:
-        r = httpx.get(f"{api_url}/health", timeout=timeout_s, headers=_headers(env), verify=_tls(api_url))
-        return r.status_code == 200
-    except httpx.HTTPError:
-        return False
+    answer = _request(f"{api_url}/health", None, timeout_s, _headers(env))
+    return answer is not None
 
 
 def _filter(api_url: str, body: dict[str, object], timeout_s: float,
             env: Mapping[str, str] | None) -> list[FlowRunInfo] | None:
     """POST /flow_runs/filter; None when the server does not answer (or answers with an error)."""
-    import httpx
-
-    try:
-        r = httpx.post(f"{api_url}/flow_runs/filter", json=body, timeout=timeout_s, headers=_headers(env),
-                       verify=_tls(api_url))
-        r.raise_for_status()
-        # JSON edge: Prefect's FlowRun objects; only the fields history shows are read
-        rows = r.json()
-    except (httpx.HTTPError, ValueError):
+    rows = _request(f"{api_url}/flow_runs/filter", body, timeout_s, _headers(env))
+    if not isinstance(rows, list):
         return None
+    # JSON edge: Prefect's FlowRun objects; only the fields history shows are read
     return [_info(row, api_url, env) for row in rows if isinstance(row, dict)]
+
+
+def _request(url: str, body: dict[str, object] | None, timeout_s: float, headers: dict[str, str]) -> object:
+    """GET (or POST ``body`` as JSON) and the decoded JSON answer; None on no answer, an error status or
+    a body that is not JSON. Plain http (a local server) goes through urllib: importing httpx costs a
+    store-only command ~0.13 s. https keeps httpx, which verifies certificates as Prefect's own client does."""
+    import json
+
+    data = None if body is None else json.dumps(body).encode()
+    if url.lower().startswith("https:"):
+        import httpx
+
+        try:
+            r = httpx.request("GET" if body is None else "POST", url, content=data, timeout=timeout_s,
+                              headers={**headers, "Content-Type": "application/json"})
+            r.raise_for_status()
+            return r.json()
+        except (httpx.HTTPError, ValueError):
+            return None
+    import http.client
+    import urllib.request
+
+    req = urllib.request.Request(url, data=data, headers={**headers, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            return json.loads(r.read())
+    except (OSError, http.client.HTTPException, ValueError):  # URLError, HTTPError, timeouts: OSError
+        return None
 
 
 def _info(row: dict[str, object], api_url: str, env: Mapping[str, str] | None) -> FlowRunInfo:

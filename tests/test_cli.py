@@ -231,9 +231,11 @@ except SystemExit as exc:
 print("PREFECT-LOADED" if any(m == "prefect" or m.startswith("prefect.") for m in sys.modules) else "NO-PREFECT",
       file=sys.stderr)
 print("ANTHROPIC-LOADED" if "anthropic" in sys.modules else "NO-ANTHROPIC", file=sys.stderr)  # ~2 s of import
-# the quick read path (gep/store/quick.py): SQLAlchemy and SQLModel are ~0.4 s of import, GitPython ~0.1 s
-print("HEAVY-LOADED " + " ".join(m for m in ("sqlalchemy", "sqlmodel", "git") if m in sys.modules)
-      if any(m in sys.modules for m in ("sqlalchemy", "sqlmodel", "git")) else "NO-HEAVY", file=sys.stderr)
+# the quick read path (gep/store/quick.py): SQLAlchemy and SQLModel are ~0.4 s of import, GitPython ~0.1 s;
+# a plain-http Prefect API is asked with urllib (httpx: ~0.13 s)
+HEAVY = ("sqlalchemy", "sqlmodel", "git", "httpx")
+print("HEAVY-LOADED " + " ".join(m for m in HEAVY if m in sys.modules)
+      if any(m in sys.modules for m in HEAVY) else "NO-HEAVY", file=sys.stderr)
 """
 
 
