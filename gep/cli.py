@@ -759,11 +759,8 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 def main() -> None:
-    """The console script: like app(), but usage errors (unknown verb, bad flag value) are one line too."""
-    if sys.argv[1:2] == ["capture"]:  # reached by `python -m gep.cli`; the console script is gep.entry
-        from gep.capture import main as capture_main
-
-        sys.exit(capture_main(sys.argv[2:]))
+    """Every command but the hook (gep.entry dispatches `gep capture` first): like app(), but usage errors
+    (unknown verb, bad flag value) are one line too."""
     _defer_model_builds()
     usage_errors, no_args = _click_exception_types()
     try:

@@ -222,7 +222,7 @@ HOOK = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "t", "pr
 
 NO_PREFECT = """
 import sys
-from gep.cli import main
+from gep.entry import main  # the console script's entry point
 sys.argv = ["gep", *sys.argv[1:]]
 try:
     main()
