@@ -14,7 +14,7 @@ With --reference DIR (a checkout of EvoMap/evolver) and node installed, the refe
 Targets: engine stages < 0.5 s; Prefect's overhead on a warm flow run <= 0.5 s; `gep cycle` against a
 running server <= 2.5 s.
 
-Run: ``.venv/bin/python bench/cycle.py [--runs 5] [--no-first-run] [--profile] [--reference DIR]``
+Run: ``.venv/bin/python bench/cycle.py [--runs 9] [--no-first-run] [--profile] [--reference DIR]``
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def counters() -> dict[str, int]:
 
     import httpx
 
-    seen = {"git processes": 0, "API requests": 0}
+    seen = {"git processes": 0, "API requests": 0, "503 answers (SQLite busy: Prefect's client waits ~2 s)": 0}
     popen, asend, send = sp.Popen.__init__, httpx.AsyncClient.send, httpx.Client.send
 
     def counted_popen(self: Any, args: Any, *a: Any, **k: Any) -> None:
@@ -161,13 +161,19 @@ def counters() -> dict[str, int]:
             seen["git processes"] += 1
         popen(self, args, *a, **k)
 
+    busy = "503 answers (SQLite busy: Prefect's client waits ~2 s)"
+
     async def counted_asend(self: Any, *a: Any, **k: Any) -> Any:
         seen["API requests"] += 1
-        return await asend(self, *a, **k)
+        response = await asend(self, *a, **k)
+        seen[busy] += response.status_code == 503
+        return response
 
     def counted_send(self: Any, *a: Any, **k: Any) -> Any:
         seen["API requests"] += 1
-        return send(self, *a, **k)
+        response = send(self, *a, **k)
+        seen[busy] += response.status_code == 503
+        return response
 
     sp.Popen.__init__ = counted_popen  # type: ignore[method-assign]
     httpx.AsyncClient.send = counted_asend  # type: ignore[method-assign]
@@ -179,6 +185,7 @@ def child(runs: int, profile: bool) -> None:
     """Run ``runs`` flow runs in this process (settings from the environment); print JSON on stdout."""
     t = time.perf_counter()
     from flows.cycle import evolution_cycle
+    from flows.runtime import api_url_in_process, foreground_run
 
     import_s = time.perf_counter() - t
     spent = instrument()
@@ -200,7 +207,8 @@ def child(runs: int, profile: bool) -> None:
                 prof.enable()
             start = dict(seen)
             t = time.perf_counter()
-            event = asyncio.run(evolution_cycle(workspace=str(ws), mutator="prompt"))
+            with foreground_run(api_url_in_process()):  # the settings `gep cycle` and `gep fleet --here` run with
+                event = asyncio.run(evolution_cycle(workspace=str(ws), mutator="prompt"))
             walls.append(time.perf_counter() - t)
             counts.append({k: seen[k] - start[k] for k in seen})
             if prof is not None:
@@ -314,7 +322,7 @@ def breakdown(result: dict[str, Any], walls_from: int = 1) -> list[str]:
     known = engine + task_engine + med.get("slot acquire", 0.0) + med.get("slot release (report sent meanwhile)", 0.0)
     lines.append(row("  rest of the body (ctx close, logging)", max(flow_body - known, 0.0)))
     lines.append(row("Prefect's overhead beyond the engine's stages", total - engine, TARGET_OVERHEAD_S))
-    for key in ("git processes", "API requests"):  # the same in every run on a fresh workspace
+    for key in result.get("counts", [{}])[0]:  # git and API the same in every run on a fresh workspace
         lines.append(f"  {key} per flow run: {' '.join(str(c[key]) for c in result.get('counts', []))}")
     return lines
 
@@ -362,7 +370,7 @@ def first_run_part(lines: list[str], scratch: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=5, help="cycles per in-process measurement (first one is cold)")
+    ap.add_argument("--runs", type=int, default=9, help="cycles per in-process measurement (first one is cold)")
     ap.add_argument("--no-first-run", action="store_true", help="skip the first run on a fresh machine (~1 min)")
     ap.add_argument("--profile", action="store_true", help="cProfile one warm flow run against the server")
     ap.add_argument("--reference", type=Path, help="a checkout of EvoMap/evolver, to time its cycle here")

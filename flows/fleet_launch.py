@@ -1,5 +1,6 @@
 """The Prefect side of `gep fleet` (gep/commands/fleet_cmd.py): start a run of the evolve-fleet deployment on
-the server `gep` uses, and optionally wait for it and print the fleet's table."""
+the server `gep` uses, and optionally wait for it and print the fleet's table; or (--here) run the fleet's
+flow in this process, its cycles as its subflows."""
 
 from __future__ import annotations
 
@@ -48,6 +49,26 @@ def start(client: Any, api_url: str, params: dict[str, Any]) -> str:
     typer.echo(f"fleet run {run.name}: {n} cycle{'s' if n != 1 else ''} as runs of {CYCLE_DEPLOYMENT}")
     typer.echo(f"  flow run: {run_link(api_url, str(run.id))}")
     return str(run.id)
+
+
+def run_here(api_url: str, params: dict[str, Any]) -> int:
+    """Run the evolve-fleet flow in this process (``here``: its cycles as subflows); print its table.
+    0 when every cycle finished, else 1."""
+    from flows.fleet import evolve_fleet
+    from flows.runtime import foreground_run, run_flow
+    from gep.prefect_api import run_link
+
+    call: Any = evolve_fleet(**params, here=True, return_state=True)  # a coroutine: the flow is async
+    with foreground_run(api_url):
+        state = run_flow(call)
+    run_id = state.state_details.flow_run_id
+    if run_id is None:
+        raise GepError(f"the fleet did not run: {state.message}")
+    n = len(params["workspaces"])
+    typer.echo(f"fleet run: {n} cycle{'s' if n != 1 else ''} in this process")
+    typer.echo(f"  flow run: {run_link(api_url, str(run_id))}")
+    with prefect_client(api_url) as client:
+        return watch_run(client, str(run_id))
 
 
 def watch_run(client: Any, run_id: str) -> int:

@@ -27,18 +27,27 @@ def foreground_run(api_url: str | None = None) -> Iterator[None]:
     the workspace either way. ``api_url`` is always set by the CLI, so Prefect never falls back to a
     temporary server of its own.
 
-    The CLI sets PREFECT_API_URL before Prefect is imported, so only the heartbeat differs from the
-    settings Prefect already built: that one field is copied in (validating and rebuilding every setting,
-    as temporary_settings does, takes ~0.1 s). Another API (a library caller) takes the validated path.
+    A plain-http API (gep's local server) has no TLS to verify, yet each Prefect client parses the whole CA
+    bundle for it (~26 ms; a flow run makes three clients): for such an API, Prefect's clients skip it. An
+    https API keeps its verification.
+
+    The CLI sets PREFECT_API_URL before Prefect is imported, so only those fields differ from the settings
+    Prefect already built: they are copied in (validating and rebuilding every setting, as
+    temporary_settings does, takes ~0.1 s). Another API (a library caller) takes the validated path.
     """
     current = get_settings_context()
+    url = api_url or str(current.settings.api.url or "")
+    no_tls = url.startswith("http://")
     if api_url and current.settings.api.url != api_url:
-        with temporary_settings(updates={"flows.heartbeat_frequency": None, "api.url": api_url}):
+        updates: dict[str, Any] = {"flows.heartbeat_frequency": None, "api.url": api_url}
+        with temporary_settings(updates={**updates, "api.tls_insecure_skip_verify": True} if no_tls else updates):
             yield
         return
-    # None is a valid value (no heartbeats), and no other setting is derived from it
+    # None is a valid value (no heartbeats), and no other setting is derived from these two
     flows = current.settings.flows.model_copy(update={"heartbeat_frequency": None})
-    with SettingsContext(profile=current.profile, settings=current.settings.model_copy(update={"flows": flows})):
+    api = current.settings.api.model_copy(update={"tls_insecure_skip_verify": True}) if no_tls else current.settings.api
+    with SettingsContext(profile=current.profile,
+                         settings=current.settings.model_copy(update={"flows": flows, "api": api})):
         yield
 
 

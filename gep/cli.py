@@ -173,7 +173,7 @@ def _say(message: str) -> None:
     err.print(f"gep: {message}", markup=False, highlight=False)
 
 
-def _prefect_api() -> str:
+def prefect_api_for_run() -> str:
     """The Prefect API this command's flow run reports to: the one this process's Prefect is already set up
     for (a library caller, tests), PREFECT_API_URL, or gep's background server, started if need be."""
     if "prefect" in sys.modules:
@@ -204,7 +204,7 @@ def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
     When Prefect fails after the cycle recorded its outcome (the server went away mid-run), the outcome is
     read from the store: a recorded success is never reported as a failure."""
     _quiet_prefect(as_json)
-    api_url = _prefect_api()
+    api_url = prefect_api_for_run()
     from flows import cycle as F
     from flows.runtime import foreground_run, run_flow
     from flows.states import event_of

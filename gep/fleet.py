@@ -89,9 +89,10 @@ def _cell(text: str | None) -> str:
     return (text or "-").replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(rows: Sequence[FleetRow], deployment: str) -> str:
-    """The fleet's artifact: a table of the workspaces' cycles, their runs, states and events."""
-    lines = [f"# Fleet: {summary(rows)}", "", f"Each cycle is a flow run of `{deployment}`.", "",
+def markdown(rows: Sequence[FleetRow], each: str) -> str:
+    """The fleet's artifact: a table of the workspaces' cycles, their runs, states and events. ``each``: what
+    each cycle is ("a flow run of `evolution-cycle/evolve-now`", "a subflow of this run")."""
+    lines = [f"# Fleet: {summary(rows)}", "", f"Each cycle is {each}.", "",
              "| workspace | flow run | state | event | outcome | duration |", "|---|---|---|---|---|---|"]
     for r in rows:
         run = f"[{_cell(r.run_name)}]({r.link})" if r.link else _cell(r.run_name)

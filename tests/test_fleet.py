@@ -1,12 +1,15 @@
-"""What a fleet refuses before any cycle starts, the fleet's table, and the slot's lease setting.
+"""What a fleet refuses before any cycle starts, the fleet's table, a fleet run here (its cycles as subflows
+of its run), and the slot's lease setting.
 
-The fleet itself (two workers, PostgreSQL, a killed cycle's slot): tests/test_e2e_fleet.py."""
+The dispatched fleet (two workers, PostgreSQL, a killed cycle's slot): tests/test_e2e_fleet.py."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLE, init_repo
 from test_cli import one_line_error, run
 from test_flows import prefect_server, run_state  # noqa: F401 - the session server, as the flow tests use it
 
@@ -40,7 +43,7 @@ def test_the_table_keeps_one_row_per_workspace_whatever_the_cells_hold():
     rows = [FleetRow(workspace="/srv/a|b", run_id="1", run_name="cycle-0001 repair gene|x", link="http://ui/runs/1",
                      state="Failed", final=True, message="validation failed:\nexit 1"),
             FleetRow(workspace="/srv/c", run_id="2", state="Running")]
-    text = markdown(rows, "evolution-cycle/evolve-now")
+    text = markdown(rows, "a flow run of `evolution-cycle/evolve-now`")
     table = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(table) == 2 and all(line.count(" | ") == 5 for line in table), text
     assert "[cycle-0001 repair gene\\|x](http://ui/runs/1)" in table[0]
@@ -80,6 +83,61 @@ def test_scheduled_fleet_ticks_run_the_scheduled_cycle(prefect_server, repo: Pat
     monkeypatch.setattr(flows.fleet, "SCHEDULED_DEPLOYMENT", "evolution-cycle/no-such-schedule")
     state = run_state(flows.fleet.evolve_fleet, workspaces=[str(repo)], scheduled=True)
     assert state.is_failed() and state.message.startswith("deployment 'evolution-cycle/no-such-schedule' does")
+
+
+# ------------------------------------------------------------------ a fleet run here
+
+
+def subflow_runs(server, fleet_run_id) -> list:
+    """The flow runs whose parent task run belongs to the fleet's run: its subflows, as the UI nests them."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentTaskRunId
+
+    with server.client() as client:
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[fleet_run_id])))
+        return client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            parent_task_run_id=FlowRunFilterParentTaskRunId(any_=[t.id for t in tasks])))
+
+
+def fleet_table(server, run_id) -> str:
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with server.client() as client:
+        (artifact,) = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
+            any_=[run_id])))
+    return artifact.data
+
+
+def test_a_fleet_run_here_runs_each_cycle_as_its_subflow_never_two_on_one_workspace(
+        prefect_server, example_ws: Path, tmp_path: Path):  # noqa: F811
+    from flows.fleet import evolve_fleet
+
+    other = init_repo(Path(shutil.copytree(EXAMPLE, tmp_path / "other")), {})
+    # example_ws twice: the second cycle waits for the first's slot, then finds its cycle awaiting changes
+    state = run_state(evolve_fleet, workspaces=[str(example_ws), str(other), str(example_ws)], mutator="prompt",
+                      here=True, concurrency=3)
+    assert state.is_completed(), state.message
+    counts = state.message.removeprefix("3 cycles: ").split(", ")  # in the order the rows' states first appear
+    assert sorted(counts) == ["1 Failed", "2 Awaiting changes"], state.message
+    runs = subflow_runs(prefect_server, state.state_details.flow_run_id)
+    assert sorted(r.state_name for r in runs) == ["Awaiting changes", "Awaiting changes", "Failed"]
+    refused = next(r for r in runs if r.state_name == "Failed")
+    assert refused.parameters["workspace"] == str(example_ws) and "still awaiting changes" in refused.state.message
+    waiting = [r for r in runs if r.state_name == "Awaiting changes"]
+    assert {r.parameters["workspace"] for r in waiting} == {str(example_ws), str(other)}
+    first = next(r for r in waiting if r.parameters["workspace"] == str(example_ws))
+    # one at a time on a workspace: the second waited (Running) for the slot the first held to its end
+    assert first.end_time <= refused.end_time
+    table = fleet_table(prefect_server, state.state_details.flow_run_id)
+    assert "Each cycle is a subflow of this run." in table and table.count("| Awaiting changes | evt_") == 2
+
+
+def test_gep_fleet_here_runs_on_this_machine_and_prints_the_table(prefect_server, example_ws: Path):  # noqa: F811
+    one_line_error(run("fleet", "-w", str(example_ws), "--here", "--as-given"), "--as-given", "--here")
+    result = run("fleet", "-w", str(example_ws), "--here", "--mutator", "prompt", "--concurrency", "2")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "fleet run: 1 cycle in this process" in result.stdout and "/runs/flow-run/" in result.stdout
+    assert "| Awaiting changes | evt_" in result.stdout and "Completed: 1 cycle: 1 Awaiting changes" in result.stdout
+    assert (example_ws / ".gep" / "prompts").is_dir()
 
 
 # ------------------------------------------------------------------ gep fleet

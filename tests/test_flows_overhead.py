@@ -62,7 +62,7 @@ def test_other_parameter_values_still_take_prefects_encoder():
         {"workspace": "/w/ws", "mutator": "prompt", "seed": 3}
 
 
-def test_foreground_run_reports_to_the_api_without_heartbeats():
+def test_foreground_run_reports_to_the_api_without_heartbeats_or_a_ca_bundle_for_plain_http():
     from prefect.settings import get_current_settings, temporary_settings
 
     from flows.runtime import foreground_run
@@ -71,15 +71,25 @@ def test_foreground_run_reports_to_the_api_without_heartbeats():
     with temporary_settings(updates={"api.url": api}):  # what PREFECT_API_URL gives a `gep cycle` process
         before = get_current_settings()
         assert before.flows.heartbeat_frequency is not None  # Prefect's default: deployments keep heartbeats
+        assert before.api.tls_insecure_skip_verify is False
         with foreground_run(api):
             inside = get_current_settings()
             assert inside.flows.heartbeat_frequency is None
-            assert inside.api.url == api and inside.model_dump(exclude={"flows"}) == before.model_dump(exclude={"flows"})
+            assert inside.api.tls_insecure_skip_verify is True  # plain http: no TLS, no CA bundle to parse
+            assert inside.api.url == api and inside.model_dump(exclude={"flows", "api"}) == \
+                before.model_dump(exclude={"flows", "api"})
         assert get_current_settings() is before
         with foreground_run("http://127.0.0.1:8/api"):  # another API: the validated path
             inside = get_current_settings()
             assert inside.api.url == "http://127.0.0.1:8/api" and inside.flows.heartbeat_frequency is None
+            assert inside.api.tls_insecure_skip_verify is True
         assert get_current_settings() is before
+    secure = "https://prefect.example.com/api"
+    with temporary_settings(updates={"api.url": secure}):
+        with foreground_run(secure):
+            assert get_current_settings().api.tls_insecure_skip_verify is False  # TLS is verified
+        with foreground_run("https://other.example.com/api"):
+            assert get_current_settings().api.tls_insecure_skip_verify is False
 
 
 def test_a_cycles_models_are_built_once_each_held_models_first():
