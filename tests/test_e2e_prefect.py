@@ -285,6 +285,22 @@ def step10_fleet(doc: Doc, server: LiveServer, ws: Path, worker_log: Path) -> No
         row = next(line for line in out.splitlines() if f"`{w}`" in line)
         assert latest["id"] in row and "Awaiting changes" in row, out
         assert f"{server.url}/runs/flow-run/{latest['meta']['flow_run_id']}" in row, out
+    # the same fleet on this machine: no worker, the cycles as subflows of the fleet's run in the gep process
+    doc.run("gep solidify --abandon")
+    doc.run("gep solidify --abandon")
+    out = doc.run("gep fleet --workspace", timeout_s=240)
+    assert "fleet run: 2 cycles in this process" in out and "Completed: 2 cycles: 2 Awaiting changes" in out, out
+    link = re.search(rf"flow run: {re.escape(server.url)}/runs/flow-run/([0-9a-f-]{{36}})", out)
+    assert link, out
+    for w in (ws, other):
+        [latest, previous, *_] = json_history(server, w)
+        assert previous["outcome"]["status"] == "abandoned" and latest["outcome"]["status"] == "awaiting_changes"
+        row = next(line for line in out.splitlines() if f"`{w}`" in line)
+        assert latest["id"] in row and "Awaiting changes" in row, out
+        with server.client() as client:
+            cycle_run = client.read_flow_run(UUID(latest["meta"]["flow_run_id"]))
+            parent = client.read_task_run(cycle_run.parent_task_run_id)
+        assert str(parent.flow_run_id) == link.group(1)  # nested under the fleet's run in the UI
     shutil.rmtree(other)
 
 
