@@ -89,34 +89,22 @@ async def evolve_fleet(
     """
     logger = get_run_logger()
     deployment = SCHEDULED_DEPLOYMENT if scheduled else CYCLE_DEPLOYMENT
-    try:
-        paths = check_workspaces(workspaces)
-        # what the cycles' runs record: redacted (a command that needs its secret is refused above); a cycle
-        # run here gets the real one from this process's memory, so only a dispatched one needs the check
-        shown_cmd = agent_cmd.strip() if here else hide_agent_cmd(check_agent_cmd(reveal_agent_cmd(agent_cmd) or "")) or ""
-    except ConfigError as exc:
-        logger.error(str(exc))
-        return Failed(message=str(exc))
     api_url = _api_url()
-    params = {"mutator": mutator, "strategy": strategy, "agent_cmd": shown_cmd}
     async with get_client() as client:
-        if here:
-            runs = await run_here(client, paths, params, scheduled, concurrency)
-            logger.info("%d cycles run in this process, %d at a time", len(paths), concurrency)
-        else:
-            try:
-                await client.read_deployment_by_name(deployment)
-            except ObjectNotFound:
-                message = missing_deployment(deployment, api_url)
-                logger.error(message)
-                return Failed(message=message)
-            started = await dispatch(client, deployment, paths, params)
-            logger.info("%d cycles dispatched to %s", sum(isinstance(r, FlowRun) for r in started), deployment)
-            final = await wait_for(client, [r.id for r in started if isinstance(r, FlowRun)], WAIT_S)
-            runs = [final.get(r.id, r) if isinstance(r, FlowRun) else r for r in started]
+        try:
+            paths = check_workspaces(workspaces)
+            params = {"mutator": mutator, "strategy": strategy, "agent_cmd": _shown_cmd(agent_cmd, here)}
+            if here:
+                runs = await run_here(client, paths, params, scheduled, concurrency)
+                logger.info("%d cycles run in this process, %d at a time", len(paths), concurrency)
+            else:
+                runs = await run_dispatched(client, deployment, paths, params, api_url)
+        except ConfigError as exc:
+            logger.error(str(exc))
+            return Failed(message=str(exc))
         rows = await fleet_rows(client, paths, runs, api_url)
-        where = "a subflow of this run" if here else f"a flow run of `{deployment}`"
-        await MarkdownArtifact(key=FLEET_ARTIFACT, markdown=markdown(rows, where),
+        each = "a subflow of this run" if here else f"a flow run of `{deployment}`"
+        await MarkdownArtifact(key=FLEET_ARTIFACT, markdown=markdown(rows, each),
                                description=f"GEP fleet: {summary(rows)}").acreate(client)
     for r in rows:
         logger.info("%s: %s %s %s", r.workspace, r.state, r.event_id or "-", r.link or "")
@@ -124,6 +112,29 @@ async def evolve_fleet(
         late = any(r.run_id and not r.final for r in rows)
         return Failed(message=summary(rows) + (f" within {WAIT_S:.0f} s" if late else ""), data=rows)
     return Completed(message=summary(rows), data=rows)
+
+
+def _shown_cmd(agent_cmd: str, here: bool) -> str:
+    """What the cycles' runs get as agent_cmd. A cycle run here gets the real command from this process's
+    memory (it arrives redacted); a dispatched one runs elsewhere and gets only what may be recorded, so a
+    command that needs its secret is refused (ConfigError)."""
+    if here:
+        return agent_cmd.strip()
+    return hide_agent_cmd(check_agent_cmd(reveal_agent_cmd(agent_cmd) or "")) or ""
+
+
+async def run_dispatched(client: Any, deployment: str, workspaces: Sequence[str], params: dict[str, Any],
+                         api_url: str | None) -> list[FlowRun | Exception]:
+    """Each workspace's cycle as a run of ``deployment`` for the workers; the runs once final (or as they are
+    after WAIT_S). ConfigError when the deployment does not exist."""
+    try:
+        await client.read_deployment_by_name(deployment)
+    except ObjectNotFound:
+        raise ConfigError(missing_deployment(deployment, api_url)) from None
+    started = await dispatch(client, deployment, workspaces, params)
+    get_run_logger().info("%d cycles dispatched to %s", sum(isinstance(r, FlowRun) for r in started), deployment)
+    final = await wait_for(client, [r.id for r in started if isinstance(r, FlowRun)], WAIT_S)
+    return [final.get(r.id, r) if isinstance(r, FlowRun) else r for r in started]
 
 
 async def run_here(client: Any, workspaces: Sequence[str], params: dict[str, Any], scheduled: bool,
