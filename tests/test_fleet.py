@@ -176,7 +176,8 @@ def test_gep_fleet_help_explains_what_it_needs():
     text = " ".join(result.stdout.split())  # rich wraps the lines
     assert result.exit_code == 0
     for needle in ("--workspace", "--as-given", "--watch", "evolution-cycle/evolve-now", "prefect deploy --all",
-                   "prefect worker start --pool gep-pool", "never two at once on one workspace"):
+                   "prefect worker start --pool gep-pool", "never two at once on one workspace", "--here",
+                   "--concurrency", "runs on this machine"):
         assert needle in text, needle
 
 
