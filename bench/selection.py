@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gep import constants as C
 from gep.config import Settings
 from gep.fixes import apply_verdict
-from gep.learning import give_feedback, learn_outcome
+from gep.learning import learn_outcome
 from gep.memory import lessons_for_prompt, synthesis_request
 from gep.models import (
     BlastRadius,
@@ -56,6 +56,7 @@ from gep.selector import Selection, match_pattern
 from gep.stages import select_from_store
 from gep.store import Store
 from gep.strategy import PRESETS
+from gep.verdicts import give_feedback
 
 
 @dataclass(frozen=True)
@@ -289,7 +290,7 @@ def shifted_outcome(d: Draw, gid: str | None, after: bool) -> tuple[str, bool, b
 class Learning:
     """Feedback and lessons kept as a cycle keeps them, through the engine's own functions on the bench's store:
     the next cycle's verdict on a fix (gep.fixes.apply_verdict: the event's fix_verdict, the implicit signal,
-    the lesson), a person's verdict (gep.learning.give_feedback), each outcome's lesson and implicit signal
+    the lesson), a person's verdict (gep.verdicts.give_feedback), each outcome's lesson and implicit signal
     (gep.learning.learn_outcome), and the lessons the prompt would recall (gep.memory)."""
 
     def __init__(self) -> None:

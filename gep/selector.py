@@ -27,8 +27,9 @@ How a gene is chosen:
      ``(1 - w) x expected + w x usefulness`` with ``w = settings.usefulness_weight`` (0.3), usefulness being
      the gene's feedback score in the closest stored situation, else its global score, else 0.5. A gene nobody
      has used yet would rank under every judged incumbent at that 0.5 (the seed's filter bubble): while
-     usefulness counts, it gets a trial, ranked with the best judged gene that has a record here, until it has
-     ``EVIDENCE_WINDOW`` outcomes, its record here is worse than unknown, or a person said it did not help.
+     usefulness counts, it gets a trial, ranked with the best judged gene that has a record here (a window's
+     worth of outcomes), until it has ``EVIDENCE_WINDOW`` outcomes, its record here is worse than unknown (two
+     more failures than successes), or a person said it did not help.
   4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
      the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior (blended
      with its usefulness as in 3), the highest wins (uniform when nothing is known, as the reference's random
@@ -54,6 +55,7 @@ from gep.behavior import DETAIL_PREFIXES
 from gep.config import Settings
 from gep.feedback import FeedbackIndex
 from gep.memory_graph import (
+    GeneStats,
     MemoryAdvice,
     SituationSummary,
     event_time,
@@ -382,21 +384,38 @@ def _inherit_source_rank(scored: Sequence[CandidateScore], by_id: Mapping[str, G
             c.rank, c.refines = max(c.rank, best.rank), best.gene_id
 
 
+def _worse_than_unknown(st: GeneStats) -> bool:
+    """A record here that says the gene does worse than an unknown one: at least ``MEMORY_BAN_MIN_EVIDENCE`` more
+    failures (empty cycles included) than successes in similar situations. A good gene's unlucky outcome or two in a
+    short trial is not such a record: two failures in four tries of a gene that succeeds nine times in ten happen
+    about one trial in twenty, and its expected success is then about 0.5."""
+    return st.failures + st.empties - st.successes >= C.MEMORY_BAN_MIN_EVIDENCE
+
+
+def _has_record(st: GeneStats) -> bool:
+    """A window's worth of outcomes in similar situations: a record its rank rests on (before that, every gene is
+    still being tried, and the order of 3. and drift explore without a trial)."""
+    return st.successes + st.failures + st.empties >= C.EVIDENCE_WINDOW
+
+
 def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weight: float,
                     feedback: FeedbackIndex | None, signals: Sequence[str], now: datetime) -> None:
     """Feedback's filter bubble (seed 003): a gene nobody has used yet ranks at a neutral 0.5 usefulness under
     every judged incumbent, and drift alone seldom lets it show what it does. So, while usefulness counts, such
-    a gene matching alongside a judged gene with a record here takes the best of their ranks until it has a
-    record of its own (``EVIDENCE_WINDOW`` outcomes anywhere: what the incumbents are judged on), its record
-    here falls below an unknown gene's (expected success under 0.5), or a person said it did not help (see 3.).
-    The implicit ``ignored`` of a rolled-back change does not end it by itself: that is one unlucky outcome."""
-    known = [c.rank for c in scored if not c.banned and c.evidence > 0 and c.usefulness_scope != "none"]
+    a gene matching alongside a judged gene with a record here (``EVIDENCE_WINDOW`` outcomes in similar
+    situations) takes the best of their ranks until it has a record of its own (``EVIDENCE_WINDOW`` outcomes
+    anywhere: what the incumbents are judged on), its record here is worse than an unknown gene's (two more
+    failures than successes), or a person said it did not help (see 3.). The implicit ``ignored`` of a
+    rolled-back change does not end it by itself: that is one unlucky outcome."""
+    known = [c.rank for c in scored if not c.banned and _has_record(advice.stats(c.gene_id))
+             and c.usefulness_scope != "none"]
     if weight <= 0 or not known or feedback is None:
         return
     top = max(known)
     for c in scored:
-        if c.rank < top and c.refines is None and advice.stats(c.gene_id).prior_attempts < C.EVIDENCE_WINDOW \
-                and c.expected >= 0.5 and feedback.usefulness(c.gene_id, signals, now).not_helpful == 0:
+        st = advice.stats(c.gene_id)
+        if c.rank < top and c.refines is None and st.prior_attempts < C.EVIDENCE_WINDOW \
+                and not _worse_than_unknown(st) and feedback.usefulness(c.gene_id, signals, now).not_helpful == 0:
             c.rank, c.trial = top, True
 
 

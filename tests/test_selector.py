@@ -506,6 +506,16 @@ def test_a_new_gene_gets_a_trial_among_judged_incumbents():
     assert {c.gene_id: c.trial for c in pick(events + own(2), fb, 0).decision.scores}["gene_new"]
     assert not any(c.trial for c in pick(events + own(2, "failed"), fb, 0).decision.scores)
     assert {pick(events + own(2, "failed"), fb, s).gene.id for s in range(100)} == {"gene_a"}  # drift, no ban
+    # two failures after two successes (newest last, so its expected success is just under 0.5) do not end it: a
+    # gene that succeeds nine times in ten has them one trial in twenty; two more failures than successes do
+    def tries(*statuses: str) -> list[EvolutionEvent]:
+        return [event(60 + i, "gene_new", st, at=NOW - timedelta(minutes=40 - i)) for i, st in enumerate(statuses)]
+
+    unlucky = {c.gene_id: c for c in pick(events + tries("success", "success", "failed", "failed"), fb, 0)
+               .decision.scores}["gene_new"]
+    assert unlucky.expected < 0.5 and unlucky.trial
+    assert not any(c.trial for c in pick(events + tries("success", "failed", "failed", "failed"), fb, 0)
+                   .decision.scores)
     # ... or when a person says it did not help; one helpful change, or an implicit ignored (as a rolled-back
     # change gives), does not end it
     one = events + own(1, "success")
@@ -520,5 +530,9 @@ def test_a_new_gene_gets_a_trial_among_judged_incumbents():
     plain = [pick(events, fb, s, feedback=False) for s in range(100)]
     assert not any(c.trial for s in plain for c in s.decision.scores)
     assert {s.gene.id for s in plain if s.decision.drift_mode == "selection"} == {"gene_a"}
-    # nor among genes of which none has a record (a fresh workspace: the order of 3. decides)
+    # nor among genes of which none has a record (a fresh workspace: the order of 3. decides), nor beside a
+    # judged gene with fewer than a window's worth of outcomes here (every gene is still being tried)
     assert not any(c.trial for c in pick([], fb, 0).decision.scores)
+    young = events[:C.EVIDENCE_WINDOW - 1]
+    assert not any(c.trial for c in pick(young, fb[:C.EVIDENCE_WINDOW - 1], 0).decision.scores)
+    assert {c.gene_id: c.trial for c in pick(events[:C.EVIDENCE_WINDOW], fb, 0).decision.scores}["gene_new"]
