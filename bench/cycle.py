@@ -40,7 +40,7 @@ EXAMPLE = ROOT / "examples" / "workspace"
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT / "tests"))  # live_prefect: the same real-server helper the e2e test uses
 
-from cli import fresh_workspace, reference_cycle_s  # noqa: E402 - bench/cli.py, beside this file
+from cli import bytecode_as_installed, fresh_workspace, reference_cycle_s  # noqa: E402 - bench/cli.py, beside this file
 from live_prefect import LiveServer, clean_env, free_port  # noqa: E402
 
 TARGET_ENGINE_S = 0.5
@@ -380,6 +380,7 @@ def main() -> int:
         child(args.runs, args.profile)
         return 0
 
+    bytecode_as_installed()
     scratch = Path(tempfile.mkdtemp(prefix="gep-bench-"))
     lines: list[str] = []
     try:

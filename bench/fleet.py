@@ -46,7 +46,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))  # bench/cli.py and bench/store.py's helpers (they add the tests' and the root)
 
-from cli import BIN, GEP, fresh_workspace  # noqa: E402
+from cli import BIN, GEP, bytecode_as_installed, fresh_workspace  # noqa: E402
 from live_prefect import LiveServer, kill_group  # noqa: E402
 from store import bench_fleet, database, loop_reads  # noqa: E402
 
@@ -238,6 +238,7 @@ def main() -> int:
     args = ap.parse_args()
 
     ok = True
+    bytecode_as_installed()
     scratch = Path(tempfile.mkdtemp(prefix="gep-bench-fleet-"))
     try:
         with ExitStack() as stack:
