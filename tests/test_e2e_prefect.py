@@ -324,3 +324,19 @@ def test_gep_cycle_uses_the_running_gep_server(live_prefect: LiveServer, example
     stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
     done = server.run(shlex.split(command), base=env, timeout_s=120)
     assert done.returncode == 0 and "success" in done.stdout, (command, done.stdout, done.stderr)
+
+
+def test_gep_server_batches_the_task_run_recorders_writes(live_prefect: LiveServer):
+    """`gep server start` runs Prefect on SQLite with the task-run recorder's writes batched (fewer writes that
+    collide and wait ~2 s on a 503); a setting the user gives wins."""
+    import urllib.request
+
+    from gep.server import TASK_RUN_BATCHING, _server_env
+
+    with urllib.request.urlopen(f"{live_prefect.api_url}/admin/settings", timeout=10) as r:
+        recorder = json.load(r)["server"]["services"]["task_run_recorder"]
+    assert (recorder["batch_size"], recorder["read_batch_size"], recorder["flush_interval"]) == (200, 200, 2.0)
+    mine = {"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "1", "PREFECT_API_URL": "http://x/api"}
+    child = _server_env(mine, 4242)
+    assert child["PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE"] == "1" and "PREFECT_API_URL" not in child
+    assert all(child[k] == v for k, v in TASK_RUN_BATCHING.items() if k not in mine)
