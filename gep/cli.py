@@ -163,8 +163,6 @@ def store_only(workspace: Path | None) -> Iterator[tuple[Path, ReadStore | None]
 
 def _quiet_prefect(json_mode: bool) -> None:
     """Keep Prefect's own console chatter off the terminal when the user asked for JSON."""
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if json_mode:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
@@ -176,6 +174,8 @@ def _say(message: str) -> None:
 def prefect_api_for_run() -> str:
     """The Prefect API this command's flow run reports to: the one this process's Prefect is already set up
     for (a library caller, tests), PREFECT_API_URL, or gep's background server, started if need be."""
+    os.environ.setdefault("DO_NOT_TRACK", "1")  # no analytics from a flow run started here
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if "prefect" in sys.modules:
         from flows.runtime import api_url_in_process
 
