@@ -19,13 +19,10 @@ if TYPE_CHECKING:  # recovery pulls in the cycle's machinery and the full store 
 
 Q = TypeVar("Q")
 
+
 def open_store(workspace: Path | str) -> Store:
     """The store of ``workspace`` (its ``.gep/gep.db``, or ``database_url``); close it (or use ``with``)."""
-    from gep.store import Store
-
-    repo = open_repo(workspace)
-    ensure_state_dir(repo)  # engine state never shows in git status, even before the first cycle
-    return Store.for_workspace(repo.path, load_settings(repo.path))
+    return _quick_or_full(workspace, None)
 
 
 def read_store(workspace: Path | str) -> QuickStore | Store:
@@ -44,11 +41,13 @@ def feedback_store(workspace: Path | str) -> QuickWriter | Store:
     return _quick_or_full(workspace, open_writer)
 
 
-def _quick_or_full(workspace: Path | str, quick: Callable[[Path, Settings], Q | None]) -> Q | Store:
+def _quick_or_full(workspace: Path | str, quick: Callable[[Path, Settings], Q | None] | None) -> Q | Store:
+    """The workspace checked (a git repository's top) with its state directory made, then ``quick``'s store
+    when it answers, else the full one."""
     repo = open_repo(workspace)
-    ensure_state_dir(repo)
+    ensure_state_dir(repo)  # engine state never shows in git status, even before the first cycle
     settings = load_settings(repo.path)
-    store = quick(repo.path, settings)
+    store = quick(repo.path, settings) if quick is not None else None
     if store is not None:
         return store
     from gep.store import Store

@@ -165,8 +165,6 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
 
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
-    # selection learns from the whole history (memory graph: summaries of folded events, then the events) and
-    # from feedback; the loop rules only read the last few events
     genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
     pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.workspace.path, settings=ctx.settings)
     state.selection, finished = select_from_store(
