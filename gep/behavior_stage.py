@@ -43,9 +43,10 @@ class BehaviorCapture(BaseModel):
 
 
 def capture_behavior(workspace: Path, *, settings: Settings, env: Mapping[str, str], now: datetime,
-                     cycle_number: int) -> BehaviorCapture:
+                     cycle_number: int, no_llm: str | None = None) -> BehaviorCapture:
     """Capture the behavioural signals of the sessions the cycle reads. Never raises for a capture problem
-    (a held lock, an unwritable folder): the cycle goes on without them and the event says why."""
+    (a held lock, an unwritable folder): the cycle goes on without them and the event says why.
+    ``no_llm``: why the Claude pass may not run this cycle (its exchanges wait for a later one)."""
     out = BehaviorCapture()
     # the transcripts' own problems are the sources' warnings already (the same files): not noted twice
     sessions = collect_exchanges(workspace, settings, now, warnings=[])
@@ -56,7 +57,9 @@ def capture_behavior(workspace: Path, *, settings: Settings, env: Mapping[str, s
         out.record.warnings += report.warnings
         out.record.new_exchanges, out.record.captured, out.record.capped = (report.new, len(report.written),
                                                                             report.capped)
-        if settings.llm_signals:
+        if settings.llm_signals and no_llm:
+            out.record.llm = LlmPassRecord(not_run=no_llm)
+        elif settings.llm_signals:
             llm = capture_llm(workspace, sessions, settings=settings, env=env, now=now, cycle_number=cycle_number)
             out.llm_signals = llm.gep_signals
             out.record.llm = LlmPassRecord.model_validate(llm.model_dump(include=set(LlmPassRecord.model_fields)))

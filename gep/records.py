@@ -240,6 +240,7 @@ class LlmPassRecord(BaseModel):
     dropped_quoting: int = 0  # content copies the message: it would store the message
     dropped_malformed: int = 0
     skipped_budget: int = 0  # exchanges not sent: the cycle's token budget was spent
+    not_run: str | None = None  # why the pass did not run at all (the day's token budget was spent)
     errors: list[str] = Field(default_factory=list)
     metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)  # tokens, model, estimated cost
 

@@ -18,7 +18,7 @@ from gep import constants as C
 from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
 from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
-from gep.budget import budget_spent, record_skipped
+from gep.budget import budget_spent, daily_budget_spent, record_skipped
 from gep.config import Settings, validation_commands
 from gep.context import ORIGINS, CycleContext
 from gep.feedback import FeedbackIndex
@@ -84,7 +84,7 @@ class CycleState(BaseModel):
 def collect(ctx: CycleContext, state: CycleState) -> CycleState:
     state.sources = collect_sources(ctx.workspace.path, ctx.settings, now=ctx.started_at)
     state.behavior = capture_behavior(ctx.workspace.path, settings=ctx.settings, env=ctx.env, now=ctx.started_at,
-                                      cycle_number=ctx.cycle_number)
+                                      cycle_number=ctx.cycle_number, no_llm=daily_budget_spent(ctx))
     return state
 
 
@@ -124,7 +124,8 @@ def gate(ctx: CycleContext, state: CycleState) -> CycleState:
     unless the day's token budget for Claude-driven cycles is spent (a skipped event says so)."""
     spent = budget_spent(ctx)
     if spent is not None:
-        state.event, state.done = record_skipped(ctx, spent), True
+        behavior = state.behavior.record if state.behavior else None
+        state.event, state.done = record_skipped(ctx, spent, behavior), True
         return state
     if not ctx.request.scheduled or state.strategy is None:
         return state

@@ -250,6 +250,43 @@ def test_the_claude_pass_runs_in_the_cycle_with_its_tokens_and_cost_on_the_event
     assert again.meta.behavior.llm.asked == 0 and len(fake.requests) == 2
 
 
+def test_the_claude_pass_counts_toward_the_daily_budget_and_stops_when_it_is_spent(tmp_path: Path,
+                                                                                  fake: FakeAnthropic) -> None:
+    ws = workspace(tmp_path, "llm_signals = true\ndaily_token_budget = 900\n")
+    now = datetime.now(UTC)
+    t0 = now if now.hour < 23 else now.replace(hour=12)  # every cycle on one UTC day
+    write_session(ws, [("assistant", "Here is a long explanation of the change, then the code."), ("user", PROSE)],
+                  t0 - timedelta(minutes=5))
+    fake.script = [message(tool_use("extract_signal", {"type": "preference", "content": "Wants code without prose",
+                                                       "source": "I just want the code", "confidence": 0.9}),
+                           input_tokens=420, output_tokens=60),
+                   message(text_block("Done."), input_tokens=500, output_tokens=5)]
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-api03-test-" + "k" * 24, "ANTHROPIC_BASE_URL": fake.url,
+           "GEP_MODEL": "claude-sonnet-4-6"}
+
+    def run(mutator: str, seed: int, at: datetime, **request: object) -> EvolutionEvent:
+        event = run_cycle(CycleRequest(workspace=ws, mutator=mutator, seed=seed, **request), env=env,
+                          clock=lambda: at)
+        assert event is not None
+        return event
+
+    first = run("command", 1, t0, agent_cmd=agent(tmp_path, NOOP_AGENT))
+    assert first.meta.behavior.llm.metrics.total_tokens == 985 and len(fake.requests) == 2
+    write_session(ws, [("assistant", "Refactored the parser."), ("user", "the summaries on mondays run long")],
+                  t0 - timedelta(minutes=1), name="later")
+    # the pass spent the day's 900: the next cycle does not ask Claude, and its event says why
+    second = run("command", 2, t0 + timedelta(seconds=30), agent_cmd=agent(tmp_path, NOOP_AGENT))
+    reason = (f"daily token budget spent: Claude used 985 of 900 tokens on {t0.date()} (UTC); Claude asks run "
+              f"again from {t0.date() + timedelta(days=1)}T00:00:00.000Z")
+    assert second.meta.behavior.llm.not_run == reason and len(fake.requests) == 2
+    assert second.outcome.status != "skipped"  # an agent's cycle spends none of the engine's tokens: it runs
+    # a Claude-driven cycle is skipped, counting the pass's tokens, and its event keeps the capture's record
+    skipped = run("anthropic", 3, t0 + timedelta(seconds=60))
+    assert skipped.outcome.status == "skipped" and len(fake.requests) == 2
+    assert skipped.meta.skip_reason is not None and "Claude used 985 of 900 tokens" in skipped.meta.skip_reason
+    assert skipped.meta.behavior is not None and skipped.meta.behavior.llm.not_run == reason
+
+
 def test_the_claude_pass_is_off_unless_asked_and_refused_without_a_key(tmp_path: Path, fake: FakeAnthropic) -> None:
     ws = workspace(tmp_path)
     write_session(ws, [("assistant", "Here is the code."), ("user", PROSE)], ago(5))

@@ -159,8 +159,9 @@ def test_the_daily_token_budget_skips_claude_cycles_until_the_next_utc_day(tmp_p
         asked = len(fake.requests)
         skipped = claude(day + timedelta(hours=5))
         assert skipped.outcome.status == "skipped" and len(fake.requests) == asked  # Claude was not called
-        assert skipped.meta.skip_reason == ("daily token budget spent: Claude-driven cycles used 21540 of 20000 "
-                                            "tokens on 2026-11-23 (UTC); they run again from 2026-11-24T00:00:00.000Z")
+        assert skipped.meta.skip_reason == ("daily token budget spent: Claude used 21540 of 20000 tokens on "
+                                            "2026-11-23 (UTC); Claude-driven cycles run again from "
+                                            "2026-11-24T00:00:00.000Z")
         assert skipped.genes_used == [] and skipped.meta.mutator_result is None
         prompt_mode = cycle(ws, 2, clock=lambda: day + timedelta(hours=6))  # spends no tokens: runs
         assert prompt_mode.outcome.status == "awaiting_changes"
