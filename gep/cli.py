@@ -251,7 +251,9 @@ def cycle(
     abandon_pending: Annotated[bool, typer.Option("--abandon-pending", help="Give up a cycle still awaiting "
                                                   "changes first (its change saved as a patch under "
                                                   ".gep/rescued/), and record it as abandoned.")] = False,
-    branch: Annotated[str | None, typer.Option(help="Put the commit on this branch instead of yours.")] = None,
+    branch: Annotated[str | None, typer.Option(help="Put the commit on this branch instead of yours (a cycle "
+                                               "made in a clone; a prompt cycle commits on your current "
+                                               "branch).")] = None,
     review: Annotated[bool, typer.Option("--review", help="Pause for approval in the Prefect UI before "
                                          "committing.")] = False,
     seed: Annotated[int | None, typer.Option(min=0, help="Random seed, to replay a cycle's choices.")] = None,

@@ -160,6 +160,9 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
     refusal = validation_refusal(ORIGINS[name], settings) if name != "prompt" else None
     if refusal:
         raise ConfigError(f"cannot run a {name} cycle here: {refusal}")
+    if name == "prompt" and request.branch:  # a setting in gep.toml is for the clone cycles: not refused
+        raise ConfigError("--branch is for cycles made in a clone (an agent or Claude); a prompt cycle works in "
+                          "your tree and commits on your current branch: check out the branch you want first")
     branch = request.branch or settings.branch
     if branch and not Git(repo.path).run("check-ref-format", "--branch", branch, ok=True).ok:
         raise ConfigError(f"'{branch}' is not a valid branch name")

@@ -207,6 +207,8 @@ def test_refused_starts_store_nothing_and_print_one_line(repo: Path):
     console_error(console("cycle", "-w", str(repo), "--mutator", "prompt"), "a merge is in progress")
     console_error(console("cycle", "-w", str(repo), "--mutator", "command", "--agent-cmd", "true",
                           "--branch", "bad..name"), "'bad..name' is not a valid branch name")
+    console_error(console("cycle", "-w", str(repo), "--mutator", "prompt", "--branch", "gep/mine"),
+                  "--branch is for cycles made in a clone")
     with Store.for_workspace(repo) as store:
         assert store.count_events() == 0 and store.open_runs() == []
 
