@@ -83,8 +83,9 @@ class CycleState(BaseModel):
 
 def collect(ctx: CycleContext, state: CycleState) -> CycleState:
     state.sources = collect_sources(ctx.workspace.path, ctx.settings, now=ctx.started_at)
+    no_llm = daily_budget_spent(ctx) if ctx.settings.llm_signals else None  # the pass spends the day's tokens too
     state.behavior = capture_behavior(ctx.workspace.path, settings=ctx.settings, env=ctx.env, now=ctx.started_at,
-                                      cycle_number=ctx.cycle_number, no_llm=daily_budget_spent(ctx))
+                                      cycle_number=ctx.cycle_number, no_llm=no_llm)
     return state
 
 
