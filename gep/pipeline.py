@@ -103,7 +103,8 @@ def run_pipeline(ctx: CycleContext, state: S.CycleState | None = None, hooks: Ho
 
 def run_cycle(request: CycleRequest, env: Mapping[str, str] | None = None, clock: Clock = utc_now,
               hooks: Hooks | None = None) -> EvolutionEvent | None:
-    """One cycle without Prefect: the final event (None for a skipped scheduled tick).
+    """One cycle without Prefect: the final event (None for a skipped scheduled tick, unless the tick asked
+    Claude for signals: its skipped event keeps the tokens counted toward the daily budget).
 
     Raises GepError for a request refused before the cycle started; a stage's failure is recorded and
     returned as a failed event."""

@@ -144,6 +144,9 @@ def gate(ctx: CycleContext, state: CycleState) -> CycleState:
         sched.last_skip_reason = reason
         sched.last_skip_at = iso(ctx.clock())
         state.skipped, state.done = reason, True
+        llm = state.behavior.record.llm if state.behavior else None
+        if llm is not None and llm.metrics.total_tokens > 0:  # Claude was asked: the day's budget counts it
+            state.event = record_skipped(ctx, reason, state.behavior.record if state.behavior else None)
     ctx.store.set_state("scheduler", sched)
     return state
 

@@ -287,6 +287,30 @@ def test_the_claude_pass_counts_toward_the_daily_budget_and_stops_when_it_is_spe
     assert skipped.meta.behavior is not None and skipped.meta.behavior.llm.not_run == reason
 
 
+def test_a_skipped_scheduled_tick_that_asked_claude_keeps_its_tokens_counted(tmp_path: Path,
+                                                                             fake: FakeAnthropic) -> None:
+    ws = workspace(tmp_path, 'llm_signals = true\nstrategy = "steady-state"\n')
+    write_session(ws, [("assistant", "Here is a long explanation of the change, then the code."), ("user", PROSE)],
+                  ago(5))
+    fake.script = [message(text_block("Nothing to extract."), input_tokens=300, output_tokens=7)]
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-api03-test-" + "k" * 24, "ANTHROPIC_BASE_URL": fake.url}
+    tick = cycle(ws, agent(tmp_path, NOOP_AGENT), env=env, scheduled=True)
+    assert tick.outcome.status == "skipped" and tick.meta.skip_reason.startswith("steady-state: scheduled runs")
+    assert tick.meta.behavior.llm.metrics.total_tokens == 307 and len(fake.requests) == 1
+    with Store.for_workspace(ws) as store:
+        from gep.budget import tokens_used_on
+
+        assert tokens_used_on(store, tick_day(tick)) == 307
+    # a tick that asked Claude nothing is skipped without an event, as before
+    quiet = run_cycle(CycleRequest(workspace=ws, mutator="command", agent_cmd=agent(tmp_path, NOOP_AGENT), seed=2,
+                                   scheduled=True), env=env)
+    assert quiet is None and len(fake.requests) == 1
+
+
+def tick_day(event: EvolutionEvent):
+    return datetime.fromisoformat(event.meta.at.replace("Z", "+00:00")).date()
+
+
 def test_the_claude_pass_is_off_unless_asked_and_refused_without_a_key(tmp_path: Path, fake: FakeAnthropic) -> None:
     ws = workspace(tmp_path)
     write_session(ws, [("assistant", "Here is the code."), ("user", PROSE)], ago(5))
