@@ -50,8 +50,8 @@ def claude_driven(ctx: CycleContext) -> bool:
     return ctx.mutator == "anthropic"
 
 
-def daily_budget_spent(ctx: CycleContext, what: str = "Claude asks") -> str | None:
-    """Why nothing more may be asked of Claude today (None: it may), ``what`` naming what waits."""
+def daily_budget_spent(ctx: CycleContext, waits: str = "the Claude signal pass runs") -> str | None:
+    """Why nothing more may be asked of Claude today (None: it may); ``waits``: what runs again tomorrow."""
     budget = ctx.settings.daily_token_budget
     if budget is None:
         return None
@@ -61,12 +61,12 @@ def daily_budget_spent(ctx: CycleContext, what: str = "Claude asks") -> str | No
         return None
     resume = datetime.combine(day + timedelta(days=1), time(), UTC)
     return (f"daily token budget spent: Claude used {used} of {budget} tokens on {day} (UTC); "
-            f"{what} run again from {iso(resume)}")
+            f"{waits} again from {iso(resume)}")
 
 
 def budget_spent(ctx: CycleContext) -> str | None:
     """Why this cycle may not run today (None: it may): only Claude-driven cycles wait for the next day."""
-    return daily_budget_spent(ctx, "Claude-driven cycles") if claude_driven(ctx) else None
+    return daily_budget_spent(ctx, "Claude-driven cycles run") if claude_driven(ctx) else None
 
 
 def record_skipped(ctx: CycleContext, reason: str, behavior: BehaviorRecord | None = None) -> EvolutionEvent:

@@ -123,9 +123,9 @@ def analyse(ctx: CycleContext, state: CycleState) -> CycleState:
 def gate(ctx: CycleContext, state: CycleState) -> CycleState:
     """Scheduled ticks under steady state mostly do nothing (with the reason kept); manual runs always run,
     unless the day's token budget for Claude-driven cycles is spent (a skipped event says so)."""
+    behavior = state.behavior.record if state.behavior else None
     spent = budget_spent(ctx)
     if spent is not None:
-        behavior = state.behavior.record if state.behavior else None
         state.event, state.done = record_skipped(ctx, spent, behavior), True
         return state
     if not ctx.request.scheduled or state.strategy is None:
@@ -144,9 +144,8 @@ def gate(ctx: CycleContext, state: CycleState) -> CycleState:
         sched.last_skip_reason = reason
         sched.last_skip_at = iso(ctx.clock())
         state.skipped, state.done = reason, True
-        llm = state.behavior.record.llm if state.behavior else None
-        if llm is not None and llm.metrics.total_tokens > 0:  # Claude was asked: the day's budget counts it
-            state.event = record_skipped(ctx, reason, state.behavior.record if state.behavior else None)
+        if behavior and behavior.llm and behavior.llm.metrics.total_tokens:  # Claude was asked: the budget counts it
+            state.event = record_skipped(ctx, reason, behavior)
     ctx.store.set_state("scheduler", sched)
     return state
 

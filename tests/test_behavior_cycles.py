@@ -25,9 +25,11 @@ import gep.approval
 from gep import CycleRequest, run_cycle
 from gep.behavior_files import read_signals, signals_dir
 from gep.behavior_stage import signals_since
+from gep.budget import tokens_used_on
 from gep.config import Settings
 from gep.errors import ConfigError
 from gep.feedback import FeedbackKind, InMemoryFeedback
+from gep.memory_graph import parse_at
 from gep.models import EvolutionEvent
 from gep.store import Store
 
@@ -276,8 +278,8 @@ def test_the_claude_pass_counts_toward_the_daily_budget_and_stops_when_it_is_spe
                   t0 - timedelta(minutes=1), name="later")
     # the pass spent the day's 900: the next cycle does not ask Claude, and its event says why
     second = run("command", 2, t0 + timedelta(seconds=30), agent_cmd=agent(tmp_path, NOOP_AGENT))
-    reason = (f"daily token budget spent: Claude used 985 of 900 tokens on {t0.date()} (UTC); Claude asks run "
-              f"again from {t0.date() + timedelta(days=1)}T00:00:00.000Z")
+    reason = (f"daily token budget spent: Claude used 985 of 900 tokens on {t0.date()} (UTC); the Claude "
+              f"signal pass runs again from {t0.date() + timedelta(days=1)}T00:00:00.000Z")
     assert second.meta.behavior.llm.not_run == reason and len(fake.requests) == 2
     assert second.outcome.status != "skipped"  # an agent's cycle spends none of the engine's tokens: it runs
     # a Claude-driven cycle is skipped, counting the pass's tokens, and its event keeps the capture's record
@@ -297,18 +299,14 @@ def test_a_skipped_scheduled_tick_that_asked_claude_keeps_its_tokens_counted(tmp
     tick = cycle(ws, agent(tmp_path, NOOP_AGENT), env=env, scheduled=True)
     assert tick.outcome.status == "skipped" and tick.meta.skip_reason.startswith("steady-state: scheduled runs")
     assert tick.meta.behavior.llm.metrics.total_tokens == 307 and len(fake.requests) == 1
+    at = parse_at(tick.meta.at)
+    assert at is not None
     with Store.for_workspace(ws) as store:
-        from gep.budget import tokens_used_on
-
-        assert tokens_used_on(store, tick_day(tick)) == 307
-    # a tick that asked Claude nothing is skipped without an event, as before
+        assert tokens_used_on(store, at.date()) == 307
+    # a tick that asked Claude nothing (tick 2 of every 5 under steady state) is skipped without an event
     quiet = run_cycle(CycleRequest(workspace=ws, mutator="command", agent_cmd=agent(tmp_path, NOOP_AGENT), seed=2,
                                    scheduled=True), env=env)
     assert quiet is None and len(fake.requests) == 1
-
-
-def tick_day(event: EvolutionEvent):
-    return datetime.fromisoformat(event.meta.at.replace("Z", "+00:00")).date()
 
 
 def test_the_claude_pass_is_off_unless_asked_and_refused_without_a_key(tmp_path: Path, fake: FakeAnthropic) -> None:
