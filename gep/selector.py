@@ -73,6 +73,7 @@ __all__ = [
     "Selection",
     "SelectorDecision",
     "active_bans",
+    "dominance_alternative",
     "drift_intensity",
     "is_control_signal",
     "match_pattern",
@@ -484,26 +485,35 @@ def _drift_pick(candidates: Sequence[CandidateScore], advice: MemoryAdvice, rng:
     return candidates[max(range(k), key=lambda i: draws[i])], "drift"
 
 
+def dominance_alternative(pick: str, order: Sequence[str], recent: Sequence[str], settings: Settings) -> str | None:
+    """The dominance rule on gene ids: when picking ``pick`` now would give it more than ``dominance_share`` of the
+    last ``dominance_window`` selections (``recent``: the selections before this one, newest last), the first gene
+    of ``order`` (best first) that it would not put over the cap; None when ``pick`` may stand or none may."""
+    window = settings.dominance_window
+    cap = math.floor(settings.dominance_share * window + 1e-9)
+    last = list(recent)[-(window - 1):] if window > 1 else []
+
+    def over(gid: str) -> bool:
+        return last.count(gid) + 1 > cap
+
+    if not over(pick):
+        return None
+    return next((g for g in order if g != pick and not over(g)), None)
+
+
 def _dominance_cap(pick: CandidateScore, candidates: Sequence[CandidateScore],
                    recent_events: Sequence[EvolutionEvent], settings: Settings,
                    reasons: list[str]) -> tuple[CandidateScore, list[str]]:
     """A gene picked too often in the recent window yields to the best one that was not (if any)."""
     if len(candidates) <= 1:
         return pick, []
-    window = settings.dominance_window
-    cap = math.floor(settings.dominance_share * window + 1e-9)
-    recent = _recent_selections(recent_events, window - 1)
-
-    def over(gid: str) -> bool:
-        return recent.count(gid) + 1 > cap
-
-    if not over(pick.gene_id):
+    recent = _recent_selections(recent_events, settings.dominance_window - 1)
+    alt_id = dominance_alternative(pick.gene_id, [c.gene_id for c in candidates], recent, settings)
+    if alt_id is None:
         return pick, []
-    alt = next((c for c in candidates if c.gene_id != pick.gene_id and not over(c.gene_id)), None)
-    if alt is None:
-        return pick, []
+    alt = next(c for c in candidates if c.gene_id == alt_id)
     reasons.append(f"dominance: {pick.gene_id} had {recent.count(pick.gene_id)} of the last "
-                   f"{len(recent)} selections (cap {settings.dominance_share:.0%} of {window}); "
+                   f"{len(recent)} selections (cap {settings.dominance_share:.0%} of {settings.dominance_window}); "
                    f"yielding to {alt.gene_id}")
     return alt, [pick.gene_id]
 

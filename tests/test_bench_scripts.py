@@ -40,3 +40,27 @@ def test_the_textbook_learner_follows_a_fix_that_stops_holding():
     assert after.most_common(1)[0][0] == bench.best_gene(sit, True) == "gene_distilled_errsig"
     # without the verdicts a fix that does not hold still looks like a success: the learner would stay
     assert sum(ok for _, ok in picks[250:]) > 0.6 * 50
+
+
+def test_the_oracle_obeys_the_dominance_cap():
+    """The oracle the engine is judged against follows the engine's rules: after the change one gene is best in
+    type_error and timeout, more than the cap allows, and the oracle yields as the engine must (an oracle ignoring
+    the cap is printed beside it)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import selection as bench
+    finally:
+        sys.path.remove(str(BENCH))
+    import random
+
+    from gep.config import Settings
+
+    world = random.Random(3)
+    sits = [s for s in bench.SITUATIONS if s.name in ("type_error", "timeout")]
+    draws = [bench.Draw(world.choice(sits), world.random(), world.random(), world.random(), 1.0) for _ in range(200)]
+    capped = [g for g, _ in bench.run_oracle_shifting(draws, 0)]
+    free = [g for g, _ in bench.run_oracle_shifting(draws, 0, capped=False)]
+    window, share = Settings().dominance_window, Settings().dominance_share
+    assert set(free) == {"gene_distilled_errsig"}  # best in both: without the cap it takes every pick
+    assert bench.max_window_share(capped, window) <= share
+    assert Counter(capped)["gene_distilled_errsig"] >= share * len(capped) - window  # held at the cap, not below

@@ -14,6 +14,7 @@ from gep.feedback import FeedbackIndex, FeedbackSignal, Observation, explicit_si
 from gep.models import BlastRadius, Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, iso
 from gep.selector import (
     active_bans,
+    dominance_alternative,
     drift_intensity,
     is_control_signal,
     match_pattern,
@@ -320,6 +321,19 @@ def test_dominance_cap_is_configurable():
     settings = Settings(dominance_share=0.5, dominance_window=10)
     picks = _run(genes, 120, settings)
     assert max(Counter(picks[i:i + 10])["gene_a"] for i in range(len(picks) - 9)) <= 5
+
+
+def test_dominance_rule_on_gene_ids():
+    """The rule the selector and the bench's oracle share: the pick stands under the cap; over it, the best gene
+    in order that the pick would not push over; none when every other is over too."""
+    settings = Settings(dominance_share=0.5, dominance_window=6)  # cap: 3 of the last 6, this pick included
+    assert dominance_alternative("a", ["a", "b"], ["a", "a", "b", "b", "c"], settings) is None
+    assert dominance_alternative("a", ["a", "b", "c"], ["a", "a", "a", "b", "b"], settings) == "b"
+    tight = Settings(dominance_share=0.4, dominance_window=6)  # cap: 2 of the last 6
+    assert dominance_alternative("a", ["a", "b", "c"], ["a", "a", "b", "b", "c"], tight) == "c"
+    assert dominance_alternative("a", ["a", "b"], ["a", "a", "b", "b", "c"], tight) is None
+    # only the window counts: older picks of "a" do not
+    assert dominance_alternative("a", ["a", "b"], ["a"] * 10 + ["b"] * 5, settings) is None
 
 
 def test_single_matching_gene_is_not_capped():
