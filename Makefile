@@ -42,11 +42,13 @@ demo: $(DEMOSTAMP)
 test: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
 	$(BIN)/mypy gep flows
+	MYPYPATH=tests:bench $(BIN)/mypy bench
 	$(BIN)/python -m pytest -q -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 lint: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
 	$(BIN)/mypy gep flows
+	MYPYPATH=tests:bench $(BIN)/mypy bench
 
 # bench/fleet.py needs PostgreSQL's driver (a test extra); it starts PostgreSQL itself when
 # GEP_TEST_POSTGRES_URL is not set

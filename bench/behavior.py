@@ -24,6 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pydantic import BaseModel, Field
+
 from gep.behavior import SIGNAL_TYPES, detect
 from gep.llm_signals import wants_llm
 from gep.sources import TranscriptExchange
@@ -32,32 +34,42 @@ SET = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "behavior_lab
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 
 
-def load(path: Path = SET) -> list[dict[str, object]]:
-    """The labelled items (a JSON edge: plain dicts, checked here)."""
-    items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+class Labelled(BaseModel):
+    """One item of the set: a user message, the agent turn before it, and what a careful reader captures."""
+    id: str
+    split: str
+    lang: str
+    user: str
+    agent: str = ""
+    history: list[str] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+
+
+def load(path: Path = SET) -> list[Labelled]:
+    """The labelled items, checked against the signal types."""
+    items = [Labelled.model_validate(json.loads(line))
+             for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     for it in items:
-        assert set(it["labels"]) <= set(SIGNAL_TYPES), it["id"]
+        assert set(it.labels) <= set(SIGNAL_TYPES), it.id
     return items
 
 
-def predict(item: dict[str, object]) -> tuple[set[str], bool]:
+def predict(item: Labelled) -> tuple[set[str], bool]:
     """(types the rules capture, whether the Claude pass would be asked) for one item."""
-    history = [TranscriptExchange(source="openclaw", session_id="bench", user=str(u), ts=NOW)
-               for u in item.get("history") or []]
-    ex = TranscriptExchange(source="openclaw", session_id="bench", agent=str(item.get("agent") or ""),
-                            user=str(item["user"]), ts=NOW)
+    history = [TranscriptExchange(source="openclaw", session_id="bench", user=u, ts=NOW) for u in item.history]
+    ex = TranscriptExchange(source="openclaw", session_id="bench", agent=item.agent, user=item.user, ts=NOW)
     found = detect(ex, history, now=NOW)
     return {s.type for s in found}, wants_llm(ex, found)
 
 
-def scores(items: list[dict[str, object]]) -> dict[str, tuple[int, int, int]]:
+def scores(items: list[Labelled]) -> dict[str, tuple[int, int, int]]:
     """Per type: (true positives, false positives, false negatives)."""
     out: dict[str, tuple[int, int, int]] = {}
     preds = [predict(it)[0] for it in items]
     for t in SIGNAL_TYPES:
-        tp = sum(1 for it, p in zip(items, preds, strict=True) if t in p and t in it["labels"])
-        fp = sum(1 for it, p in zip(items, preds, strict=True) if t in p and t not in it["labels"])
-        fn = sum(1 for it, p in zip(items, preds, strict=True) if t not in p and t in it["labels"])
+        tp = sum(1 for it, p in zip(items, preds, strict=True) if t in p and t in it.labels)
+        fp = sum(1 for it, p in zip(items, preds, strict=True) if t in p and t not in it.labels)
+        fn = sum(1 for it, p in zip(items, preds, strict=True) if t not in p and t in it.labels)
         out[t] = (tp, fp, fn)
     return out
 
@@ -66,7 +78,7 @@ def _ratio(a: int, b: int) -> str:
     return f"{a / b:.2f}" if b else "-"
 
 
-def table(items: list[dict[str, object]], markdown: bool) -> str:
+def table(items: list[Labelled], markdown: bool) -> str:
     rows = []
     for t, (tp, fp, fn) in scores(items).items():
         rows.append((t, _ratio(tp, tp + fp), _ratio(tp, tp + fn), str(tp + fn), str(fp)))
@@ -87,16 +99,16 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="tables as Markdown (for docs/behavior.md)")
     args = parser.parse_args()
     items = load()
-    langs = Counter(str(it["lang"]) for it in items)
-    negatives = sum(1 for it in items if not it["labels"])
+    langs = Counter(it.lang for it in items)
+    negatives = sum(1 for it in items if not it.labels)
     print(f"{len(items)} messages ({', '.join(f'{k} {v}' for k, v in sorted(langs.items()))}; "
           f"{negatives} negatives)\n")
     for split in ("dev", "holdout", None):
-        part = [it for it in items if split is None or it["split"] == split]
+        part = [it for it in items if split is None or it.split == split]
         if part:
             print(f"### {split or 'all'} ({len(part)} messages)\n\n{table(part, args.markdown)}\n")
     for lang in sorted(langs):
-        part = [it for it in items if it["lang"] == lang]
+        part = [it for it in items if it.lang == lang]
         tp, fp, fn = (sum(v[i] for v in scores(part).values()) for i in range(3))
         print(f"{lang:>6}: precision {_ratio(tp, tp + fp)}, recall {_ratio(tp, tp + fn)} ({len(part)} messages)")
     asked = [predict(it)[1] for it in items]
@@ -106,8 +118,8 @@ def main() -> None:
         print("\nerrors:")
         for it in items:
             got = predict(it)[0]
-            if got != set(it["labels"]):
-                print(f"  {it['id']}: labelled {sorted(it['labels'])} got {sorted(got)}: {it['user'][:70]!r}")
+            if got != set(it.labels):
+                print(f"  {it.id}: labelled {sorted(it.labels)} got {sorted(got)}: {it.user[:70]!r}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "workspace"
@@ -186,6 +186,7 @@ def child(runs: int, profile: bool) -> None:
     t = time.perf_counter()
     from flows.cycle import evolution_cycle
     from flows.runtime import api_url_in_process, foreground_run
+    from gep.models import EvolutionEvent
 
     import_s = time.perf_counter() - t
     spent = instrument()
@@ -208,7 +209,8 @@ def child(runs: int, profile: bool) -> None:
             start = dict(seen)
             t = time.perf_counter()
             with foreground_run(api_url_in_process()):  # the settings `gep cycle` and `gep fleet --here` run with
-                event = asyncio.run(evolution_cycle(workspace=str(ws), mutator="prompt"))
+                # a flow whose function returns a State gives its result to a direct caller: the event
+                event = cast(EvolutionEvent, asyncio.run(evolution_cycle(workspace=str(ws), mutator="prompt")))
             walls.append(time.perf_counter() - t)
             counts.append({k: seen[k] - start[k] for k in seen})
             if prof is not None:

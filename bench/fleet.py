@@ -174,7 +174,7 @@ def cycle_times(server: LiveServer, fleet_run_id: str, n: int) -> tuple[list[flo
     if len(done) != n:
         raise SystemExit(f"{len(done)} of {n} cycles ended awaiting changes: {[r.state_name for r in runs]}")
     return ([r.total_run_time.total_seconds() for r in done],
-            [(r.end_time - r.created).total_seconds() for r in done if r.created])
+            [(r.end_time - r.created).total_seconds() for r in done if r.created and r.end_time])
 
 
 def sequential(server: LiveServer, env: dict[str, str], paths: list[str]) -> float:

@@ -18,8 +18,12 @@ import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gep.server import group_alive, live_processes
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import SyncPrefectClient
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -175,12 +179,13 @@ class LiveServer:
     def spawn(self, args: Sequence[str], *, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
               log: Path | None = None, base: Mapping[str, str] | None = None) -> subprocess.Popen:
         """Start a long-running process (worker, `gep serve`) in its own group; stopped with the server."""
-        out = open(log, "wb") if log else subprocess.DEVNULL  # the child owns it from here
+        out = open(log, "wb") if log else None  # the child owns it from here
         try:
-            proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env, base), stdout=out,
+            proc = subprocess.Popen(list(args), cwd=cwd, env=self.command_env(env, base),
+                                    stdout=out if out is not None else subprocess.DEVNULL,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
-            if log:
+            if out is not None:
                 out.close()
         self.procs.append(proc)
         return proc
@@ -204,7 +209,7 @@ class LiveServer:
             self.procs.remove(proc)
         return subprocess.CompletedProcess(list(args), proc.returncode, out, err)
 
-    def client(self):
+    def client(self) -> SyncPrefectClient:
         """A synchronous Prefect client for this server (independent of the process's settings)."""
         from prefect.client.orchestration import SyncPrefectClient
 

@@ -290,6 +290,6 @@ def test_labelled_set_precision_stays_high() -> None:
     import behavior as bench  # bench/behavior.py
 
     items = bench.load()
-    assert len(items) >= 200 and {it["lang"] for it in items} == {"en", "zh", "zh-TW", "ja"}
+    assert len(items) >= 200 and {it.lang for it in items} == {"en", "zh", "zh-TW", "ja"}
     tp, fp, fn = (sum(v[i] for v in bench.scores(items).values()) for i in range(3))
     assert tp / (tp + fp) >= 0.95 and tp / (tp + fn) >= 0.9
