@@ -528,9 +528,9 @@ def run_shifting(cycles: int, seed: int, change_at: float = 0.5, detail: bool = 
     return out
 
 
-def _pooled(results: list[Rows], name: str) -> float:
+def _pooled(results: list[Rows], name: str, oracle: str = "oracle") -> float:
     """A row's successes over the oracle's, all worlds together (every world has the same number of cycles)."""
-    return sum(r[name]["all"] or 0 for r in results) / max(1e-9, sum(r["oracle"]["all"] or 0 for r in results))
+    return sum(r[name]["all"] or 0 for r in results) / max(1e-9, sum(r[oracle]["all"] or 0 for r in results))
 
 
 def _adapt(x: float | None, cap: int) -> str:
@@ -601,8 +601,7 @@ def report_shifting(cycles: int, seeds: list[int], change_at: float = 0.5, jobs:
     print(f"on / oracle                    all worlds together {pooled_on:.3f}   (target >= 0.90); mean {mean:.3f} "
           f"(standard error {se:.3f}), worst {min(ratios):.3f}, {sum(x >= 0.9 for x in ratios)} of {len(ratios)} "
           f"worlds >= 0.90")
-    uncapped = sum(r["feedback+lessons on"]["all"] or 0 for r in results) / max(
-        1e-9, sum(r[UNCAPPED]["all"] or 0 for r in results))
+    uncapped = _pooled(results, "feedback+lessons on", UNCAPPED)
     print(f"on / {UNCAPPED:<26}all worlds together {uncapped:.3f}   (for scale: an oracle outside the rules)")
     for name, _, _ in TEXTBOOK:
         each = [(r[name]["all"] or 0) / (r["oracle"]["all"] or 1) for r in results]
