@@ -127,14 +127,21 @@ def parse_session_start(payload: str) -> HookInput | None:
 
 
 def _session_start(workspace: Path, hook: HookInput) -> str:
-    """What the workspace has learned, for the new session (gep/session_context.py); pydantic models are
-    built on first use, as the CLI does, to stay within the hook's time."""
+    """What the workspace has learned, for the new session: the last answer when nothing it was built from
+    changed (gep/context_cache.py, no pydantic), else built again (gep/session_context.py; pydantic models
+    built on first use, as the CLI does)."""
+    from gep.context_cache import answer_from_cache
+
+    now = datetime.now(UTC)
+    cached = answer_from_cache(workspace, hook.session_id, now)
+    if cached is not None:
+        return cached
     from pydantic import BaseModel
 
     BaseModel.model_config["defer_build"] = True
     from gep.session_context import session_start
 
-    return session_start(workspace, hook.session_id, datetime.now(UTC))
+    return session_start(workspace, hook.session_id, now)
 
 
 def _spawn(workspace: Path, payload: bytes) -> None:
@@ -164,6 +171,12 @@ def _worker(args: Sequence[str]) -> int:
         run_hook(workspace, payload, now=datetime.now(UTC))
     except Exception as exc:  # noqa: BLE001 - logged; the user's session goes on
         _log(workspace, f"capture: {type(exc).__name__}: {exc}")
+    try:  # the next session's SessionStart answers from the cache (gep/context_cache.py)
+        from gep.session_context import refresh
+
+        refresh(workspace, datetime.now(UTC))
+    except Exception as exc:  # noqa: BLE001 - logged; the hook builds it then
+        _log(workspace, f"context: {type(exc).__name__}: {exc}")
     return 0
 
 

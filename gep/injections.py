@@ -30,11 +30,11 @@ from gep.agent_context import ContextItem, signal_ref
 from gep.behavior import BehaviorSignal
 from gep.behavior_files import read_signals
 from gep.config import Settings
+from gep.context_cache import LOG, append_injection
 from gep.feedback import FeedbackKind, clamp01, decayed, score_delta
 from gep.resolved import line_shows, normalized_line
 from gep.sources import FileTail, collect_tails
 
-LOG = Path(".gep") / "context" / "injections.jsonl"
 MIN_IGNORED = 2
 DROP_BELOW = 0.45
 CONFIDENCE = 1.0
@@ -108,14 +108,9 @@ def read_log(workspace: Path) -> tuple[list[Injection], list[Judgment]]:
     return injections, judgments
 
 
-def record_injection(workspace: Path, *, session: str, items: Sequence[ContextItem], now: datetime) -> Injection | None:
-    """Append what a session received (nothing when it received nothing)."""
-    if not items:
-        return None
-    injection = Injection(id=f"inj_{int(now.timestamp() * 1000)}_{os.getpid()}", at=now, session=session,
-                          items=[Injected(ref=i.ref, kind=i.kind, problems=i.problems) for i in items])
-    _append(workspace, [injection])
-    return injection
+def record_injection(workspace: Path, *, session: str, items: Sequence[ContextItem], now: datetime) -> str | None:
+    """Append what a session received (nothing when it received nothing); the injection's id."""
+    return append_injection(workspace, session=session, items=[i.model_dump(mode="json") for i in items], now=now)
 
 
 def _problem_back(problems: Sequence[str], since: datetime, tails: Sequence[FileTail]) -> bool:

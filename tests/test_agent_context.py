@@ -203,3 +203,15 @@ def test_judge_injections_appends_once(tmp_path: Path) -> None:
     first = judge_injections(tmp_path, started_at=NOW + timedelta(hours=1), tails=[], signals=[], now=NOW)
     again = judge_injections(tmp_path, started_at=NOW + timedelta(hours=2), tails=[], signals=[], now=NOW)
     assert [j.verdict for j in first] == ["used"] and again == []
+
+
+def test_the_hook_answers_from_its_cache_until_the_store_changes(ws: Path) -> None:
+    fixed = committed_fix(ws)
+    first = session_start(ws, ws).stdout
+    assert (ws / ".gep" / "context" / "cache.json").is_file()
+    assert session_start(ws, ws, "sess-2").stdout == first  # from the cache (no store change)
+    assert [i.session for i in read_log(ws)[0]] == ["sess-1", "sess-2"]  # both injections recorded
+    said = CliRunner().invoke(app, ["feedback", fixed.id, "not_helpful", "--note", "prefer a smaller diff",
+                                    "--workspace", str(ws)])
+    assert said.exit_code == 0, said.output
+    assert "prefer a smaller diff" in session_start(ws, ws, "sess-3").stdout  # the change is seen at once

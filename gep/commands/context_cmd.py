@@ -32,9 +32,10 @@ def context(
     """Print the context a new agent session should receive: avoid-lines and lessons about live problems,
     the people's preferences and corrections, what a person said in feedback. Bounded by `context_chars`
     in gep.toml (default 1500), redacted; prints nothing when there is nothing to say."""
+    from gep.context_cache import repository_top
     from gep.injections import record_injection
     from gep.models import utc_now
-    from gep.session_context import repository_top, workspace_context
+    from gep.session_context import workspace_context
 
     top = repository_top(workspace.expanduser().resolve())
     if top is None:
