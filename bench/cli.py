@@ -7,7 +7,8 @@ compare.
 
   store-only    `gep history` (with and without a server answering), `gep show`, `gep genes list|show`,
                 `gep lessons list`, `gep signals`, `gep feedback stats` and a `gep feedback EVENT helpful`
-                (a write), `gep capture`. Targets: <= 0.5 s and <= 80 MB each; `gep capture` <= 0.3 s.
+                (a write), `gep context`, `gep capture` for a prompt and for a new session (SessionStart:
+                it prints the context). Targets: <= 0.5 s and <= 80 MB each; `gep capture` <= 0.3 s.
   server        `gep server start` on a fresh PREFECT_HOME (Prefect creates its database), then `gep cycle`
                 (prompt mutator) on fresh workspaces with that server running: every cycle after the first
                 of a session. Target <= 2.5 s. Then `gep solidify` of those cycles.
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # live_prefect: the same server helper 
 TARGET_STORE_S, TARGET_STORE_MB, TARGET_CAPTURE_S, TARGET_CYCLE_S = 0.5, 80.0, 0.3, 2.5
 HOOK_INPUT = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "bench",
                          "prompt": "please keep answers short, and thanks, that fix worked"})
+SESSION_START = json.dumps({"hook_event_name": "SessionStart", "session_id": "bench", "source": "startup"})
 
 
 class Sample:
@@ -139,6 +141,9 @@ def store_only(rep: Report, env: dict[str, str], no_server: dict[str, str], ws: 
         rep.add(label, sample([GEP, *args], env, ws, runs), TARGET_STORE_S, TARGET_STORE_MB)
     rep.add("gep capture (a UserPromptSubmit hook)",
             sample([GEP, "capture", *w], env, ws, runs, stdin=HOOK_INPUT), TARGET_CAPTURE_S, TARGET_STORE_MB)
+    rep.add("gep capture (a SessionStart hook: the context)",
+            sample([GEP, "capture", *w], env, ws, runs, stdin=SESSION_START), TARGET_CAPTURE_S, TARGET_STORE_MB)
+    rep.add("gep context", sample([GEP, "context", *w], env, ws, runs), TARGET_STORE_S, TARGET_STORE_MB)
 
 
 def cycles(rep: Report, env: dict[str, str], scratch: Path, runs: int) -> tuple[Path, str]:

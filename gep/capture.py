@@ -84,22 +84,64 @@ def _workspace(args: Sequence[str], hook: HookInput | None) -> Path | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``gep capture [--workspace DIR]``: never prints, never fails, never waits for the capture itself."""
+    """``gep capture [--workspace DIR]``: never fails. For a prompt it prints nothing and does not wait for the
+    capture itself; for a new session (``SessionStart``) it prints the workspace's learned context."""
     args = list(sys.argv[1:] if argv is None else argv)
     workspace: Path | None = None
+    answer = ""
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # nothing may reach the prompt
             if "--worker" in args:
                 return _worker(args)
             payload = sys.stdin.buffer.read(MAX_PAYLOAD)
-            hook = parse_hook(payload.decode("utf-8", "replace"))
-            workspace = _workspace(args, hook)
-            if hook is not None and workspace is not None:
-                _spawn(workspace, payload)
+            start = parse_session_start(payload.decode("utf-8", "replace"))
+            if start is not None:
+                workspace = _workspace(args, start)
+                answer = _session_start(workspace, start) if workspace is not None else ""
+            else:
+                hook = parse_hook(payload.decode("utf-8", "replace"))
+                workspace = _workspace(args, hook)
+                if hook is not None and workspace is not None:
+                    _spawn(workspace, payload)
     except BaseException as exc:  # noqa: BLE001 - a hook that fails blocks or clutters the user's prompt
         if workspace is not None:
             _log(workspace, f"capture: {type(exc).__name__}: {exc}")
+        return 0
+    if answer:
+        sys.stdout.write(answer + "\n")
     return 0
+
+
+def parse_session_start(payload: str) -> HookInput | None:
+    """A ``SessionStart`` hook's JSON (its session and cwd), or None for any other payload."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("hook_event_name") != "SessionStart":
+        return None
+    session, cwd = data.get("session_id") or "", data.get("cwd") or ""
+    if not isinstance(session, str) or not isinstance(cwd, str):
+        return None
+    return HookInput(session_id=session, transcript_path="", cwd=cwd, prompt="")
+
+
+def _session_start(workspace: Path, hook: HookInput) -> str:
+    """What the workspace has learned, for the new session: the last answer when nothing it was built from
+    changed (gep/context_cache.py, no pydantic), else built again (gep/session_context.py; pydantic models
+    built on first use, as the CLI does)."""
+    from gep.context_cache import answer_from_cache
+
+    now = datetime.now(UTC)
+    cached = answer_from_cache(workspace, hook.session_id, now)
+    if cached is not None:
+        return cached
+    from pydantic import BaseModel
+
+    BaseModel.model_config["defer_build"] = True
+    from gep.session_context import session_start
+
+    return session_start(workspace, hook.session_id, now)
 
 
 def _spawn(workspace: Path, payload: bytes) -> None:
@@ -129,6 +171,12 @@ def _worker(args: Sequence[str]) -> int:
         run_hook(workspace, payload, now=datetime.now(UTC))
     except Exception as exc:  # noqa: BLE001 - logged; the user's session goes on
         _log(workspace, f"capture: {type(exc).__name__}: {exc}")
+    try:  # the next session's SessionStart answers from the cache (gep/context_cache.py)
+        from gep.session_context import refresh
+
+        refresh(workspace, datetime.now(UTC))
+    except Exception as exc:  # noqa: BLE001 - logged; the hook builds it then
+        _log(workspace, f"context: {type(exc).__name__}: {exc}")
     return 0
 
 

@@ -90,6 +90,8 @@ class Settings(BaseModel):
     lesson_recency_weight: Share = C.LESSON_RECENCY_WEIGHT
     lesson_limit: int = Field(default=C.LESSON_RECALL_LIMIT, ge=0, le=10_000)
     lesson_prompt_chars: Chars = C.LESSON_PROMPT_CHARS
+    # the context a new agent session receives (gep capture's SessionStart answer, `gep context`)
+    context_chars: Chars = C.CONTEXT_CHARS
     # unresolved conflicts on one topic that make the next cycle on it ask for a synthesis
     lesson_synthesis_threshold: int = Field(default=C.LESSON_SYNTHESIS_THRESHOLD, ge=1, le=10_000)
     # tokens Claude-driven (anthropic mutator) cycles of this workspace may use per UTC day, as the mutator's

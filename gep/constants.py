@@ -116,6 +116,8 @@ LESSON_RECENCY_WEIGHT = 0.7  # seed 004: share of recalled lessons chosen by rec
 LESSON_RECALL_LIMIT = 10
 LESSON_SYNTHESIS_THRESHOLD = 3  # unresolved conflicts on one topic before a synthesis is asked for
 LESSON_PROMPT_CHARS = 2_400
+# what a new agent session receives (the SessionStart hook, `gep context`): at most this many characters
+CONTEXT_CHARS = 1_500
 
 # --- reading inputs (gep/inputs.py): what another program may have put where the engine reads
 WALK_MAX_DEPTH = 48  # directory levels a walk goes down (a deeper tree is cut there, with a warning)

@@ -130,6 +130,16 @@ def _occurs(identity: str, line: str) -> bool:
     return text[:_SNIPPET_HEAD] in line or (len(line) >= 20 and line in text)  # a snippet around a request
 
 
+def normalized_line(text: str) -> str:
+    """A line as problem identities are compared with it: leading timestamp dropped, numbers and paths normalised."""
+    return _norm(text)
+
+
+def line_shows(identity: str, line: str) -> bool:
+    """Whether a line (:func:`normalized_line`) shows the problem ``identity`` (:func:`signal_identity`) names."""
+    return _occurs(identity, line)
+
+
 # ------------------------------------------------------------------ old and new lines
 
 

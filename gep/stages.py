@@ -24,6 +24,7 @@ from gep.context import ORIGINS, CycleContext
 from gep.feedback import FeedbackIndex
 from gep.fixes import annotate, check_fixes, reusable
 from gep.genepool import fall_back_to_auto_gene, gene_pool
+from gep.injections import judge_for_cycle
 from gep.learning import catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
 from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
 from gep.mutation import build_mutation
@@ -105,6 +106,7 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.signals = state.fixes.signals
     scan_reverts(ctx)
     catch_up(ctx)
+    judge_for_cycle(ctx.workspace.path, ctx.settings, ctx.started_at)  # did what sessions received help?
     if state.behavior is not None:  # what people said since the last cycle
         state.signals = use_behavior(state.behavior, corpus=state.signals, workspace=ctx.workspace.path,
                                      store=ctx.store, events=state.events, settings=ctx.settings,

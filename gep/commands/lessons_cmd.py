@@ -10,9 +10,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from gep.injections import ItemScore
 
 WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (default: here).")]
 CONTENT_SHOWN = 110
@@ -33,7 +36,8 @@ def list_lessons(
                                               "listed), or every topic of one gene (its id).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")] = False,
 ) -> None:
-    """List lessons oldest first: when, category, strength, topic and what was learned.
+    """List lessons oldest first: when, category, strength, topic and what was learned, and for a lesson
+    given to agent sessions (the SessionStart hook, `gep context --session`) how often and whether it helped.
 
     A lesson another one superseded (its fix was later verified, or did not hold) is marked so; a lesson
     whose conflicts a synthesis reconciled says which one did.
@@ -46,8 +50,11 @@ def list_lessons(
         lessons = store.list_lessons()
     if topic:
         lessons = [x for x in lessons if x.topic == topic or x.gene_id == topic]
+    used = _session_use(workspace.expanduser().resolve())
     if as_json:
-        sys.stdout.write(json.dumps([x.model_dump(mode="json") for x in lessons], ensure_ascii=False) + "\n")
+        rows = [{**x.model_dump(mode="json"), **({"sessions": used[x.id].model_dump(exclude={"ref"})}
+                                                 if x.id in used else {})} for x in lessons]
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
         return
     if not lessons:
         typer.echo("no lessons" + (f" on {topic}" if topic else "") + " yet")
@@ -58,8 +65,19 @@ def list_lessons(
         state = "" if x.id in current else " (superseded)"
         state += f" (conflicts resolved by {x.resolved_by})" if x.resolved_by else ""
         content = x.content if len(x.content) <= CONTENT_SHOWN else x.content[:CONTENT_SHOWN - 3] + "..."
+        u = used.get(x.id)
+        sessions = (f"\n    sessions: injected {u.injections}x, used {u.used}, ignored {u.ignored}, "
+                    f"score {u.score:.2f}") if u else ""
         typer.echo(f"{x.id}  {x.category.value:<16} {x.strength:>5.2f} {marker(x, now)}{state}\n"
-                   f"    {x.topic}\n    {content}")
+                   f"    {x.topic}\n    {content}{sessions}")
+
+
+def _session_use(workspace: Path) -> dict[str, ItemScore]:
+    """Per lesson: how often agent sessions received it and whether it helped (gep/injections.py)."""
+    from gep.injections import read_log, scores
+    from gep.models import utc_now
+
+    return scores(*read_log(workspace), utc_now())
 
 
 def delete(

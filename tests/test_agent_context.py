@@ -1,0 +1,217 @@
+"""What reaches the agent's own sessions: the SessionStart hook's context, `gep context`, and whether it helped."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from learning_helpers import (
+    REPAIR,
+    agent_workspace,
+    committed_fix,
+    cycle,
+    later,
+    log_again,
+    store_of,
+    venv_first,
+)
+from typer.testing import CliRunner
+
+from gep import CycleRequest, run_cycle
+from gep.agent_context import HEADER, build_context, within_chars
+from gep.behavior import BehaviorSignal, Detected
+from gep.behavior_files import record
+from gep.cli import app
+from gep.feedback import FeedbackKind, FeedbackSignal, Observation
+from gep.injections import (
+    DROP_BELOW,
+    Injected,
+    Injection,
+    Judgment,
+    judge_injections,
+    read_log,
+    record_injection,
+    scores,
+)
+from gep.memory import Lesson, LessonCategory, Stance
+from gep.models import EvolutionEvent, Outcome
+from gep.sources import FileTail, TailLine
+
+pytestmark = pytest.mark.timeout(300)
+GEP = str(Path(sys.executable).parent / "gep")
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+BREAK = "import pathlib, sys; sys.stdin.read(); pathlib.Path('stats.py').write_text('def mean(:\\n')"
+PREFERENCE = "User prefers small focused commits"
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+ERR = "errsig:TypeError: add() takes 2 positional arguments but 3 were given"
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    venv_first(monkeypatch)
+    return agent_workspace(tmp_path / "ws")
+
+
+def failed_attempt(ws: Path) -> EvolutionEvent:
+    """A command agent breaks the example's tests: the cycle fails and writes a failure lesson on the error."""
+    event = run_cycle(CycleRequest(workspace=ws, mutator="command", seed=1,
+                                   agent_cmd=shlex.join([sys.executable, "-c", BREAK])), env=dict(os.environ))
+    assert event is not None and event.outcome.status == "failed" and event.genes_used == [REPAIR]
+    return event
+
+
+def prefer(ws: Path, at: datetime) -> None:
+    signal = BehaviorSignal(ts=at.isoformat(), type="preference", summary=PREFERENCE, intensity=4)
+    record(ws, [Detected(key=f"k{at.timestamp()}", source="claude_code", session_id="s0", ts=at, signals=[signal])])
+
+
+def session_start(ws: Path, cwd: Path, session: str = "sess-1") -> subprocess.CompletedProcess[str]:
+    payload = {"session_id": session, "transcript_path": "", "cwd": str(cwd), "hook_event_name": "SessionStart",
+               "source": "startup"}
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
+    return subprocess.run([GEP, "capture"], input=json.dumps(payload), capture_output=True, text=True, env=env,
+                          timeout=60, check=True)
+
+
+def test_session_start_carries_a_failed_attempt_and_a_preference_and_no_secret(ws: Path) -> None:
+    failed = failed_attempt(ws)
+    prefer(ws, datetime.now(UTC))
+    with store_of(ws) as store:
+        store.add_feedback(FeedbackSignal(id="fb_1", gene_id=REPAIR, event_id=failed.id, kind=FeedbackKind.not_helpful,
+                                          confidence=1.0, origin=Observation.person, created_at=datetime.now(UTC),
+                                          note=f"broke the parser, token {TOKEN}"))
+        lesson = next(x for x in store.list_lessons() if x.event_id == failed.id)
+    (ws / "sub").mkdir()
+    done = session_start(ws, ws / "sub")  # a session started in a sub-folder of the workspace
+    answer = json.loads(done.stdout)
+    text = answer["hookSpecificOutput"]["additionalContext"]
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert text.startswith(HEADER) and len(text) <= 1500
+    assert f"Avoid (failed before on a live problem): {lesson.content[:60]}" in text
+    assert f"Preference: {PREFERENCE}" in text and "broke the parser" in text
+    assert TOKEN not in text and TOKEN not in (ws / ".gep" / "context" / "injections.jsonl").read_text()
+    injections, _ = read_log(ws)
+    assert [(i.session, [x.ref for x in i.items if x.kind == "avoid"]) for i in injections] == [("sess-1", [lesson.id])]
+    # `gep context` prints the same text (for other agents), and records nothing without --session
+    printed = CliRunner().invoke(app, ["context", "--workspace", str(ws)])
+    assert printed.exit_code == 0 and printed.stdout.strip() == text
+    assert len(read_log(ws)[0]) == 1
+
+
+def test_nothing_from_a_resolved_problem(ws: Path) -> None:
+    fixed = committed_fix(ws)
+    said = CliRunner().invoke(app, ["feedback", fixed.id, "not_helpful", "--note", "the mean still looks off",
+                                    "--workspace", str(ws)])
+    assert said.exit_code == 0, said.output
+    before = CliRunner().invoke(app, ["context", "--workspace", str(ws)]).stdout
+    assert "Avoid" in before and "the mean still looks off" in before  # the problem is live until checked
+    after = cycle(ws, 2)  # reads the same log: every error line predates the fix, so it is resolved
+    assert not any(s.startswith("errsig:") for s in after.signals), after.signals
+    text = CliRunner().invoke(app, ["context", "--workspace", str(ws)]).stdout
+    assert "Avoid" not in text and "Worked before" not in text and "the mean" not in text
+
+
+def test_a_workspace_without_cycles_gets_nothing_and_no_store(tmp_path: Path) -> None:
+    ws = agent_workspace(tmp_path / "fresh")
+    assert session_start(ws, ws).stdout == ""
+    assert not (ws / ".gep" / "gep.db").exists()
+
+
+def test_an_injection_is_judged_by_the_next_cycle_and_shown_in_lessons_list(ws: Path) -> None:
+    failed = failed_attempt(ws)
+    session_start(ws, ws)
+    log_again(ws, later(1))  # the problem comes back after the session received its lesson
+    cycle(ws, 2, clock=lambda: later(2))
+    _, judgments = read_log(ws)
+    with store_of(ws) as store:
+        lesson = next(x for x in store.list_lessons() if x.event_id == failed.id)
+    assert (lesson.id, "ignored") in {(j.ref, j.verdict) for j in judgments}
+    listed = CliRunner().invoke(app, ["lessons", "list", "--workspace", str(ws)], env={"COLUMNS": "80"})
+    assert "sessions: injected 1x, used 0, ignored 1, score 0.45" in listed.stdout, listed.stdout
+    rows = json.loads(CliRunner().invoke(app, ["lessons", "list", "--workspace", str(ws), "--json"]).stdout)
+    assert next(r for r in rows if r["id"] == lesson.id)["sessions"]["ignored"] == 1
+
+
+# ------------------------------------------------------------------ the pure parts
+
+
+def _event(eid: str, signals: list[str], at: datetime) -> EvolutionEvent:
+    return EvolutionEvent(id=eid, signals=signals, genes_used=[REPAIR], outcome=Outcome(status="failed"),
+                          meta={"at": at.isoformat()})
+
+
+def _lesson(lid: str, eid: str, stance: Stance, content: str, at: datetime) -> Lesson:
+    category = LessonCategory.failure if stance == Stance.fails else LessonCategory.success
+    return Lesson(id=lid, topic="t", gene_id=REPAIR, category=category, stance=stance, content=content,
+                  event_id=eid, created_at=at)
+
+
+def test_failures_come_first_the_budget_holds_and_the_same_store_gives_the_same_text() -> None:
+    events = [_event("e2", [ERR, "log_error"], NOW), _event("e1", [ERR], NOW - timedelta(hours=1))]
+    lessons = [_lesson("l_ok", "e1", Stance.works, "renamed the argument", NOW - timedelta(hours=1)),
+               _lesson("l_bad", "e2", Stance.fails, "added a third parameter: tests failed", NOW)]
+    got = build_context(events=events, lessons=lessons, feedback=[], signals=[], now=NOW)
+    assert [i.ref for i in got.items] == ["l_bad", "l_ok"] and got.items[0].kind == "avoid"
+    assert got == build_context(events=events, lessons=lessons, feedback=[], signals=[], now=NOW)
+    small = build_context(events=events, lessons=lessons, feedback=[], signals=[], now=NOW, budget_chars=100)
+    assert len(small.text) <= 100 and [i.ref for i in small.items] == ["l_ok"]  # the longer line did not fit
+    assert build_context(events=events, lessons=lessons, feedback=[], signals=[], now=NOW,
+                         skip={"l_bad"}).items[0].ref == "l_ok"
+    assert within_chars([], 100) == ("", [])
+
+
+def _tail(text: str, at: datetime) -> FileTail:
+    return FileTail(path="logs/app.log", kind="log", size=100, lines=[TailLine(start=0, at=at, text=text)])
+
+
+def test_judging_ignored_when_the_problem_returns_used_when_not_and_ignored_items_drop_out() -> None:
+    problem = "errsig:typeerror: add() takes <n> positional arguments but <n> were given"
+    inj = Injection(id="inj_1", at=NOW, session="s", items=[Injected(ref="l_bad", kind="avoid", problems=[problem])])
+    line = "2026-11-28T13:00:00Z TypeError: add() takes 2 positional arguments but 3 were given"
+    from gep.resolved import normalized_line, signal_identity
+
+    identity = signal_identity(ERR)
+    assert identity is not None
+    inj.items[0].problems = [identity]
+    assert normalized_line(line).startswith(identity.split(":", 1)[1][:20])
+    back = judge_injections_pure(inj, [_tail(line, NOW + timedelta(hours=1))])
+    gone = judge_injections_pure(inj, [_tail(line, NOW - timedelta(hours=1))])  # only before the injection
+    assert (back, gone) == ("ignored", "used")
+    twice = [Judgment(injection=f"i{n}", ref="l_bad", verdict="ignored", at=NOW + timedelta(hours=n)) for n in (1, 2)]
+    table = scores([inj], twice, NOW + timedelta(hours=2))
+    assert table["l_bad"].ignored == 2 and table["l_bad"].score < DROP_BELOW
+
+
+def judge_injections_pure(inj: Injection, tails: list[FileTail]) -> str:
+    from gep.injections import _verdict
+
+    verdict = _verdict(inj.items[0], inj.at, tails, [])
+    assert verdict is not None
+    return verdict
+
+
+def test_judge_injections_appends_once(tmp_path: Path) -> None:
+    item = build_context(events=[_event("e", [ERR], NOW)], lessons=[_lesson("l", "e", Stance.fails, "x", NOW)],
+                         feedback=[], signals=[], now=NOW).items
+    record_injection(tmp_path, session="s", items=item, now=NOW)
+    first = judge_injections(tmp_path, started_at=NOW + timedelta(hours=1), tails=[], signals=[], now=NOW)
+    again = judge_injections(tmp_path, started_at=NOW + timedelta(hours=2), tails=[], signals=[], now=NOW)
+    assert [j.verdict for j in first] == ["used"] and again == []
+
+
+def test_the_hook_answers_from_its_cache_until_the_store_changes(ws: Path) -> None:
+    fixed = committed_fix(ws)
+    first = session_start(ws, ws).stdout
+    assert (ws / ".gep" / "context" / "cache.json").is_file()
+    assert session_start(ws, ws, "sess-2").stdout == first  # from the cache (no store change)
+    assert [i.session for i in read_log(ws)[0]] == ["sess-1", "sess-2"]  # both injections recorded
+    said = CliRunner().invoke(app, ["feedback", fixed.id, "not_helpful", "--note", "prefer a smaller diff",
+                                    "--workspace", str(ws)])
+    assert said.exit_code == 0, said.output
+    assert "prefer a smaller diff" in session_start(ws, ws, "sess-3").stdout  # the change is seen at once
