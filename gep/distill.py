@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -41,6 +41,7 @@ from gep.autogene import (
     runnable_validation,
 )
 from gep.config import Settings
+from gep.feedback import FeedbackKind, FeedbackSignal, Observation
 from gep.hashing import compute_asset_id
 from gep.models import (
     SCHEMA_VERSION,
@@ -103,6 +104,7 @@ TOOL_NAMES = frozenset({"cursor", "vscode", "vim", "nvim", "emacs", "windsurf", 
 _STOP = frozenset({"the", "and", "for", "with", "from", "that", "this", "into", "when", "are", "was", "has", "had",
                    "not", "its", "then", "than", "via", "errsig", "norm", "gene", "distilled", "signal", "signals"})
 _VERIFIED = frozenset({"verified", "held"})
+PEOPLE = frozenset({Observation.person, Observation.reverted})  # a person's word on a cycle
 _NOT_HELD = frozenset({"did_not_hold", "not_held", "regressed"})
 _RECURRING = re.compile(r"^recurring_errsig\(\d+x\):(.+)$", re.DOTALL)
 
@@ -167,15 +169,28 @@ def _verification(capsule: Capsule) -> str | None:
     return re.sub(r"[\s-]+", "_", str(v).strip().lower()) if v else None
 
 
-def successful_capsules(capsules: Sequence[Capsule], settings: Settings) -> list[Capsule]:
-    """Capsules that count as successes, unique by id (the last copy wins, at the first one's place)."""
+def successful_capsules(capsules: Sequence[Capsule], settings: Settings,
+                        rejected: Collection[str] = ()) -> list[Capsule]:
+    """Capsules that count as successes, unique by id (the last copy wins, at the first one's place). A
+    capsule in ``rejected`` (a person's word on its cycle was not_helpful: :func:`rejected_capsules`) is no
+    success to learn from, whatever its checks said."""
     unique: dict[str, Capsule] = {}
     for c in capsules:
         if c.id:
             unique[c.id] = c
     return [c for c in unique.values()
             if c.outcome.status == "success" and c.outcome.score >= settings.distill_min_score
-            and _verification(c) not in _NOT_HELD]
+            and _verification(c) not in _NOT_HELD and c.id not in rejected]
+
+
+def rejected_capsules(events: Sequence[EvolutionEvent], feedback: Sequence[FeedbackSignal]) -> set[str]:
+    """The capsules of cycles whose latest word from a person (a verdict, a review, a revert) is not_helpful."""
+    last: dict[str, FeedbackSignal] = {}
+    for f in sorted(feedback, key=lambda f: (f.created_at, f.id)):
+        if f.event_id and f.origin in PEOPLE and f.kind in (FeedbackKind.helpful, FeedbackKind.not_helpful):
+            last[f.event_id] = f
+    return {e.capsule_id for e in events
+            if e.capsule_id and e.id in last and last[e.id].kind == FeedbackKind.not_helpful}
 
 
 def verified_first(capsules: Sequence[Capsule]) -> list[Capsule]:
@@ -768,11 +783,13 @@ def _propose(chosen: GeneProposer | None, inp: _Inputs, now: datetime) -> Distil
 
 def distill(*, capsules: Sequence[Capsule], events: Sequence[EvolutionEvent], genes: Sequence[Gene],
             log: DistillLog, workspace: Path, settings: Settings, env: Mapping[str, str], now: datetime,
-            proposer: GeneProposer | None | Literal["auto"] = "auto", dry_run: bool = False) -> DistillResult:
-    """One distillation run over a workspace's capsules and events. ``genes``: every known gene.
+            proposer: GeneProposer | None | Literal["auto"] = "auto", dry_run: bool = False,
+            rejected: Collection[str] = ()) -> DistillResult:
+    """One distillation run over a workspace's capsules and events. ``genes``: every known gene;
+    ``rejected``: capsules people rejected (never learned from).
     ``env``: the runner's environment (its PATH decides what can run) and, for ``proposer="auto"``, the
     ``ANTHROPIC_API_KEY`` that makes Claude the proposer. The run is logged unless ``dry_run``."""
-    success = successful_capsules(capsules, settings)
+    success = successful_capsules(capsules, settings, rejected)
     inp = _Inputs(success=success, analysis=DistillAnalysis(), genes=genes, data_hash=data_hash(success),
                   workspace=workspace, settings=settings, env=env)
     skip = distill_skip_reason(success, log.last_distill_attempt(), now=now, settings=settings)

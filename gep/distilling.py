@@ -14,7 +14,7 @@ from pathlib import Path
 from gep import constants as C
 from gep.assets import workspace_genes
 from gep.config import Settings
-from gep.distill import DistillResult, DistillRun, distill
+from gep.distill import DistillResult, DistillRun, distill, rejected_capsules
 from gep.models import DistillAnalysis
 from gep.runner import command_env
 from gep.store import Store
@@ -34,9 +34,10 @@ def distill_workspace(store: Store, *, workspace: Path, settings: Settings, env:
                       dry_run: bool = False) -> DistillResult:
     """Distil the workspace's own successful capsules into a gene; a kept gene is stored unless ``dry_run``."""
     capsules = [c for c in store.list_capsules(limit=CAPSULE_LIMIT) if c.origin is None or c.origin.own]
-    result = distill(capsules=capsules, events=store.recent_events(C.MEMORY_GRAPH_EVENTS),
-                     genes=workspace_genes(workspace, store), log=store, workspace=workspace, settings=settings,
-                     env=distill_env(settings, env), now=now, dry_run=dry_run)
+    events = store.recent_events(C.MEMORY_GRAPH_EVENTS)
+    result = distill(capsules=capsules, events=events, genes=workspace_genes(workspace, store), log=store,
+                     workspace=workspace, settings=settings, env=distill_env(settings, env), now=now, dry_run=dry_run,
+                     rejected=rejected_capsules(events, store.list_feedback()))
     if result.gene is not None and not dry_run:
         store.upsert_gene(result.gene, source=DISTILLED_SOURCE)
     return result

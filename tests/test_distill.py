@@ -30,10 +30,12 @@ from gep.distill import (
     derive_id,
     distill,
     id_problem,
+    rejected_capsules,
     successful_capsules,
 )
+from gep.feedback import FeedbackKind, FeedbackSignal, Observation
 from gep.hashing import verify_asset_id
-from gep.models import Capsule, Gene, GeneConstraints, GeneProvenance
+from gep.models import Capsule, EvolutionEvent, Gene, GeneConstraints, GeneProvenance, Outcome
 from gep.selector import match_score
 
 SETTINGS = Settings()
@@ -58,6 +60,45 @@ def test_only_successes_at_or_above_the_score_count() -> None:
     ok = successful_capsules(mixed_capsules(), SETTINGS)
     assert [c.id for c in ok] == [f"cap_{i:03d}" for i in [*range(12), 20, 21, 22]]
     assert len(successful_capsules(mixed_capsules(), Settings(distill_min_score=0.4))) == 16
+
+
+def _said(i: int, event_id: str, kind: FeedbackKind, origin: Observation = Observation.person) -> FeedbackSignal:
+    return FeedbackSignal(id=f"fb_{i}", gene_id="gene_repair_from_errors", event_id=event_id, kind=kind,
+                          confidence=1.0, origin=origin, created_at=NOW + timedelta(minutes=i))
+
+
+def test_capsules_people_rejected_are_not_learned_from(ws: Path) -> None:
+    """A person's not_helpful (a verdict, a rejected review, a revert) keeps its cycle's capsule out of
+    distillation, whatever its checks said; their later helpful brings it back."""
+    caps = repair_capsules(10)
+    evts = [EvolutionEvent(id=f"evt_{i}", capsule_id=c.id, outcome=Outcome(status="success", score=0.85))
+            for i, c in enumerate(caps)]
+    said = [_said(1, "evt_0", FeedbackKind.not_helpful), _said(2, "evt_1", FeedbackKind.not_helpful,
+                                                                 Observation.reverted),
+            _said(3, "evt_2", FeedbackKind.not_helpful), _said(4, "evt_2", FeedbackKind.helpful),
+            _said(5, "evt_3", FeedbackKind.ignored, Observation.fix_did_not_hold)]  # not a person's word
+    rejected = rejected_capsules(evts, said)
+    assert rejected == {caps[0].id, caps[1].id}
+    assert [c.id for c in successful_capsules(caps, SETTINGS, rejected)] == [c.id for c in caps[2:]]
+    result = run(ws, caps, rejected=rejected)  # 8 successes left: under the threshold of 10
+    assert result.run.status == "skipped" and result.run.reasons == ["not enough successful capsules (8 < 10)"]
+    kept = run(ws, caps, rejected=rejected, settings=Settings(distill_min_capsules=8))
+    assert kept.gene is not None and not {caps[0].id, caps[1].id} & set(kept.gene.provenance.source_capsule_ids)
+
+
+def test_distilling_a_workspace_leaves_out_what_its_people_rejected(ws: Path) -> None:
+    from gep.distilling import distill_workspace
+    from gep.store import Store
+
+    caps = repair_capsules(10)
+    with Store.for_workspace(ws) as store:
+        for i, c in enumerate(caps):
+            store.upsert_capsule(c)
+            store.add_event(EvolutionEvent(id=f"evt_{i}", capsule_id=c.id, genes_used=["gene_repair_from_errors"],
+                                           outcome=Outcome(status="success", score=0.85)))
+        store.add_feedback(_said(1, "evt_4", FeedbackKind.not_helpful))
+        result = distill_workspace(store, workspace=ws, settings=SETTINGS, env={}, now=NOW, dry_run=True)
+    assert result.run.capsule_count == 9 and result.run.status == "skipped", result.run
 
 
 def test_below_the_threshold_nothing_is_distilled(ws: Path) -> None:
