@@ -232,3 +232,22 @@ def test_chromium_renders_the_page_with_its_charts(repo: Path, tmp_path: Path):
     assert len(seen) > 50, "the screenshot is blank"
     for category in ("verified", "failed", "host_failure"):  # the outcome bars are drawn in their colours
         assert seen[rgb(COLORS[category])] > 200, (category, seen.most_common(5))
+
+
+# ------------------------------------------------------------------ in Prefect
+
+
+def test_the_artifact_draws_the_charts_in_markdown(repo: Path, tmp_path: Path):
+    from flows.report_artifact import SQUARES, markdown
+
+    demo_history(repo, n=30)
+    report = load_report([repo, tmp_path / "elsewhere"], NOW)
+    text = markdown(report, tmp_path / "page.html")
+    assert text.startswith("# GEP report: 30 cycles") and f"`{tmp_path / 'page.html'}`" in text
+    assert "## Fleet" in text and "| elsewhere | 0 |" in text and "no such folder here" in text
+    rows = re.findall(r"^\| (\d+-\d+|\d+) \| (\S+) \| `([█░]+)` (\d+)% \|$", text, re.M)
+    assert len(rows) == 12  # the newest groups of cycles
+    w = report.workspaces[0]
+    assert [r[1] for r in rows] == ["".join(SQUARES[c] * b.counts.get(c, 0) for c in SQUARES)
+                                    for b in w.bins[-12:]]
+    assert rows[-1][3] == f"{w.rate[-1].rate * 100:.0f}"
