@@ -40,7 +40,8 @@ def report(
     from gep.report_data import load_report
     from gep.report_html import render
 
-    paths = [_workspace_dir(w) for w in workspace] if workspace else [_workspace_dir(None)]
+    given: list[Path | None] = [*workspace] if workspace else [None]
+    paths = list(dict.fromkeys(_workspace_dir(w) for w in given))  # a workspace listed twice: one row
     target = out.expanduser() if out is not None else _default_out(paths[0])
     if target.is_dir():
         raise GepError(f"--out {target} is a directory: name the HTML file to write")
