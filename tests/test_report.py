@@ -109,13 +109,13 @@ def test_gep_report_writes_the_page_and_a_line_per_workspace(repo: Path, tmp_pat
     demo_history(repo, n=12)
     other = init_repo(tmp_path / "other")
     out = tmp_path / "page.html"
-    result = run("report", "-w", str(repo), "-w", str(other), "--out", str(out))
+    result = run("report", "-w", str(repo), "-w", str(other), "-w", str(repo), "--out", str(out))
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"{repo.name}: 12 cycles: ") and "verified fixes" in lines[0]
     assert lines[1:] == ["other: no cycles yet", f"wrote {out}"]
     page = out.read_text()
-    assert page.count("<tr data-workspace=") == 2  # the fleet: a row per workspace
+    assert page.count("<tr data-workspace=") == 2  # the fleet: a row per workspace (listed twice: once)
     assert 'data-chart="outcomes"' in page and "No cycles yet" in page
     assert not (other / ".gep").exists()  # a workspace no cycle ran on is read without making its state
 
