@@ -138,6 +138,19 @@ def test_gep_report_refuses_bad_input_in_one_line(repo: Path, tmp_path: Path):
         one_line_error(run("report", "-w", str(repo), "--out", str(tmp_path / "ro" / "x.html")), "cannot write")
 
 
+def test_an_unreadable_store_is_one_line_and_the_others_are_still_shown(repo: Path, tmp_path: Path):
+    bad = init_repo(tmp_path / "bad")
+    (bad / ".gep").mkdir()
+    (bad / ".gep" / "gep.db").write_bytes(b"this is not a sqlite database at all" * 100)
+    out = tmp_path / "page.html"
+    one_line_error(run("report", "-w", str(bad), "--out", str(out)), "bad: cannot open store")
+    assert not out.exists()
+    demo_history(repo, n=3)
+    both = run("report", "-w", str(repo), "-w", str(bad), "--out", str(out))
+    assert both.exit_code == 1 and both.stderr.startswith("gep: bad: cannot open store") and both.stderr.count("\n") == 1
+    assert both.stdout.splitlines()[-1] == f"wrote {out}" and "cannot open store" in out.read_text()
+
+
 def test_gep_report_imports_no_prefect_nor_heavy_modules(repo: Path, tmp_path: Path):
     demo_history(repo, n=3)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}

@@ -34,6 +34,9 @@ def report(
 
     The page is self-contained (inline SVG and styles, no script, nothing fetched): open it offline, mail
     it, or keep it as a record. Prints the file's path and one line per workspace.
+
+    Exit status: 0 written; 1 written, but a workspace's store could not be read (said on stderr); 2 bad
+    input, or no store could be read (nothing written).
     """
     from gep.cli import _workspace_dir
     from gep.models import utc_now
@@ -46,11 +49,18 @@ def report(
     if target.is_dir():
         raise GepError(f"--out {target} is a directory: name the HTML file to write")
     data = load_report(paths, utc_now())
+    broken = [w for w in data.workspaces if w.error]
+    if len(broken) == len(data.workspaces):  # nothing to show: the one reason, and no page
+        raise GepError(broken[0].summary())
     write_page(target, render(data))
     for w in data.workspaces:
-        typer.echo(w.summary())
+        if not w.error:
+            typer.echo(w.summary())
     typer.echo(f"wrote {target}")
-
+    if broken:  # the page shows the others, and says why these are missing
+        for w in broken:
+            typer.echo(f"gep: {w.summary()}", err=True)
+        raise typer.Exit(1)
 
 def _default_out(workspace: Path) -> Path:
     """``.gep/report.html``: the state folder made as a cycle makes it (git never shows it) if none is there."""
