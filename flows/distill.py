@@ -11,6 +11,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
+from flows.report_artifact import publish_workspace
 from flows.reporting import workspace_key
 from gep.api import open_store
 from gep.config import load_settings
@@ -47,4 +48,5 @@ def distill_genes(workspace: str, dry_run: bool = False) -> DistillRun | State:
     create_table_artifact(key=f"gep-{key}-distill-analysis",
                           table=analysis_rows(run.analysis) or [{"kind": "(none)", "subject": "", "detail": line}],
                           description="What the successful capsules have in common")
+    publish_workspace(path)  # gep report's charts, as an artifact of this run
     return run

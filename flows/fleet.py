@@ -41,6 +41,7 @@ from prefect.states import Completed, Failed
 from pydantic import Field
 
 from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
+from flows.report_artifact import publish_fleet
 from gep.context import hide_agent_cmd, reveal_agent_cmd
 from gep.errors import ConfigError
 from gep.fleet import (
@@ -106,6 +107,7 @@ async def evolve_fleet(
         each = "a subflow of this run" if here else f"a flow run of `{deployment}`"
         await MarkdownArtifact(key=FLEET_ARTIFACT, markdown=markdown(rows, each),
                                description=f"GEP fleet: {summary(rows)}").acreate(client)
+        await publish_fleet(paths)  # gep report's charts of every workspace, as an artifact of this run
     for r in rows:
         logger.info("%s: %s %s %s", r.workspace, r.state, r.event_id or "-", r.link or "")
     if not all(r.final for r in rows):  # a run not created, or not finished in time

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from gep.commands import context_cmd, feedback_cmd, fleet_cmd
+from gep.commands import context_cmd, feedback_cmd, fleet_cmd, report_cmd
 from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
@@ -86,6 +86,7 @@ app.add_typer(lessons_app(friendly), name="lessons")
 feedback_cmd.register(app, friendly)
 fleet_cmd.register(app, friendly)
 context_cmd.register(app, friendly)
+report_cmd.register(app, friendly)
 
 
 def _warn(warnings: list[InputWarning]) -> None:

@@ -98,12 +98,12 @@ def subflow_runs(server, fleet_run_id) -> list:
             parent_task_run_id=FlowRunFilterParentTaskRunId(any_=[t.id for t in tasks])))
 
 
-def fleet_table(server, run_id) -> str:
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+def fleet_table(server, run_id, key: str = "gep-fleet") -> str:
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
     with server.client() as client:
         (artifact,) = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
-            any_=[run_id])))
+            any_=[run_id]), key=ArtifactFilterKey(any_=[key])))
     return artifact.data
 
 
@@ -129,6 +129,8 @@ def test_a_fleet_run_here_runs_each_cycle_as_its_subflow_never_two_on_one_worksp
     assert first.end_time <= refused.end_time
     table = fleet_table(prefect_server, state.state_details.flow_run_id)
     assert "Each cycle is a subflow of this run." in table and table.count("| Awaiting changes | evt_") == 2
+    charts = fleet_table(prefect_server, state.state_details.flow_run_id, "gep-fleet-report")  # gep report's
+    assert "# GEP report: 2 cycles" in charts and "## Fleet" in charts and charts.count("| 🟦 |") == 2
 
 
 def test_gep_fleet_here_runs_on_this_machine_and_prints_the_table(prefect_server, example_ws: Path):  # noqa: F811

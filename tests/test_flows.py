@@ -601,5 +601,7 @@ def test_the_distill_flow_stores_a_gene_and_shows_the_analysis_and_result(prefec
     assert report.type == "markdown" and run.gene_id in report.data and "## Analysis" in report.data
     [table] = artifacts(f"gep-{key}-distill-analysis")
     assert "high frequency" in str(table.data) and "gene_repair_from_errors" in str(table.data)
+    [charts] = artifacts(f"gep-{key}-report")  # gep report's charts (flows/report_artifact.py)
+    assert "# GEP report: 0 cycles" in charts.data and (ws / ".gep" / "report.html").is_file()
     again = distill_genes(workspace=str(ws))
     assert again.status == "skipped" and again.reasons[0].startswith("last distillation attempt")
