@@ -20,6 +20,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from gep.attribution import is_host_failure
 from gep.context import CycleContext
 from gep.feedback import (
     FeedbackError,
@@ -75,7 +76,7 @@ def _model_summary(event: EvolutionEvent) -> str:
 
 def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
     """The lesson of a finished cycle, and the implicit signal its outcome gives (empty, abandoned, rolled back)."""
-    if event.outcome.status not in LEARNED:
+    if event.outcome.status not in LEARNED or is_host_failure(event):  # the host's failure teaches nothing
         return
     gene = event.genes_used[0] if event.genes_used else None
     observation = outcome_observation(event.outcome.status, event.is_empty_cycle)

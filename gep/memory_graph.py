@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field, model_validator
 
 from gep import constants as C
+from gep.attribution import is_host_failure
 from gep.models import EvolutionEvent, Gene
 
 NONE_KEY = "(none)"
@@ -166,7 +167,7 @@ def outcome_kind(event: EvolutionEvent) -> str | None:
     trigger came back (``meta.fix_verdict`` "did_not_hold", as gep.selector.judged counts it) failed:
     folded summaries must count it as selection does."""
     status = event.outcome.status
-    if status not in OUTCOME_STATUSES:
+    if status not in OUTCOME_STATUSES or is_host_failure(event):  # a host failure judges no gene
         return None
     if status == "success" and event.meta.fix_verdict == "did_not_hold":
         return "failed"

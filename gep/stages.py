@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gep import constants as C
 from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
+from gep.attribution import learns_from, mutator_host_failure, tree_edited
 from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
 from gep.budget import budget_spent, daily_budget_spent, record_skipped
 from gep.config import Settings, validation_commands
@@ -90,7 +91,8 @@ def collect(ctx: CycleContext, state: CycleState) -> CycleState:
 
 
 def finished_events(ctx: CycleContext, limit: int) -> list[EvolutionEvent]:
-    return [e for e in ctx.store.recent_events(limit) if e.outcome.status in TERMINAL]
+    # a host failure (gep/attribution.py) is no outcome of a gene: no streak, loop or ban counts it
+    return learns_from(e for e in ctx.store.recent_events(limit) if e.outcome.status in TERMINAL)
 
 
 def extract(ctx: CycleContext, state: CycleState) -> CycleState:
@@ -159,7 +161,7 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     # selection learns from the whole history (memory graph: summaries of folded events, then the events) and
     # from feedback; the loop rules only read the last few events
     memory = store.memory_history()
-    finished = [e for e in memory.events if e.outcome.status in TERMINAL]
+    finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
     selection = select_gene_and_capsule(
         genes=genes, capsules=reusable(store.list_capsules()), failed_capsules=store.list_failed_capsules(),
         signals=signals, recent_events=finished, settings=settings, rng=rng, now=now, drift=drift,
@@ -277,6 +279,7 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
         state.event, state.done = mark_awaiting(ctx, event, gene, state.mutation, state.result), True
     elif state.result.status == "error":
         record_mutator_result(event, state.result)
+        event.meta.host_failure = mutator_host_failure(state.result, edited=tree_edited(ctx.tree))
         state.event, state.done = fail_cycle(ctx, event, f"mutator: {state.result.error}"), True
     else:
         record_mutator_result(event, state.result)
