@@ -367,7 +367,8 @@ def _build_context(inp: PromptInput, budget: int) -> str:
     text = head
     conflicts = [f"{_item(line, C.PROMPT_ITEM_CHARS * 2)}\n" for line in inp.synthesis.splitlines() if line.strip()]
     text += _fill("Conflicting lessons: reconcile them first", conflicts, budget - len(text))
-    lessons = [f"- {_item(s)}\n" for s in inp.lessons[: C.PROMPT_MAX_LESSONS]]
+    # a lesson carries what was touched and what the checks said: room for both (the section has its budget)
+    lessons = [f"- {_item(s, C.PROMPT_ITEM_CHARS * 2)}\n" for s in inp.lessons[: C.PROMPT_MAX_LESSONS]]
     text += _fill("Lessons from earlier cycles", lessons, budget - len(text))
     recent = inp.recent_events[-C.PROMPT_MAX_EVENTS:]
     text += _fill("Recent outcomes (newest first)", [_event_line(e) for e in reversed(recent)],
