@@ -22,6 +22,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from gep.attribution import is_host_failure
+from gep.avoid import avoid_lines
 from gep.context import CycleContext
 from gep.feedback import (
     FeedbackError,
@@ -183,9 +184,11 @@ def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> 
     if problem_enabled():  # what was tried on this problem by any gene comes first (gep/problem_memory.py)
         problem = recall_problem(ctx.store.list_lessons(), signals=signals, now=now, limit=s.lesson_limit)
         recalled = merge_recalled(problem, recalled, s.lesson_limit)
-    lines = within_budget([r.text for r in recalled], s.lesson_prompt_chars)
+    avoid = avoid_lines(ctx.store, signals)  # short "do not" lines first (gep/avoid.py)
+    lines = within_budget([*avoid, *(r.text for r in recalled)], s.lesson_prompt_chars)
+    recalled_ids = [r.lesson.id for r in recalled[:max(0, len(lines) - len(avoid))]]
     request = synthesis_request(lessons, gene_id=gene.id, signals=signals, now=now,
                                 threshold=s.lesson_synthesis_threshold)
-    return PromptMemory(lines=lines, lesson_ids=[r.lesson.id for r in recalled[:len(lines)]],
+    return PromptMemory(lines=lines, lesson_ids=recalled_ids,
                         synthesis=request.text if request else "",
                         synthesis_of=request.source_ids if request else [])

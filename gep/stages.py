@@ -18,6 +18,7 @@ from gep import constants as C
 from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
 from gep.attribution import learns_from, mutator_host_failure, tree_edited
+from gep.avoid import avoided_genes, refresh_avoid_list
 from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
 from gep.budget import budget_spent, daily_budget_spent, record_skipped
 from gep.config import Settings, validation_commands
@@ -40,6 +41,7 @@ from gep.outcomes import (
     update_personality,
 )
 from gep.personality import PersonalitySelection, PersonalityStats, select_personality
+from gep.preconditions import unmet_preconditions
 from gep.prompt import PromptInput, build_prompt
 from gep.records import GenePoolRecord, HistoryRecord, MutatorResult, PersonalityRecord, SourcesRecord
 from gep.resolved import ResolutionCheck
@@ -173,6 +175,8 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
     genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
     pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.workspace.path, settings=ctx.settings)
+    pool.excluded.update(unmet_preconditions(genes, workspace=ctx.workspace.path, signals=state.signals))
+    pool.excluded.update(avoided_genes(refresh_avoid_list(ctx.store), genes, state.signals, pool.excluded))
     state.selection, finished = select_from_store(
         ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
         now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
