@@ -23,6 +23,7 @@ from gep import constants as C
 from gep.feedback import situation_key_signals
 from gep.memory import Lesson, Recalled, heads, marker
 from gep.memory_graph import jaccard
+from gep.models import Capsule
 from gep.problem_key import learning_key
 
 SPECIFIC = ("errsig_norm:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
@@ -90,3 +91,19 @@ def merge_recalled(first: Sequence[Recalled], then: Sequence[Recalled], limit: i
         if all(o.lesson.id != r.lesson.id for o in out):
             out.append(r)
     return out[:max(0, limit)]
+
+
+def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str]) -> list[Capsule]:
+    """Capsules offered for reuse only on the same problem (or, when it names none, a similar situation): a
+    capsule from another error is not an example of how to fix this one."""
+    if not problem_enabled():
+        return list(capsules)
+    situation = situation_key_signals(signals)
+    problem = problem_of(situation)
+    out = []
+    for c in capsules:
+        trigger = situation_key_signals(c.trigger)
+        mine = problem_of(trigger)
+        if (problem & mine) if (problem or mine) else jaccard(trigger, situation) >= C.SIGNAL_KEY_JACCARD_MIN:
+            out.append(c)
+    return out

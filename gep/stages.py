@@ -42,6 +42,7 @@ from gep.outcomes import (
 )
 from gep.personality import PersonalitySelection, PersonalityStats, select_personality
 from gep.preconditions import unmet_preconditions
+from gep.problem_memory import for_this_problem
 from gep.prompt import PromptInput, build_prompt
 from gep.records import GenePoolRecord, HistoryRecord, MutatorResult, PersonalityRecord, SourcesRecord
 from gep.resolved import ResolutionCheck
@@ -165,7 +166,8 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     memory = store.memory_history()
     finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
     selection = select_gene_and_capsule(
-        genes=genes, capsules=reusable(store.list_capsules()), failed_capsules=store.list_failed_capsules(),
+        genes=genes, capsules=for_this_problem(reusable(store.list_capsules()), signals),
+        failed_capsules=store.list_failed_capsules(),
         signals=signals, recent_events=finished, settings=settings, rng=rng, now=now, drift=drift,
         excluded=excluded, feedback=FeedbackIndex(store.list_feedback()), summaries=memory.summaries)
     return selection, finished

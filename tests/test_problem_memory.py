@@ -16,7 +16,8 @@ from gep import CycleRequest, run_cycle
 from gep.cli import app
 from gep.learning import failing_lines
 from gep.memory import LessonCategory, LessonInput, build_lesson
-from gep.problem_memory import recall_problem
+from gep.models import Capsule
+from gep.problem_memory import for_this_problem, recall_problem
 
 pytestmark = pytest.mark.timeout(300)
 T0 = datetime(2026, 11, 28, 1, 0, tzinfo=UTC)
@@ -81,3 +82,13 @@ def test_a_lesson_written_on_a_problem_is_in_the_next_prompt_whichever_gene_is_p
     section = prompt.split("## Lessons from earlier cycles", 1)[1].split("\n## ", 1)[0]
     assert f"{REPAIR} failed on [" in section and "Touched: stats.py" in section, section
     assert lesson.id in (nxt.meta.lessons_recalled or [])
+
+
+def test_a_capsule_is_reused_only_for_the_same_problem() -> None:
+    same = Capsule(id="cap_same", gene="gene_a", trigger=["log_error", _line(21)])
+    other = Capsule(id="cap_other", gene="gene_a",
+                    trigger=["log_error", _line(21, "ZeroDivisionError: division by zero")])
+    churn = Capsule(id="cap_churn", gene="gene_b", trigger=["perf_bottleneck", "log_error"])
+    assert [c.id for c in for_this_problem([same, other, churn], ["log_error", _line(26)])] == ["cap_same"]
+    # a situation that names no specific problem: a similar situation's capsule only
+    assert [c.id for c in for_this_problem([same, other, churn], ["perf_bottleneck", "log_error"])] == ["cap_churn"]
