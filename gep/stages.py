@@ -27,6 +27,7 @@ from gep.feedback import FeedbackIndex
 from gep.fixes import annotate, check_fixes, reusable
 from gep.genepool import fall_back_to_auto_gene, gene_pool
 from gep.learning import catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
+from gep.live import restore_live
 from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
 from gep.mutation import build_mutation
 from gep.mutators import get_mutator
@@ -49,7 +50,7 @@ from gep.resolved import ResolutionCheck
 from gep.selector import Selection, select_gene_and_capsule
 from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
 from gep.solidify import SolidifyInput, solidify
-from gep.sources import SourceBundle, collect_sources
+from gep.sources import SourceBundle, collect_sources, collect_tails
 from gep.store import Store, after_cycle
 from gep.strategy import SchedulerState, StrategyPreset, resolve_strategy, should_skip_scheduled_tick
 from gep.tree import CycleTree
@@ -104,6 +105,7 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.signals = extract_signals(recent_session_transcript=s.recent_session_transcript, today_log=s.today_log,
                                     memory_snippet=s.memory_snippet, user_snippet=s.user_snippet,
                                     recent_events=state.events)
+    state.signals = keep_live_problems(ctx, state)
     # an error a committed fix resolved does not drive repair again from old lines; people's reverts and
     # outcomes recorded outside the stages are learned before selection reads the scores
     state.fixes = check_fixes(ctx, state.signals)
@@ -115,6 +117,17 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
                                      store=ctx.store, events=state.events, settings=ctx.settings,
                                      now=ctx.started_at)
     return state
+
+
+def keep_live_problems(ctx: CycleContext, state: CycleState) -> list[str]:
+    """An error the loop rules removed comes back when new log lines show it (gep/live.py)."""
+    s = state.sources
+    corpus = extract_signals(recent_session_transcript=s.recent_session_transcript, today_log=s.today_log,
+                             memory_snippet=s.memory_snippet, user_snippet=s.user_snippet, recent_events=[])
+    if not any(x.startswith("errsig:") and x not in state.signals for x in corpus):
+        return state.signals
+    tails = collect_tails(ctx.workspace.path, ctx.settings, ctx.started_at)
+    return restore_live(state.signals, corpus, tails, state.events)
 
 
 def analyse(ctx: CycleContext, state: CycleState) -> CycleState:
