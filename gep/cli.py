@@ -473,6 +473,8 @@ def history(
     for e in events:  # a commit kept on its branch: the command that merges it
         if e.meta.merge_command:
             _show(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
+        if e.meta.host_failure:  # not the gene's doing (gep/attribution.py): what failed on the host
+            _show(f"{e.id} host failure ({e.meta.host_failure.kind}): {e.meta.host_failure.reason}")
 
 
 @app.command()

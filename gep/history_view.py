@@ -60,7 +60,7 @@ class HistoryView(BaseModel):
         dated: list[tuple[datetime, tuple[str, ...]]] = []
         for e in self.events:
             r = self.runs.get(e.meta.flow_run_id or "")
-            dated.append((_when(e.meta.at), (e.id, str(e.outcome.status), str(e.intent),
+            dated.append((_when(e.meta.at), (e.id, outcome_shown(e), str(e.intent),
                                              ",".join(e.genes_used) or "-", fix_shown(e),
                                              _run_cell(r, e.meta.flow_run_id), r.state if r else "-",
                                              _duration(r))))
@@ -142,3 +142,9 @@ def _aware(ts: datetime | None) -> datetime:
     if ts is None:
         return datetime.min.replace(tzinfo=UTC)
     return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+
+
+def outcome_shown(e: EvolutionEvent) -> str:
+    """The outcome, and for a host failure (gep/attribution.py) what on the host it was: "failed (host: provider)"."""
+    h = e.meta.host_failure
+    return f"{e.outcome.status} (host: {h.kind})" if h is not None else str(e.outcome.status)

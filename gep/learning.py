@@ -15,11 +15,14 @@ the lesson written after that cycle names them (``meta.synthesis_of``), which ma
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from gep.attribution import is_host_failure
+from gep.avoid import avoid_lines
 from gep.context import CycleContext
 from gep.feedback import (
     FeedbackError,
@@ -41,6 +44,7 @@ from gep.memory import (
     within_budget,
 )
 from gep.models import EvolutionEvent, Gene
+from gep.problem_memory import merge_recalled, problem_enabled, recall_problem
 from gep.store import Store
 from gep.verdicts import person_lesson
 
@@ -62,9 +66,20 @@ def _validation_summary(store: Store, event: EvolutionEvent) -> str:
         return f"not run ({report.skipped})"
     parts = []
     for r in report.results:
-        tail = (r.stderr or r.stdout).strip().splitlines()
-        parts.append(f"{r.cmd}: {'ok' if r.ok else 'FAILED'}" + ("" if r.ok or not tail else f" ({tail[-1]})"))
+        tail = failing_lines(r.stderr or r.stdout)
+        parts.append(f"{r.cmd}: {'ok' if r.ok else 'FAILED'}" + ("" if r.ok or not tail else f" ({tail})"))
     return "; ".join(parts)[:VALIDATION_SUMMARY_CHARS]
+
+
+_FAILING = re.compile(r"^(?:E\s|FAILED\b|ERROR\b|Traceback|\w*(?:Error|Exception)\b|assert\b)")
+
+
+def failing_lines(output: str, most: int = 3) -> str:
+    """What the validation said went wrong (pytest's ``E`` lines, ``FAILED`` lines, exceptions), else its last
+    line: what the next agent on this problem should read."""
+    lines = [x.strip() for x in output.strip().splitlines() if x.strip()]
+    hits = list(dict.fromkeys(x for x in lines if _FAILING.match(x)))
+    return " | ".join(hits[-most:]) if hits else (lines[-1] if lines else "")
 
 
 def _model_summary(event: EvolutionEvent) -> str:
@@ -75,7 +90,7 @@ def _model_summary(event: EvolutionEvent) -> str:
 
 def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
     """The lesson of a finished cycle, and the implicit signal its outcome gives (empty, abandoned, rolled back)."""
-    if event.outcome.status not in LEARNED:
+    if event.outcome.status not in LEARNED or is_host_failure(event):  # the host's failure teaches nothing
         return
     gene = event.genes_used[0] if event.genes_used else None
     observation = outcome_observation(event.outcome.status, event.is_empty_cycle)
@@ -91,6 +106,7 @@ def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
     inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
                       failure_reasons=list(m.failure_reasons or []), validation_summary=_validation_summary(store, event),
                       model_summary=_model_summary(event), files_changed=event.blast_radius.files,
+                      files=list(m.changed_files or []),
                       synthesis_of=synthesis)
     record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
 
@@ -109,7 +125,8 @@ def catch_up(ctx: CycleContext) -> None:
               if e.outcome.status in LEARNED and e.genes_used and e.id != ctx.event_id]
     known = ctx.store.lessons_of_events([e.id for e in events])
     for event in events:
-        if not OUTCOME_LESSONS & {LessonCategory(c) for c in known.get(event.id, [])}:
+        # a synthesis is the lesson of its cycle's outcome too: learning it again would append one per cycle
+        if not (OUTCOME_LESSONS | {LessonCategory.synthesis}) & {LessonCategory(c) for c in known.get(event.id, [])}:
             learn_outcome(ctx.store, event, ctx.started_at)
 
 
@@ -164,9 +181,14 @@ def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> 
     lessons = ctx.store.list_lessons(gene.id)
     recalled = recall(lessons, gene_id=gene.id, signals=signals, now=now, limit=s.lesson_limit,
                       recency_weight=s.lesson_recency_weight)
-    lines = within_budget([r.text for r in recalled], s.lesson_prompt_chars)
+    if problem_enabled():  # what was tried on this problem by any gene comes first (gep/problem_memory.py)
+        problem = recall_problem(ctx.store.list_lessons(), signals=signals, now=now, limit=s.lesson_limit)
+        recalled = merge_recalled(problem, recalled, s.lesson_limit)
+    avoid = avoid_lines(ctx.store, signals)  # short "do not" lines first (gep/avoid.py)
+    lines = within_budget([*avoid, *(r.text for r in recalled)], s.lesson_prompt_chars)
+    recalled_ids = [r.lesson.id for r in recalled[:max(0, len(lines) - len(avoid))]]
     request = synthesis_request(lessons, gene_id=gene.id, signals=signals, now=now,
                                 threshold=s.lesson_synthesis_threshold)
-    return PromptMemory(lines=lines, lesson_ids=[r.lesson.id for r in recalled[:len(lines)]],
+    return PromptMemory(lines=lines, lesson_ids=recalled_ids,
                         synthesis=request.text if request else "",
                         synthesis_of=request.source_ids if request else [])

@@ -138,6 +138,7 @@ class LessonInput(BaseModel):
     validation_summary: str = ""
     model_summary: str = ""
     files_changed: int = 0
+    files: list[str] = Field(default_factory=list)  # the paths the change touched (shown: the approach tried)
     fix_held: bool | None = None  # set when the lesson records the verification of the event's fix
     person_verdict: Literal["helpful", "not_helpful"] | None = None
     note: str | None = None
@@ -175,10 +176,13 @@ def _content(inp: LessonInput, cat: LessonCategory) -> str:
     model = f" Model's summary: {inp.model_summary}" if inp.model_summary.strip() else ""
     validation = f" Validation: {inp.validation_summary}" if inp.validation_summary.strip() else ""
     reasons = "; ".join(inp.failure_reasons)
+    touched = f" Touched: {', '.join(inp.files[:5])}." if inp.files else ""
     text = {
         LessonCategory.success: f"{g} changed {inp.files_changed} file(s) for [{where}] and passed its checks "
-                                f"(fix not verified yet).{model}{validation}",
-        LessonCategory.failure: f"{g} failed on [{where}]: {reasons or inp.outcome}.{validation}{model}",
+                                f"(fix not verified yet).{touched}{model}{validation}",
+        # what the next agent on this problem needs first: what was touched and what the checks said
+        LessonCategory.failure: f"{g} failed on [{where}].{touched}{validation}{model} Reasons: "
+                                f"{_clip(reasons or inp.outcome, 200)}",
         LessonCategory.empty: f"{g} changed nothing for [{where}].{model}",
         LessonCategory.abandoned: f"{g}'s cycle on [{where}] was abandoned before its change was checked.",
         LessonCategory.fix_verified: f"{g}'s fix for [{where}] held: the trigger was gone at the next cycle.{model}",

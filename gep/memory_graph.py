@@ -43,7 +43,9 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field, model_validator
 
 from gep import constants as C
+from gep.attribution import is_host_failure
 from gep.models import EvolutionEvent, Gene
+from gep.problem_key import learning_key
 
 NONE_KEY = "(none)"
 OUTCOME_STATUSES = {"success", "failed", "empty"}
@@ -84,14 +86,16 @@ def normalize_error_signature(text: str) -> str | None:
 
 
 def normalize_signals(signals: Iterable[str]) -> list[str]:
-    """``errsig:<text>`` becomes ``errsig_norm:<hash of the normalised text>``; blanks are dropped."""
+    """``errsig:<text>`` becomes ``errsig_norm:<hash of its learning key>``; blanks are dropped. The key is ours
+    (gep/problem_key.py): timestamps, ids, pids and durations out, so each occurrence of one error is one
+    situation; the reference hashes ``normalize_error_signature`` alone."""
     out: list[str] = []
     for raw in signals:
         s = str(raw or "").strip()
         if not s:
             continue
         if s.startswith("errsig:"):
-            norm = normalize_error_signature(s[len("errsig:"):])
+            norm = learning_key(s[len("errsig:"):])
             if norm:
                 out.append(f"errsig_norm:{stable_hash(norm)}")
             continue
@@ -166,7 +170,7 @@ def outcome_kind(event: EvolutionEvent) -> str | None:
     trigger came back (``meta.fix_verdict`` "did_not_hold", as gep.selector.judged counts it) failed:
     folded summaries must count it as selection does."""
     status = event.outcome.status
-    if status not in OUTCOME_STATUSES:
+    if status not in OUTCOME_STATUSES or is_host_failure(event):  # a host failure judges no gene
         return None
     if status == "success" and event.meta.fix_verdict == "did_not_hold":
         return "failed"

@@ -33,6 +33,7 @@ from gep.records import (
     FixCheckRecord,
     GenePoolRecord,
     HistoryRecord,
+    HostFailure,
     MutatorMetrics,
     PersonalityRecord,
     PromptSizes,
@@ -319,6 +320,7 @@ class EventMeta(BaseModel):
     empty_cycle: StrictBool | None = None
     empty_reason: StrictStr | None = None
     fix_verdict: Literal["verified", "did_not_hold"] | None = None  # set by the next cycle (gep.resolved)
+    host_failure: HostFailure | None = None  # failed for a reason outside the change (gep/attribution.py)
     # learning (gep/fixes.py, gep/learning.py): signals earlier fixes resolved or that came back, the verdicts
     # this cycle gave on earlier fixes, the lessons shown in its prompt and the conflicts it was asked to reconcile
     resolved: list[ResolvedRecord] | None = None

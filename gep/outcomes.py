@@ -6,6 +6,7 @@ change saved as a patch; a person's tree never touched).
 from __future__ import annotations
 
 from gep import constants as C
+from gep.attribution import is_host_failure
 from gep.config import RunLimits
 from gep.context import CycleContext
 from gep.errors import GepError
@@ -136,7 +137,7 @@ def fail_cycle(ctx: CycleContext, event: EvolutionEvent | None, reason: str) -> 
 
 def update_personality(ctx: CycleContext, event: EvolutionEvent) -> None:
     """After every finished cycle: the personality that ran it learns from its outcome."""
-    if event.personality_state is None or event.outcome.status not in TERMINAL:
+    if event.personality_state is None or event.outcome.status not in TERMINAL or is_host_failure(event):
         return
     stats = ctx.store.get_state("personality.stats", PersonalityStats) or PersonalityStats()
     stats = update_stats(stats, personality_key(event.personality_state), event.outcome.status,

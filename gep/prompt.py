@@ -285,9 +285,22 @@ def _head_section(inp: PromptInput, budget: int) -> str:
     ])
 
 
+def _outcome_shown(e: EvolutionEvent) -> str:
+    """The outcome as it is judged now: a committed fix with its verdict (one that did not hold is no success),
+    a host failure as the host's (not the change's)."""
+    verdict, host = e.meta.fix_verdict, e.meta.host_failure
+    if e.outcome.status == "success" and verdict == "did_not_hold":
+        return "fix did not hold (committed, the problem came back)"
+    if e.outcome.status == "success" and verdict == "verified":
+        return "fix verified (the problem was gone)"
+    if host is not None:
+        return f"failed on the host ({host.kind}), not by the change"
+    return f"{_item(e.outcome.status)} {e.outcome.score:.2f}"
+
+
 def _event_line(e: EvolutionEvent) -> str:
     genes = ",".join(e.genes_used[:3]) or "-"
-    line = f"- {_item(e.id)} · {_item(e.intent)} · {_item(genes)} · {_item(e.outcome.status)} {e.outcome.score:.2f}"
+    line = f"- {_item(e.id)} · {_item(e.intent)} · {_item(genes)} · {_outcome_shown(e)}"
     if e.blast_radius.files or e.blast_radius.lines:
         line += f" · {e.blast_radius.files} files/{e.blast_radius.lines} lines"
     reasons = e.meta.failure_reasons or []
@@ -367,7 +380,8 @@ def _build_context(inp: PromptInput, budget: int) -> str:
     text = head
     conflicts = [f"{_item(line, C.PROMPT_ITEM_CHARS * 2)}\n" for line in inp.synthesis.splitlines() if line.strip()]
     text += _fill("Conflicting lessons: reconcile them first", conflicts, budget - len(text))
-    lessons = [f"- {_item(s)}\n" for s in inp.lessons[: C.PROMPT_MAX_LESSONS]]
+    # a lesson carries what was touched and what the checks said: room for both (the section has its budget)
+    lessons = [f"- {_item(s, C.PROMPT_ITEM_CHARS * 2)}\n" for s in inp.lessons[: C.PROMPT_MAX_LESSONS]]
     text += _fill("Lessons from earlier cycles", lessons, budget - len(text))
     recent = inp.recent_events[-C.PROMPT_MAX_EVENTS:]
     text += _fill("Recent outcomes (newest first)", [_event_line(e) for e in reversed(recent)],

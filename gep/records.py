@@ -197,6 +197,17 @@ class MutatorResult(BaseModel):
     prompt_file: str | None = None
 
 
+HostFailureKind = Literal["agent_missing", "agent_crash", "agent_timeout", "provider", "validation_not_run",
+                          "sandbox_missing"]
+
+
+class HostFailure(BaseModel):
+    """A failure outside the change (gep/attribution.py): it teaches nothing about the gene."""
+
+    kind: HostFailureKind
+    reason: str
+
+
 # ---------------------------------------------------------------- solidify
 
 

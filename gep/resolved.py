@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gep.memory_graph import normalize_error_signature
+from gep.problem_key import learning_key
 from gep.signals import extract_signals
 from gep.sources import FileMark, FileTail, TailLine, render_transcript
 
@@ -101,7 +101,7 @@ def is_specific(signal: str) -> bool:
 
 
 def _norm(text: str) -> str:
-    return normalize_error_signature(_LEAD_TIME.sub("", text, count=1)) or ""
+    return learning_key(_LEAD_TIME.sub("", text, count=1)) or ""
 
 
 def signal_identity(signal: str) -> str | None:

@@ -61,6 +61,7 @@ from gep.memory_graph import (
     event_time,
     is_control_signal,
     memory_advice,
+    normalize_signals,
     parse_at,
     situation_signals,
 )
@@ -207,11 +208,13 @@ def _signal_bans(events: Sequence[EvolutionEvent], signals: Sequence[str], ban_c
 
 
 def _overlap(current: Sequence[str], trigger: Sequence[str]) -> float:
-    """Share of the current signals found in a trigger (the reference's computeSignalOverlap)."""
+    """Share of the current signals found in a trigger (the reference's computeSignalOverlap), compared by their
+    learning keys: ``errsig:`` lines match when they are one error at another time (gep/problem_key.py)."""
     if not current or not trigger:
         return 0.0
-    other = {str(t).lower() for t in trigger}
-    return sum(1 for s in current if str(s).lower() in other) / len(current)
+    keys = normalize_signals([str(s).lower() for s in current])
+    other = set(normalize_signals([str(t).lower() for t in trigger]))
+    return sum(1 for s in keys if s in other) / len(keys) if keys else 0.0
 
 
 def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str],

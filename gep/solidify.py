@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from gep import constants as C
+from gep.attribution import validation_host_failure
 from gep.checks import (
     ConstraintCheck,
     check_constraints,
@@ -238,6 +239,9 @@ def record_checks(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, r
     m.protocol_violations = checked.protocol
     m.failure_reasons = reasons
     m.not_run = not_run(report) if reasons else None
+    # only a change that broke no rule of its own can blame the host for validation that could not run
+    m.host_failure = (validation_host_failure(report) if reasons and not check.violations and not checked.protocol
+                      else None)
     m.commit = None
     m.branch = inp.branch or inp.run.branch
     m.diff_chars = diff_chars
@@ -320,16 +324,20 @@ def discard_change(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, 
                    diff: str) -> SolidifyResult:
     """A model's or an agent's change failed: record it (a FailedCapsule with its diff, then the event), then
     delete the clone, its change saved as a patch. The final record goes first: a crash while discarding
-    keeps the real reasons."""
+    keeps the real reasons. A host failure (validation could not run here) leaves no failed capsule: no ban
+    counts it."""
     gene, store = inp.gene, inp.store
-    failed = FailedCapsule(
+    failed: FailedCapsule | None = FailedCapsule(
         id=failed_capsule_id_for(event.id), gene=gene.id, trigger=event.signals[:8],
         summary=f"Failed: {gene.id} on signals [{', '.join(event.signals[:3]) or 'none'}]",
         outcome=Outcome(status="failed", score=C.FAILURE_SCORE), diff_snapshot=diff,
         failure_reason="; ".join(reasons)[: C.FAILURE_REASON_CHARS],
         constraint_violations=checked.check.violations, blast_radius=event.blast_radius,
         created_at=iso(inp.now()), schema_version=SCHEMA_VERSION)
-    store.add_failed_capsule(with_asset_id(failed))
+    if event.meta.host_failure is not None:
+        failed = None
+    else:
+        store.add_failed_capsule(with_asset_id(failed))
     event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
     event.meta.failure_reasons = reasons
     store.add_event(with_asset_id(event))

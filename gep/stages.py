@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from gep import constants as C
 from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
+from gep.attribution import learns_from, mutator_host_failure, tree_edited
+from gep.avoid import avoided_genes, refresh_avoid_list
 from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
 from gep.budget import budget_spent, daily_budget_spent, record_skipped
 from gep.config import Settings, validation_commands
@@ -26,6 +28,7 @@ from gep.fixes import annotate, check_fixes, reusable
 from gep.genepool import fall_back_to_auto_gene, gene_pool
 from gep.injections import judge_for_cycle
 from gep.learning import catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
+from gep.live import restore_live
 from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
 from gep.mutation import build_mutation
 from gep.mutators import get_mutator
@@ -40,13 +43,15 @@ from gep.outcomes import (
     update_personality,
 )
 from gep.personality import PersonalitySelection, PersonalityStats, select_personality
+from gep.preconditions import unmet_preconditions
+from gep.problem_memory import for_this_problem
 from gep.prompt import PromptInput, build_prompt
 from gep.records import GenePoolRecord, HistoryRecord, MutatorResult, PersonalityRecord, SourcesRecord
 from gep.resolved import ResolutionCheck
 from gep.selector import Selection, select_gene_and_capsule
 from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
 from gep.solidify import SolidifyInput, solidify
-from gep.sources import SourceBundle, collect_sources
+from gep.sources import SourceBundle, collect_sources, collect_tails
 from gep.store import Store, after_cycle
 from gep.strategy import SchedulerState, StrategyPreset, resolve_strategy, should_skip_scheduled_tick
 from gep.tree import CycleTree
@@ -91,7 +96,8 @@ def collect(ctx: CycleContext, state: CycleState) -> CycleState:
 
 
 def finished_events(ctx: CycleContext, limit: int) -> list[EvolutionEvent]:
-    return [e for e in ctx.store.recent_events(limit) if e.outcome.status in TERMINAL]
+    # a host failure (gep/attribution.py) is no outcome of a gene: no streak, loop or ban counts it
+    return learns_from(e for e in ctx.store.recent_events(limit) if e.outcome.status in TERMINAL)
 
 
 def extract(ctx: CycleContext, state: CycleState) -> CycleState:
@@ -100,6 +106,7 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.signals = extract_signals(recent_session_transcript=s.recent_session_transcript, today_log=s.today_log,
                                     memory_snippet=s.memory_snippet, user_snippet=s.user_snippet,
                                     recent_events=state.events)
+    state.signals = keep_live_problems(ctx, state)
     # an error a committed fix resolved does not drive repair again from old lines; people's reverts and
     # outcomes recorded outside the stages are learned before selection reads the scores
     state.fixes = check_fixes(ctx, state.signals)
@@ -112,6 +119,17 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
                                      store=ctx.store, events=state.events, settings=ctx.settings,
                                      now=ctx.started_at)
     return state
+
+
+def keep_live_problems(ctx: CycleContext, state: CycleState) -> list[str]:
+    """An error the loop rules removed comes back when new log lines show it (gep/live.py)."""
+    s = state.sources
+    corpus = extract_signals(recent_session_transcript=s.recent_session_transcript, today_log=s.today_log,
+                             memory_snippet=s.memory_snippet, user_snippet=s.user_snippet, recent_events=[])
+    if not any(x.startswith("errsig:") and x not in state.signals for x in corpus):
+        return state.signals
+    tails = collect_tails(ctx.workspace.path, ctx.settings, ctx.started_at)
+    return restore_live(state.signals, corpus, tails, state.events)
 
 
 def analyse(ctx: CycleContext, state: CycleState) -> CycleState:
@@ -161,9 +179,10 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     # selection learns from the whole history (memory graph: summaries of folded events, then the events) and
     # from feedback; the loop rules only read the last few events
     memory = store.memory_history()
-    finished = [e for e in memory.events if e.outcome.status in TERMINAL]
+    finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
     selection = select_gene_and_capsule(
-        genes=genes, capsules=reusable(store.list_capsules()), failed_capsules=store.list_failed_capsules(),
+        genes=genes, capsules=for_this_problem(reusable(store.list_capsules()), signals),
+        failed_capsules=store.list_failed_capsules(),
         signals=signals, recent_events=finished, settings=settings, rng=rng, now=now, drift=drift,
         excluded=excluded, feedback=FeedbackIndex(store.list_feedback()), summaries=memory.summaries)
     return selection, finished
@@ -173,6 +192,8 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
     genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
     pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.workspace.path, settings=ctx.settings)
+    pool.excluded.update(unmet_preconditions(genes, workspace=ctx.workspace.path, signals=state.signals))
+    pool.excluded.update(avoided_genes(refresh_avoid_list(ctx.store), genes, state.signals, pool.excluded))
     state.selection, finished = select_from_store(
         ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
         now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
@@ -279,6 +300,7 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
         state.event, state.done = mark_awaiting(ctx, event, gene, state.mutation, state.result), True
     elif state.result.status == "error":
         record_mutator_result(event, state.result)
+        event.meta.host_failure = mutator_host_failure(state.result, edited=tree_edited(ctx.tree))
         state.event, state.done = fail_cycle(ctx, event, f"mutator: {state.result.error}"), True
     else:
         record_mutator_result(event, state.result)

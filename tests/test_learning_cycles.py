@@ -190,3 +190,7 @@ def test_synthesis_is_asked_after_three_conflicts_and_the_next_lesson_resolves_t
     synthesis = [x for x in lessons.values() if x.category == LessonCategory.synthesis]
     assert len(synthesis) == 1 and synthesis[0].synthesis_source_ids == asked.meta.synthesis_of
     assert all(lessons[i].conflict_resolved and lessons[i].resolved_by == synthesis[0].id for i in conflicted)
+    # the next cycles catch up on outcomes nobody learned from: the synthesis was learned, once
+    cycle(ws, 3)
+    with store_of(ws) as store:
+        assert [x.id for x in store.list_lessons(REPAIR) if x.category == LessonCategory.synthesis] == [synthesis[0].id]

@@ -52,7 +52,9 @@ def test_stable_hash_is_fnv1a():
 @pytest.mark.parametrize("a, b, same", [
     (["errsig:Error at /home/u/app.py line 12"], ["errsig:Error at /srv/x/app.py line 99"], True),
     (["errsig:bad value 0xdeadbeef"], ["errsig:bad value 0x1f"], True),
-    (["errsig:Error   in   C:\\work\\x.js"], ["errsig:error in D:\\other\\y.js"], True),
+    (["errsig:Error   in   C:\\work\\x.js"], ["errsig:error in D:\\other\\x.js"], True),
+    # the learning key keeps a path's file name (gep/problem_key.py): an error in another file is another error
+    (["errsig:Error   in   C:\\work\\x.js"], ["errsig:error in D:\\other\\y.js"], False),
     (["errsig:TypeError"], ["errsig:ValueError"], False),
     (["b", "a", "a", " "], ["a", "b"], True),  # de-duplicated, sorted, blanks dropped
 ])

@@ -1,0 +1,122 @@
+"""Avoid-lists (anti-genes, seed 004's memory): one kind of change that keeps failing on one kind of problem.
+
+The kind of change is the gene; the kind of problem is the situation's problem (gep/problem_memory.py:
+its error keys and requests, or its whole signal set when it names none). When ``AVOID_AFTER`` attempts of a
+gene on a problem failed (its checks failed, or its committed fix did not hold; host failures are not its
+doing) with no success of it on that problem since, an entry is made: stored (state ``learning.avoid``),
+shown in the prompt as a short "do not" line, and used by selection (the gene is left out on that problem
+while another gene matches the signals; with none it stays, so a live problem is never starved). A later
+success of the gene on the problem retires the entry (kept, with the event that contradicted it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from gep.attribution import learns_from
+from gep.feedback import situation_key_signals
+from gep.models import EvolutionEvent, Gene
+from gep.problem_memory import problem_of
+from gep.store import Store
+
+AVOID_EVENTS = 200  # recorded cycles the list is built from
+AVOID_AFTER = 2  # failed attempts of one gene on one problem, with no success since
+STATE_KEY = "learning.avoid"
+SHOWN_CHARS = 240
+
+
+class AvoidEntry(BaseModel):
+    gene_id: str
+    problem: list[str]  # the problem's identities (or its situation when it names no specific problem)
+    failures: int = 0
+    event_ids: list[str] = Field(default_factory=list)  # the failed attempts, oldest first
+    files: list[str] = Field(default_factory=list)  # what the last failed attempt touched
+    reason: str = ""  # the last failure's first reason
+    retired_by: str | None = None  # the success that contradicted it
+
+    @property
+    def active(self) -> bool:
+        return self.retired_by is None and self.failures >= AVOID_AFTER
+
+    def line(self) -> str:
+        touched = f" (touched {', '.join(self.files[:3])})" if self.files else ""
+        text = (f"do not: repeat {self.gene_id}'s approach on this problem{touched}: it failed {self.failures} "
+                f"times" + (f", last: {self.reason}" if self.reason else ""))
+        return text[:SHOWN_CHARS]
+
+
+class AvoidList(BaseModel):
+    entries: list[AvoidEntry] = Field(default_factory=list)
+
+    def on(self, signals: Sequence[str]) -> list[AvoidEntry]:
+        """The active entries about the problem these signals name."""
+        problem = _problem(signals)
+        return [e for e in self.entries if e.active and set(e.problem) & set(problem)]
+
+
+def avoid_enabled() -> bool:
+    """The one switch for this mechanism (the ``learning = "off"`` arm may wire it later)."""
+    return True
+
+
+def _problem(signals: Sequence[str]) -> list[str]:
+    situation = situation_key_signals(signals)
+    return sorted(problem_of(situation)) or ["situation:" + "|".join(situation)]
+
+
+def _failed(e: EvolutionEvent) -> bool:
+    return (e.outcome.status == "failed" and not e.is_empty_cycle) or e.meta.fix_verdict == "did_not_hold"
+
+
+def build_avoid_list(events: Sequence[EvolutionEvent]) -> AvoidList:
+    """The avoid-list from the recorded cycles (oldest first): recomputed, so a verdict given later counts."""
+    entries: dict[tuple[str, str], AvoidEntry] = {}
+    for e in learns_from(events):
+        if not e.genes_used or e.outcome.status not in ("success", "failed"):
+            continue
+        for p in _problem(e.signals):
+            key = (e.genes_used[0], p)
+            entry = entries.get(key)
+            if _failed(e):
+                if entry is None or entry.retired_by is not None:
+                    entry = entries[key] = AvoidEntry(gene_id=key[0], problem=[p])
+                entry.failures += 1
+                entry.event_ids.append(e.id)
+                entry.files = list(e.meta.changed_files or [])
+                entry.reason = " ".join((e.meta.failure_reasons or [""])[0].split())[:120]
+            elif entry is not None and entry.retired_by is None:
+                if entry.active:
+                    entry.retired_by = e.id  # a success contradicts it: kept, retired
+                else:
+                    del entries[key]  # one failure then a success: nothing to avoid
+    return AvoidList(entries=list(entries.values()))
+
+
+def avoided_genes(avoid: AvoidList, genes: Sequence[Gene], signals: Sequence[str],
+                  excluded: dict[str, str]) -> dict[str, str]:
+    """Genes to leave out of selection here: each active entry's gene, while another gene still matches."""
+    from gep.selector import match_score
+
+    out: dict[str, str] = {}
+    entries = avoid.on(signals) if avoid_enabled() else []
+    for entry in entries:
+        others = [g for g in genes if g.id != entry.gene_id and g.id not in excluded and g.id not in out
+                  and match_score(g, signals) > 0]
+        if others:
+            out[entry.gene_id] = f"avoid: failed {entry.failures} times on this problem"
+    return out
+
+
+def refresh_avoid_list(store: Store) -> AvoidList:
+    """Rebuild the stored avoid-list from the recorded cycles (before selection reads it)."""
+    avoid = build_avoid_list(store.recent_events(AVOID_EVENTS)) if avoid_enabled() else AvoidList()
+    store.set_state(STATE_KEY, avoid)
+    return avoid
+
+
+def avoid_lines(store: Store, signals: Sequence[str]) -> list[str]:
+    """The prompt's "do not" lines for the problem these signals name."""
+    avoid = store.get_state(STATE_KEY, AvoidList) if avoid_enabled() else None
+    return [e.line() for e in avoid.on(signals)] if avoid else []

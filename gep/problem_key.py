@@ -1,0 +1,92 @@
+"""The learning key of an error: stable across occurrences of one error, distinct between errors.
+
+The seed's ``errsig:`` signal keeps the log line as it was (parity with the reference), and the reference's
+``normalize_error_signature`` only replaces paths, ``0x`` hex and whole numbers: an ISO timestamp survives it
+(``2026-11-28t00:<n>:<n>.024z``), as do UUIDs, request ids, durations (``12.5ms``) and syslog's month, so each
+occurrence of one error became a new situation for lessons, capsules, bans and feedback. This key first
+strips what changes from one occurrence to the next (timestamps in the formats logs use, pids, ids, ports,
+durations, a JSON line's bookkeeping fields), keeps what tells errors apart (the message, the exception type,
+a path's file name), then applies the reference's normalisation on top.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+_TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?"
+_VOLATILE = [
+    # ISO 8601 / RFC 3339 and Python logging's asctime: 2026-11-28T00:12:13.024Z, 2026-11-28 02:30:01,123
+    (re.compile(r"\d{4}-\d{2}-\d{2}(?:[t ]" + _TIME + r")?(?:\s?(?:z|utc|[+-]\d{2}:?\d{2})\b)?", re.I), "<time>"),
+    # syslog and ctime: Nov 28 02:30:01, Sat Nov 28 02:30:01 2026, 28/Nov/2026:02:30:01 +0000
+    (re.compile(r"\b(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s+)?" + _MONTH + r"\s+\d{1,2},?\s+" + _TIME
+                + r"(?:\s+\d{4})?", re.I), "<time>"),
+    (re.compile(r"\b\d{1,2}/" + _MONTH + r"/\d{4}:" + _TIME + r"(?:\s[+-]\d{4})?", re.I), "<time>"),
+    (re.compile(r"\b" + _TIME + r"\b"), "<time>"),  # a bare clock time
+    (re.compile(r"\b\d{10}(?:\.\d+)?\b"), "<time>"),  # epoch seconds
+    # ids: UUIDs, long hex (commit shas, request ids), hex with a letter and a digit of 6+ characters
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<id>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b", re.I), "<id>"),
+    (re.compile(r"\b(?:req|request|trace|span|session|job|task|run|evt|txn)[-_]?(?:id)?[-_=:]\s*[\w-]+", re.I),
+     "<id>"),
+    # pids: app[1234], pid=1234, (pid 1234); ports and line numbers become <n> as every number does
+    (re.compile(r"\[\d+\]"), ""),
+    (re.compile(r"\bpid[=: ]\s*\d+", re.I), "pid"),
+    # durations and sizes: 12.5ms, 3s, 1.2 seconds, 512MB
+    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|minutes?|m|h|hours?|kb|mb|gb|b|bytes)\b",
+                re.I), "<qty>"),
+    (re.compile(r"\b\d+\.\d+\b"), "<n>"),  # decimals the reference leaves as <n>.<n>
+]
+_PATH = re.compile(r"(?:[a-z]:\\|/)(?:[^ \n\r\t\"':,)]+[/\\])*([^ \n\r\t\"':,)/\\]+)", re.I)
+# a JSON line's fields that say what went wrong; everything else is bookkeeping (time, pid, host, ids)
+_JSON_WHAT = ("level", "levelname", "severity", "logger", "name", "error", "err", "exception", "exc_info",
+              "error_type", "type", "msg", "message", "event", "detail", "reason", "func", "function", "file",
+              "module")
+_JSON_LINE = re.compile(r"\{.*\}", re.S)
+
+
+def _from_json(text: str) -> str:
+    """A JSON log record reduced to what went wrong (its message, error and level), in a fixed order."""
+    m = _JSON_LINE.search(text)
+    if m is None:
+        return text
+    try:
+        record = json.loads(m.group(0))
+    except ValueError:
+        return text
+    if not isinstance(record, dict):
+        return text
+    low = {str(k).lower(): v for k, v in record.items()}
+    kept = [f"{k}={low[k]}" for k in _JSON_WHAT if k in low and isinstance(low[k], str | int | float | dict | list)]
+    return (text[:m.start()] + " " + " ".join(str(x) for x in kept) + " " + text[m.end():]).strip()
+
+
+def _file_names(text: str) -> str:
+    """A path becomes ``<path>/name``: where the checkout lives changes, which file failed tells errors apart."""
+    return _PATH.sub(lambda m: f"<path>/{m.group(1)}", text)
+
+
+def error_key(text: str) -> str | None:
+    """The normalised text of an error line that learning keys on (None for a blank line)."""
+    s = _from_json(str(text or "").strip())
+    for pattern, repl in _VOLATILE:
+        s = pattern.sub(repl, s)
+    s = _file_names(s)
+    from gep.memory_graph import normalize_error_signature  # the memory graph keys on this module's key
+
+    norm = normalize_error_signature(s.replace("<path>/", "\x00"))
+    return norm.replace("\x00", "<path>/") if norm else None
+
+
+def key_enabled() -> bool:
+    """The one switch for this mechanism (the ``learning = "off"`` arm may wire it later): off, learning
+    keys on the reference's normalisation alone."""
+    return True
+
+
+def learning_key(text: str) -> str | None:
+    """What learning keys an error on: ``error_key`` when this mechanism is on, the reference's otherwise."""
+    from gep.memory_graph import normalize_error_signature
+
+    return error_key(text) if key_enabled() else normalize_error_signature(text)

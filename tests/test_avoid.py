@@ -1,0 +1,74 @@
+"""Avoid-lists (gep/avoid.py): repeated failures of one gene on one problem become a stored "do not" entry,
+shown in the prompt, used by selection while another gene matches, retired by a later success."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import init_repo
+
+from gep.avoid import AvoidList, avoid_lines, avoided_genes, build_avoid_list, refresh_avoid_list
+from gep.models import BlastRadius, EventMeta, EvolutionEvent, Gene, Outcome
+from gep.store import Store
+
+REPAIR, OTHER = "gene_repair", "gene_other"
+
+
+def _line(day: int, error: str = "AssertionError: mean([2, 4, 6]) returned 6.0") -> str:
+    return f"errsig:2026-11-{day:02d}T0{day % 10}:12:13.{day}24Z [ERROR] report: {error}"
+
+
+def _event(k: int, status: str, gene: str = REPAIR, error: str = "AssertionError: mean([2, 4, 6]) returned 6.0",
+           **meta: object) -> EvolutionEvent:
+    m = EventMeta(changed_files=["stats.py"], failure_reasons=["validation: E assert 6.0 == 4"], **meta)
+    return EvolutionEvent(id=f"evt_{k}", genes_used=[gene], signals=["log_error", _line(10 + k, error)],
+                          blast_radius=BlastRadius(files=1, lines=1),
+                          outcome=Outcome(status=status, score=0.5), meta=m)
+
+
+GENES = [Gene(id=REPAIR, signals_match=["log_error"]), Gene(id=OTHER, signals_match=["log_error"])]
+NOW = ["log_error", _line(20)]
+
+
+def test_two_failures_on_one_problem_make_an_entry_shown_and_used_by_selection() -> None:
+    avoid = build_avoid_list([_event(1, "failed"), _event(2, "failed")])
+    [entry] = avoid.on(NOW)
+    assert entry.gene_id == REPAIR and entry.failures == 2 and entry.event_ids == ["evt_1", "evt_2"]
+    assert entry.line().startswith(f"do not: repeat {REPAIR}'s approach on this problem (touched stats.py): it "
+                                   "failed 2 times, last: validation: E assert 6.0 == 4")
+    assert avoided_genes(avoid, GENES, NOW, {}) == {REPAIR: "avoid: failed 2 times on this problem"}
+    # another problem: nothing to avoid
+    assert avoid.on(["log_error", _line(20, "ZeroDivisionError: division by zero")]) == []
+
+
+def test_one_failure_a_host_failure_or_a_fix_that_held_make_no_entry() -> None:
+    host = _event(2, "failed")
+    host.meta.host_failure = {"kind": "provider", "reason": "Messages API error 429"}  # type: ignore[assignment]
+    host = EvolutionEvent.model_validate(host.model_dump())
+    assert build_avoid_list([_event(1, "failed"), host]).on(NOW) == []
+    assert build_avoid_list([_event(1, "failed"), _event(2, "success"), _event(3, "failed")]).on(NOW) == []
+
+
+def test_a_fix_that_did_not_hold_counts_and_a_later_success_retires_the_entry() -> None:
+    events = [_event(1, "failed"), _event(2, "success", fix_verdict="did_not_hold")]
+    assert [e.failures for e in build_avoid_list(events).on(NOW)] == [2]
+    retired = build_avoid_list([*events, _event(3, "success")])
+    assert retired.on(NOW) == [] and [e.retired_by for e in retired.entries] == ["evt_3"]
+
+
+def test_the_only_gene_that_matches_is_not_starved() -> None:
+    avoid = build_avoid_list([_event(1, "failed"), _event(2, "failed")])
+    assert avoided_genes(avoid, GENES[:1], NOW, {}) == {}
+    assert avoided_genes(avoid, GENES, NOW, {OTHER: "retired"}) == {}
+
+
+def test_the_list_is_stored_and_gives_the_prompts_do_not_lines(tmp_path: Path) -> None:
+    ws = init_repo(tmp_path / "ws", {"README.md": "x\n"})
+    with Store.for_workspace(ws) as store:
+        for e in (_event(1, "failed"), _event(2, "failed")):
+            store.add_event(e)
+        refresh_avoid_list(store)
+        stored = store.get_state("learning.avoid", AvoidList)
+        lines = avoid_lines(store, NOW)
+    assert stored is not None and [e.gene_id for e in stored.entries] == [REPAIR]
+    assert len(lines) == 1 and lines[0].startswith("do not: repeat gene_repair's approach")
