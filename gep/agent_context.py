@@ -5,8 +5,9 @@ Pure: events, lessons, feedback and behavioural signals in, a bounded text and t
 parts, each only what bears on now:
 
 * **live problems**: the problems the latest finished cycle still saw (a problem a verified fix resolved is
-  dropped from a cycle's signals, so nothing from a resolved problem is shown), each with what was tried on it
-  before: approaches that failed first (a short "avoid" line), then what worked, strongest and newest first;
+  dropped from a cycle's signals, so nothing from a resolved problem is shown): the avoid-list's entries on them
+  (gep/avoid.py), then what was tried on them before: approaches that failed first (a short "avoid" line), then
+  what worked, strongest and newest first;
 * **how the people here want the work done**: preferences, corrections and style signals (seed 000: their
   one-line summaries only, never the words of the exchange), the most repeated first;
 * **what a person said** in feedback notes, newest first.
@@ -25,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gep import constants as C
+from gep.avoid import avoid_enabled, build_avoid_list
 from gep.behavior import BehaviorSignal
 from gep.feedback import FeedbackSignal, Observation
 from gep.memory import Lesson, Stance, heads
@@ -107,6 +109,17 @@ def _lesson_items(lessons: Sequence[Lesson], events: dict[str, EvolutionEvent], 
     return items
 
 
+def _avoid_items(events: Sequence[EvolutionEvent], live: set[str]) -> list[ContextItem]:
+    """The avoid-list's active entries on the problem the newest finished cycle saw (gep/avoid.py)."""
+    latest = next((e for e in events if e.status != "running"), None)
+    if latest is None or not avoid_enabled():
+        return []
+    entries = build_avoid_list(list(reversed(events))).on(latest.signals)
+    return [ContextItem(kind="avoid", ref=f"avoid:{e.gene_id}:{'|'.join(e.problem)}",
+                        text=_clip("Avoid on a live problem: " + e.line().removeprefix("do not: ")),
+                        problems=sorted(live)) for e in entries]
+
+
 def signal_ref(signal: BehaviorSignal) -> str:
     return f"signal:{signal.type}:{' '.join(signal.summary.lower().split())}"
 
@@ -164,7 +177,8 @@ def build_context(*, events: Sequence[EvolutionEvent], lessons: Sequence[Lesson]
     skipped = set(skip)
     live = set(live_problems(events))
     by_id = {e.id: e for e in events}
-    items = [*_lesson_items(lessons, by_id, live, skipped), *_preference_items(signals, now, skipped),
+    items = [*_avoid_items(events, live), *_lesson_items(lessons, by_id, live, skipped),
+             *_preference_items(signals, now, skipped),
              *_feedback_items(feedback, by_id, live)]
     text, kept = within_chars(items, budget_chars)
     return AgentContext(text=text, items=kept)

@@ -12,6 +12,7 @@ success of the gene on the problem retires the entry (kept, with the event that 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -19,7 +20,9 @@ from gep.attribution import learns_from
 from gep.feedback import situation_key_signals
 from gep.models import EvolutionEvent, Gene
 from gep.problem_memory import problem_of
-from gep.store import Store
+
+if TYPE_CHECKING:  # the report and the session context build the list from events without the store
+    from gep.store import Store
 
 AVOID_EVENTS = 200  # recorded cycles the list is built from
 AVOID_AFTER = 2  # failed attempts of one gene on one problem, with no success since

@@ -38,12 +38,9 @@ CATEGORY_LABELS = {"verified": "verified fix", "did_not_hold": "fix did not hold
                    "waiting": "waiting for a person", "other": "other"}
 NOT_RUN = frozenset({"skipped", "running"})  # a tick that did not run, a cycle still going: not charted
 
-# Reasons that are about the change (gep/checks.py failure_reasons, the rebase note of gep/solidify.py): a
-# failed cycle with one of them failed because of its change; one with none of them failed around it.
-CHANGE_REASONS = ("constraint:", "validation:", "canary:", "protocol:", "after rebasing")
-HOST_NOTE = ("Derived, conservatively: a failed or interrupted cycle none of whose reasons is about the change "
-             "(no constraint, validation, canary or protocol reason), e.g. the agent or the model API erred, "
-             "or the process was killed. Events that say so themselves (meta.host_failure) count as recorded.")
+HOST_NOTE = ("As the engine recorded them (gep/attribution.py): the agent command missing, or crashing or timing out "
+             "before it edited anything; the model provider's errors; validation or the sandbox unable to run here. "
+             "Interrupted cycles (killed, recovered later) are counted here too: no change failed.")
 
 # Signal families: the signal's name (before ":" and any "(3x)") mapped to what it is about.
 FAMILIES: dict[str, str] = {
@@ -134,7 +131,6 @@ class WorkspaceReport(BaseModel):
     families: list[FamilySeries] = Field(default_factory=list)
     lessons: list[LessonRow] = Field(default_factory=list)
     avoid: list[AvoidRow] = Field(default_factory=list)
-    avoid_kept: bool = False  # the store keeps an avoid list of its own (else only failed changes are shown)
     host_failures: list[HostFailure] = Field(default_factory=list)
     host_note: str = HOST_NOTE
     error: str | None = None  # the store could not be read: why
@@ -185,7 +181,7 @@ def workspace_report(store: ReadStore, workspace: Path) -> WorkspaceReport:
     current = {x.id for x in heads(lessons)}
     report = from_events(workspace, events, store.list_feedback())
     report.lessons = [lesson_row(x, x.id in current) for x in lessons]
-    report.avoid, report.avoid_kept = avoid_rows(store)
+    report.avoid = avoid_rows(store, events)
     return report
 
 
@@ -237,20 +233,15 @@ def category(e: EvolutionEvent, host: str | None) -> str:
 
 
 def host_reason(e: EvolutionEvent) -> str | None:
-    """Why a failed or interrupted cycle failed when that was not its change's fault, else None."""
-    extra: dict[str, Any] = e.meta.model_extra or {}
-    recorded = extra.get("host_failure")
-    if recorded is not None and recorded is not False:  # a later version may record it: believed as written
-        return recorded if isinstance(recorded, str) and recorded else "recorded as a host failure"
-    status = str(e.outcome.status)
-    if status not in ("failed", "interrupted"):
-        return None
-    reasons = list(e.meta.failure_reasons or [])
-    if any(r.startswith(CHANGE_REASONS) for r in reasons):
-        return None
-    if status == "interrupted" or e.meta.recovery:
+    """Why a cycle failed when that was not its change's fault (the engine records it: gep/attribution.py),
+    or why it was interrupted (killed, recovered later: nobody's change failed); else None."""
+    recorded = e.meta.host_failure
+    if recorded is not None:
+        return f"{recorded.kind}: {recorded.reason}"
+    if str(e.outcome.status) == "interrupted":
+        reasons = list(e.meta.failure_reasons or [])
         return reasons[0] if reasons else "interrupted"
-    return reasons[0] if reasons else None  # a failure with no reason at all: not claimed as the host's
+    return None
 
 
 def family(signal: str) -> str:
@@ -333,26 +324,19 @@ def lesson_row(x: Lesson, current: bool) -> LessonRow:
                      content=x.content, strength=round(float(x.strength), 3), current=current)
 
 
-AVOID_READERS = ("list_avoid", "list_avoid_entries", "list_avoids")  # names a store's avoid list may have
+def avoid_rows(store: object, events: Sequence[EvolutionEvent]) -> list[AvoidRow]:
+    """The avoid-list's active entries (built from the recorded cycles, oldest first, as selection builds it:
+    gep/avoid.py), then the failed changes the store keeps so that later cycles do not repeat them."""
+    from gep.avoid import build_avoid_list
 
-
-def avoid_rows(store: object) -> tuple[list[AvoidRow], bool]:
-    """The store's avoid list when it keeps one (read defensively: its shape is not fixed here), then the
-    failed changes it keeps so that later cycles do not repeat them."""
-    rows: list[AvoidRow] = []
-    kept = False
-    for name in AVOID_READERS:
-        reader = getattr(store, name, None)
-        if callable(reader):
-            kept = True
-            rows += [avoid_entry(x) for x in _listed(reader)]
-            break
+    rows = [AvoidRow(source="avoid list", subject=e.gene_id, detail=e.line())
+            for e in build_avoid_list(events).entries if e.active]
     failed = getattr(store, "list_failed_capsules", None)
     if callable(failed):
         for fc in _listed(failed):
             rows.append(AvoidRow(source="failed change", subject=str(getattr(fc, "gene", None) or "-"),
                                  detail=str(getattr(fc, "failure_reason", "") or getattr(fc, "summary", ""))))
-    return rows, kept
+    return rows
 
 
 def _listed(reader: Any) -> Iterable[Any]:
@@ -360,13 +344,6 @@ def _listed(reader: Any) -> Iterable[Any]:
         return list(reader())
     except Exception:  # noqa: BLE001 - a reader of another version's shape: the page says nothing is listed
         return []
-
-
-def avoid_entry(x: Any) -> AvoidRow:
-    data = x.model_dump(mode="json") if isinstance(x, BaseModel) else x if isinstance(x, dict) else {"detail": x}
-    subject = next((str(data[k]) for k in ("gene_id", "gene", "topic", "signal", "subject") if data.get(k)), "-")
-    detail = next((str(data[k]) for k in ("content", "reason", "detail", "summary", "text") if data.get(k)), "")
-    return AvoidRow(source="avoid list", subject=subject, detail=detail or str(data))
 
 
 # ------------------------------------------------------------------ opening the workspaces

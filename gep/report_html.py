@@ -284,8 +284,8 @@ def lessons_table(w: WorkspaceReport) -> str:
 
 
 def avoid_table(w: WorkspaceReport) -> str:
-    kept = ("" if w.avoid_kept else "This store keeps no avoid list of its own; shown: the failed changes it "
-            "keeps so that later cycles do not repeat them.")
+    kept = ("Avoid list: a gene whose change failed twice on one problem with no success since (gep/avoid.py); "
+            "failed change: a change kept so that later cycles do not repeat it.")
     if not w.avoid:
         return f"<h2>Avoid entries</h2><div class=\"card muted\">None recorded. {kept}</div>"
     rows = "".join(f"<tr class=\"avoid\"><td>{escape(a.source)}</td><td><code>{escape(a.subject)}</code></td>"

@@ -26,7 +26,8 @@ def outcome_of(i: int, rng: random.Random, n: int) -> dict[str, object]:
     learnt = i / max(n - 1, 1)
     roll = rng.random()
     if i % 11 == 7:
-        return {"status": "failed", "meta": {"failure_reasons": [HOST_REASON]}}
+        return {"status": "failed", "meta": {"failure_reasons": [HOST_REASON],
+                                             "host_failure": {"kind": "agent_crash", "reason": HOST_REASON}}}
     if roll < 0.2 + 0.45 * learnt:
         return {"status": "success", "meta": {"fix_verdict": "verified", "commit": f"c{i:04x}"}}
     if roll < 0.3 + 0.45 * learnt:
