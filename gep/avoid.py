@@ -89,7 +89,7 @@ def build_avoid_list(events: Sequence[EvolutionEvent]) -> AvoidList:
                 entry.event_ids.append(e.id)
                 entry.files = list(e.meta.changed_files or [])
                 entry.reason = " ".join((e.meta.failure_reasons or [""])[0].split())[:120]
-            elif entry is not None and entry.retired_by is None:
+            elif e.outcome.status == "success" and entry is not None and entry.retired_by is None:
                 if entry.active:
                     entry.retired_by = e.id  # a success contradicts it: kept, retired
                 else:

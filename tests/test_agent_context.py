@@ -215,3 +215,16 @@ def test_the_hook_answers_from_its_cache_until_the_store_changes(ws: Path) -> No
                                     "--workspace", str(ws)])
     assert said.exit_code == 0, said.output
     assert "prefer a smaller diff" in session_start(ws, ws, "sess-3").stdout  # the change is seen at once
+
+
+def test_the_avoid_list_on_a_live_problem_leads_the_context() -> None:
+    failed = [EvolutionEvent(id=f"f{i}", signals=[ERR], genes_used=[REPAIR], blast_radius={"files": 1, "lines": 3},
+                             outcome=Outcome(status="failed"),
+                             meta={"at": (NOW - timedelta(hours=3 - i)).isoformat(), "changed_files": ["calc.py"],
+                                   "failure_reasons": ["validation: pytest exited 1"]}) for i in range(2)]
+    latest = _event("e3", [ERR, "log_error"], NOW)
+    got = build_context(events=[latest, *reversed(failed)], lessons=[], feedback=[], signals=[], now=NOW)
+    assert got.items and got.items[0].kind == "avoid" and got.items[0].ref.startswith(f"avoid:{REPAIR}:")
+    assert f"Avoid on a live problem: repeat {REPAIR}'s approach on this problem (touched calc.py)" in got.text
+    elsewhere = _event("e3", ["errsig:KeyError: 'id'"], NOW)  # the latest cycle saw another problem only
+    assert build_context(events=[elsewhere, *reversed(failed)], lessons=[], feedback=[], signals=[], now=NOW).items == []
