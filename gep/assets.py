@@ -56,6 +56,7 @@ from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular
 from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport, utc_now
 from gep.records import InputWarning
 from gep.retired import RETIRED_KEY, import_retired, retired_marks
+from gep.selector import pattern_refusal
 
 if TYPE_CHECKING:  # store-only commands list genes without importing SQLAlchemy (gep/store/quick.py)
     from gep.store import Store
@@ -80,9 +81,13 @@ def is_valid_gene_id(gene_id: object) -> bool:
 
 
 def _check_gene_id(gene: Gene, where: str) -> Gene:
+    """The gene's id and its ``signals_match`` regexes (which must run without backtracking) are checked."""
     if not is_valid_gene_id(gene.id):
         shown = repr(gene.id[:80]) + ("..." if len(gene.id) > 80 else "")
         raise AssetError(f"{where}: field 'id': gene id {shown} must match {GENE_ID_PATTERN}")
+    refused = next((r for r in map(pattern_refusal, gene.signals_match) if r), None)
+    if refused:
+        raise AssetError(f"{where}: field 'signals_match': pattern refused, {refused}")
     return gene
 
 

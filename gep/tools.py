@@ -31,6 +31,7 @@ from gep.inputs import Unreadable, read_capped, walk
 from gep.models import ValidationReport
 from gep.records import InputWarning
 from gep.runner import run_validation
+from gep.safe_regex import UnsafePattern, compile_untrusted
 from gep.sandbox import ChangeOrigin, Sandbox
 from gep.sanitize import redact
 
@@ -77,7 +78,7 @@ TOOL_SPECS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="search",
-        description="Search file contents with a Python regular expression; returns 'path:line: text' hits "
+        description="Search file contents with a regular expression (RE2 syntax: no backreferences or lookarounds); returns 'path:line: text' hits "
         "(bounded). Optional path limits the search to a directory, glob to file names (e.g. *.py).",
         input_schema=_schema({"pattern": {"type": "string"}, "path": _PATH,
                               "glob": {"type": "string"}}, ["pattern"]),
@@ -308,10 +309,10 @@ class WorkspaceTools:
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ToolFailed("pattern is required")
-        try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise ToolFailed(f"invalid regular expression: {exc}") from None
+        try:  # the model's pattern runs without backtracking: no pattern can hang the cycle
+            rx = compile_untrusted(pattern)
+        except UnsafePattern as exc:
+            raise ToolFailed(f"pattern refused: {exc}") from None
         target, rel = self.resolve(args.get("path"), default=".")
         glob = args.get("glob")
         files = self._walk(target) if target.is_dir() else [target]
@@ -322,7 +323,9 @@ class WorkspaceTools:
             try:
                 if p.stat().st_size > C.TOOL_SEARCH_MAX_FILE_BYTES:
                     continue
-                text = self._read_text(p)
+                # redacted whole, before lines are cut: a PEM body line holds no marker of its own, and a
+                # pattern run on the clear text would tell the model what a secret holds
+                text = redact(self._read_text(p))
             except (ToolFailed, OSError):
                 continue
             for n, line in enumerate(text.splitlines(), 1):
