@@ -392,8 +392,11 @@ def solidify(
 
     def call() -> Any:
         from flows.solidify import solidify_pending
+        from gep.sanitize import redact
 
-        return solidify_pending(workspace=str(ws), summary=summary or "", abandon=abandon, return_state=True)
+        # redacted before it becomes a flow-run parameter in Prefect's database (the commit redacts it too)
+        return solidify_pending(workspace=str(ws), summary=redact(summary or ""), abandon=abandon,
+                                return_state=True)
 
     event, api_url = _run_flow(call, ws, as_json)
     _print_outcome(event, as_json, ws, api_url)

@@ -39,7 +39,7 @@ from gep.mutators.base import (
     write_prompt_file,
 )
 from gep.runner import die_with_parent
-from gep.sanitize import redact_command
+from gep.sanitize import redact, redact_command
 
 WITHHELD_ENV = ("GEP_DATABASE_URL",)
 _SUMMARY_RE = re.compile(r"^\s*GEP_SUMMARY:\s*(.+?)\s*$", re.MULTILINE)
@@ -63,10 +63,16 @@ def agent_env(base: Mapping[str, str], **extra: str) -> dict[str, str]:
     return env
 
 
+# Redaction runs before the cut, over this much more than is kept: a token (or a PEM block) straddling the
+# cut is then seen whole, and what the cut leaves of it is already "[REDACTED]".
+_REDACT_MARGIN = 16_384
+
+
 def _tail(f: IO[bytes], limit: int) -> str:
+    """The last ``limit`` characters of ``f``, redacted before they are cut."""
     f.seek(0, os.SEEK_END)
-    f.seek(max(0, f.tell() - limit * 4))  # bytes, with room for multi-byte characters
-    return f.read().decode("utf-8", errors="replace")[-limit:]
+    f.seek(max(0, f.tell() - (limit + _REDACT_MARGIN) * 4))  # bytes, with room for multi-byte characters
+    return redact(f.read().decode("utf-8", errors="replace")[-(limit + _REDACT_MARGIN):])[-limit:]
 
 
 def _share(stdout: str, stderr: str, limit: int) -> tuple[str, str]:
