@@ -53,6 +53,7 @@ from gep.config import gep_dir
 from gep.errors import AssetError
 from gep.hashing import compute_asset_id, js_dumps, verify_asset_id
 from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular, read_text_capped
+from gep.json_safe import NotStrictJson, loads_strict
 from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport, utc_now
 from gep.records import InputWarning
 from gep.retired import RETIRED_KEY, import_retired, retired_marks
@@ -132,9 +133,11 @@ def _read_json(path: Path, cap: int = C.ASSET_FILE_MAX_BYTES, within: Path | Non
     except OSError as exc:
         raise _cannot_read(path, exc) from None
     try:
-        return json.loads(raw)
+        return loads_strict(raw)
     except json.JSONDecodeError as exc:
         raise AssetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except (NotStrictJson, RecursionError) as exc:
+        raise AssetError(f"{path}: not valid JSON ({exc or 'nested too deep'})") from None
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
@@ -152,9 +155,12 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    yield lineno, json.loads(line)
+                    obj = loads_strict(line)
                 except json.JSONDecodeError as exc:
                     raise AssetError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                except (NotStrictJson, RecursionError) as exc:
+                    raise AssetError(f"{path}:{lineno}: not valid JSON ({exc or 'nested too deep'})") from None
+                yield lineno, obj
         except UnicodeDecodeError:
             raise AssetError(f"{path}: not UTF-8 text") from None
 

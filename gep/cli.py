@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shlex
 import sys
@@ -21,6 +20,7 @@ from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
+from gep.json_safe import dumps_finite
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
@@ -94,7 +94,7 @@ def _warn(warnings: list[InputWarning]) -> None:
 
 
 def _emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write(dumps_finite(obj) + "\n")  # a NaN in the store prints as null, never invalid JSON
     sys.stdout.flush()
 
 

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 
 # The engine's own state and git's: off limits whatever the request says.
 ALWAYS_FORBIDDEN = (".git", ".gep")
+# Folder levels a tool path may have: deeper, pathlib's recursive mkdir and resolve would hit Python's recursion
+# limit (a 2,000-level path killed the mutator with RecursionError); walks stop at 48 levels anyway.
+MAX_PATH_PARTS = 64
 # Directories never worth listing or searching (noise, not secrets: they are still readable).
 _NOISE_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
@@ -198,6 +201,8 @@ class WorkspaceTools:
             return ToolOutcome(content=redact(str(exc)), is_error=True)
         except OSError as exc:
             return ToolOutcome(content=redact(f"{type(exc).__name__}: {exc.strerror or exc}"), is_error=True)
+        except RecursionError:  # whatever the input nests, the session goes on
+            return ToolOutcome(content=f"{name}: the input is nested too deep", is_error=True)
         return ToolOutcome(content=redact(text))
 
     # -------------------------------------------------------------- paths
@@ -216,6 +221,8 @@ class WorkspaceTools:
         if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", text) or Path(raw).is_absolute():
             raise ToolRefused(f"'{raw}' is absolute; use a path relative to the workspace root")
         parts = [p for p in text.split("/") if p not in ("", ".")]
+        if len(parts) > MAX_PATH_PARTS:
+            raise ToolFailed(f"path has {len(parts)} levels; at most {MAX_PATH_PARTS}")
         if ".." in parts:
             raise ToolRefused(f"'{raw}' contains '..'; paths must stay inside the workspace")
         lexical = "/".join(parts)

@@ -6,13 +6,14 @@ recorded (who, when, why, the lesson as it was).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from gep.json_safe import dumps_finite
 
 WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (default: here).")]
 CONTENT_SHOWN = 110
@@ -47,7 +48,7 @@ def list_lessons(
     if topic:
         lessons = [x for x in lessons if x.topic == topic or x.gene_id == topic]
     if as_json:
-        sys.stdout.write(json.dumps([x.model_dump(mode="json") for x in lessons], ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps_finite([x.model_dump(mode="json") for x in lessons]) + "\n")
         return
     if not lessons:
         typer.echo("no lessons" + (f" on {topic}" if topic else "") + " yet")

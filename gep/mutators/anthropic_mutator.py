@@ -344,5 +344,8 @@ def _brief(args: Mapping[str, Any]) -> str:
         if isinstance(v, str) and k in ("content", "old_text", "new_text", "rationale"):
             parts.append(f"{k}=<{len(v)} chars>")
         else:
-            parts.append(f"{k}={json.dumps(v)[:80]}")
+            try:
+                parts.append(f"{k}={json.dumps(v)[:80]}")
+            except (RecursionError, ValueError, TypeError):  # nested too deep to log: the call still runs
+                parts.append(f"{k}=<nested>")
     return redact(", ".join(parts))
