@@ -76,3 +76,38 @@ def test_a_store_holding_a_recursive_view_is_refused_in_one_line(repo: Path, com
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "holds view 'events'" in lines[0] and "which gep never creates" in lines[0], lines
+
+
+def test_a_server_gep_did_not_start_is_never_adopted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from gep.server import ServerError, api_for_run, record_path
+
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"true")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Health)  # another user's Prefect on the port gep would use
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        port = other.server_address[1]
+        env = {"PATH": "/usr/bin:/bin", "PREFECT_HOME": str(tmp_path / "home"), "PREFECT_SERVER_API_PORT": str(port)}
+        with pytest.raises(ServerError, match=f"a server gep did not start already answers at http://127.0.0.1:{port}"):
+            api_for_run(env)
+        assert not record_path(env).exists()
+        gep = Path(sys.executable).with_name("gep")
+        done = subprocess.run([str(gep), "server", "start"], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "not sending runs to it" in done.stderr
+    finally:
+        other.shutdown()
+        other.server_close()
