@@ -78,6 +78,10 @@ _KEEP_PREFIX = [
     # clientSecret, dbPassword, myApiKey).
     r"(?P<keep>(?i:token|api[_\-]?key|secret)\"?[=:]\s*[\"']?)(?!\[REDACTED\])[A-Za-z0-9\-._~+/]{16,}",
     r"(?P<keep>(?i:password)\"?[=:]\s*[\"']?)(?!\[REDACTED\])[^\s\"',;)}\]]{6,}",
+    # A secret said in words ("my passphrase is correct horse battery staple", "the password was ..."): the
+    # rest of the sentence. Prose such as "the password is wrong" loses a word; a passphrase is never kept.
+    r"(?P<keep>(?<![A-Za-z0-9])(?i:pass(?:word|phrase|wd)|pin(?: code)?|secret(?: key)?)\s+(?i:is|was)\s+)"
+    r"(?!\[REDACTED\])[^.\n\r\\\"]{3,}",
     # Session and cookie identifiers (session_id=..., cookie-id: ..., sessionid=...) log a user in.
     r"(?P<keep>(?<![A-Za-z0-9])(?i:session|cookie)[_ \-]?(?i:id)[\"']?\s*[=:]\s*[\"']?)"
     r"(?!\[REDACTED\])[A-Za-z0-9\-._~+/]{12,}",

@@ -111,3 +111,25 @@ def test_a_server_gep_did_not_start_is_never_adopted(tmp_path: Path) -> None:
     finally:
         other.shutdown()
         other.server_close()
+
+
+def test_the_users_words_reach_neither_a_commit_trailer_nor_the_signals_file() -> None:
+    from crash_driver import event, gene, mutation
+
+    from gep.behavior import BehaviorSignal
+    from gep.checks import commit_message
+    from gep.sanitize import redact
+
+    said = "user_preference:I always want tabs over spaces in the parser module"
+    ev = event().model_copy(update={"signals": ["log_error", said, "user_correction:no, use the other flag"]})
+    message = commit_message("repair", "Fix the parser", ev, gene(), mutation())
+    trailer = next(line for line in message.splitlines() if line.startswith("GEP-Signals:"))
+    assert trailer == "GEP-Signals: log_error, user_preference, user_correction", trailer
+    for text in ("my passphrase is correct horse battery staple", "the password was tiger lily river. ok",
+                 "Passphrase: correct horse battery staple", '{"text": "my password is open sesame now"}'):
+        out = redact(text)
+        assert not {"correct", "horse", "battery", "staple", "tiger", "lily", "river", "open", "sesame"} \
+            & set(out.replace('"', " ").replace(".", " ").split()), out
+    stored = BehaviorSignal(ts="2026-11-28T01:00:00+00:00", type="correction", intensity=3,
+                            summary="said my passphrase is correct horse battery staple")
+    assert "horse" not in stored.model_dump_json()
