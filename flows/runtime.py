@@ -11,6 +11,8 @@ from prefect.client.schemas.objects import State
 from prefect.context import SettingsContext, get_settings_context
 from prefect.settings import get_current_settings, temporary_settings
 
+from gep.interrupt import interrupt_stops_the_cycle
+
 
 def api_url_in_process() -> str | None:
     """The API this process's Prefect settings point at (a test harness, a library caller), if any."""
@@ -52,8 +54,10 @@ def foreground_run(api_url: str | None = None) -> Iterator[None]:
 
 
 def run_flow(call: Coroutine[Any, Any, State]) -> State:
-    """Run an async flow call (``return_state=True``) to its final state from sync code."""
-    return asyncio.run(call)
+    """Run an async flow call (``return_state=True``) to its final state from sync code. Ctrl-C stops it
+    as SIGTERM does (gep/interrupt.py), never after the change is committed."""
+    with interrupt_stops_the_cycle():
+        return asyncio.run(call)
 
 
 def drain(timeout_s: float = 10.0) -> None:

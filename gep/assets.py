@@ -53,9 +53,11 @@ from gep.config import gep_dir
 from gep.errors import AssetError
 from gep.hashing import compute_asset_id, js_dumps, verify_asset_id
 from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular, read_text_capped
+from gep.json_safe import NotStrictJson, loads_strict
 from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport, utc_now
 from gep.records import InputWarning
 from gep.retired import RETIRED_KEY, import_retired, retired_marks
+from gep.selector import pattern_refusal
 
 if TYPE_CHECKING:  # store-only commands list genes without importing SQLAlchemy (gep/store/quick.py)
     from gep.store import Store
@@ -80,9 +82,13 @@ def is_valid_gene_id(gene_id: object) -> bool:
 
 
 def _check_gene_id(gene: Gene, where: str) -> Gene:
+    """The gene's id and its ``signals_match`` regexes (which must run without backtracking) are checked."""
     if not is_valid_gene_id(gene.id):
         shown = repr(gene.id[:80]) + ("..." if len(gene.id) > 80 else "")
         raise AssetError(f"{where}: field 'id': gene id {shown} must match {GENE_ID_PATTERN}")
+    refused = next((r for r in map(pattern_refusal, gene.signals_match) if r), None)
+    if refused:
+        raise AssetError(f"{where}: field 'signals_match': pattern refused, {refused}")
     return gene
 
 
@@ -127,9 +133,11 @@ def _read_json(path: Path, cap: int = C.ASSET_FILE_MAX_BYTES, within: Path | Non
     except OSError as exc:
         raise _cannot_read(path, exc) from None
     try:
-        return json.loads(raw)
+        return loads_strict(raw)
     except json.JSONDecodeError as exc:
         raise AssetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except (NotStrictJson, RecursionError) as exc:
+        raise AssetError(f"{path}: not valid JSON ({exc or 'nested too deep'})") from None
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
@@ -147,9 +155,12 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    yield lineno, json.loads(line)
+                    obj = loads_strict(line)
                 except json.JSONDecodeError as exc:
                     raise AssetError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                except (NotStrictJson, RecursionError) as exc:
+                    raise AssetError(f"{path}:{lineno}: not valid JSON ({exc or 'nested too deep'})") from None
+                yield lineno, obj
         except UnicodeDecodeError:
             raise AssetError(f"{path}: not UTF-8 text") from None
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from gep import constants as C
 from gep.assets import is_valid_gene_id
+from gep.behavior import DETAIL_PREFIXES
 from gep.canary import CanaryResult
 from gep.config import CONFIG_FILE, GEP_DIR, Settings
 from gep.models import EvolutionEvent, Gene, Intent, Mutation, RiskLevel, ValidationReport
@@ -177,6 +178,12 @@ def _trailer_value(value: str) -> str:
     return value if is_valid_gene_id(value) else (re.sub(r"[^A-Za-z0-9_.:-]", "_", value)[:120] or "_")
 
 
+def _signal_name(signal: str) -> str:
+    """A behavioural signal by its name only: its description is the user's words, never for a commit."""
+    head, sep, _said = signal.partition(":")
+    return head if sep and head in DETAIL_PREFIXES else signal
+
+
 def commit_message(intent: str, summary: str, event: EvolutionEvent, gene: Gene, mutation: Mutation) -> str:
     """The engine's commit message. Trailers are built from validated values only: ids in the id alphabet,
     the subject and signals redacted and flattened to one line (a newline cannot start a trailer)."""
@@ -188,7 +195,7 @@ def commit_message(intent: str, summary: str, event: EvolutionEvent, gene: Gene,
     subject = subject or " ".join((mutation.expected_effect or gene.summary or f"apply {gene.id}").split())
     if len(subject) > C.COMMIT_SUBJECT_CHARS:
         subject = subject[: C.COMMIT_SUBJECT_CHARS - 3].rstrip() + "..."
-    signals = ", ".join(" ".join(redact(s).split()) for s in event.signals)
+    signals = ", ".join(" ".join(redact(_signal_name(s)).split()) for s in event.signals)
     if len(signals) > C.COMMIT_SIGNALS_CHARS:
         signals = signals[: C.COMMIT_SIGNALS_CHARS - 3].rstrip() + "..."
     trailers = [f"GEP-Event: {_trailer_value(event.id)}", f"GEP-Gene: {_trailer_value(gene.id)}",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shlex
 import sys
@@ -21,6 +20,7 @@ from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
+from gep.json_safe import dumps_finite
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
@@ -96,7 +96,7 @@ def _warn(warnings: list[InputWarning]) -> None:
 
 
 def _emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write(dumps_finite(obj) + "\n")  # a NaN in the store prints as null, never invalid JSON
     sys.stdout.flush()
 
 
@@ -394,8 +394,11 @@ def solidify(
 
     def call() -> Any:
         from flows.solidify import solidify_pending
+        from gep.sanitize import redact
 
-        return solidify_pending(workspace=str(ws), summary=summary or "", abandon=abandon, return_state=True)
+        # redacted before it becomes a flow-run parameter in Prefect's database (the commit redacts it too)
+        return solidify_pending(workspace=str(ws), summary=redact(summary or ""), abandon=abandon,
+                                return_state=True)
 
     event, api_url = _run_flow(call, ws, as_json)
     _print_outcome(event, as_json, ws, api_url)

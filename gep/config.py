@@ -137,6 +137,7 @@ class Settings(BaseModel):
     prompt_context_chars: Chars = C.PROMPT_CONTEXT_CHARS
     agent_cmd: str | None = None
     agent_timeout_s: Seconds = C.AGENT_TIMEOUT_S
+    cycle_timeout_s: Seconds = C.CYCLE_TIMEOUT_S  # a whole cycle: past it, it fails and its change is saved
 
     # gene pool (issue 16)
     # validation for genes the engine writes (automatic and distilled genes): the seed genes' Python defaults

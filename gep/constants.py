@@ -83,6 +83,9 @@ PROMPT_CONTEXT_CHARS = 8_000
 MAX_TURNS = 20
 MAX_TOKENS_PER_CYCLE = 400_000
 AGENT_TIMEOUT_S = 1_800
+CYCLE_TIMEOUT_S = 1_800  # a whole cycle, every wait included (gep/deadline.py)
+GIT_TIMEOUT_S = 600  # one git command
+ANTHROPIC_MAX_RETRY_WAIT_S = 60.0  # a longer Retry-After from the Messages API (or a proxy) is cut to this
 AGENT_OUTPUT_CHARS = 4_000
 # prompt context: per-item caps so one huge field cannot crowd out the rest
 PROMPT_MAX_SIGNALS = 40

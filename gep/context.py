@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from datetime import datetime
@@ -82,6 +83,12 @@ class CycleContext(BaseModel):
     recovered: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)  # what opening the cycle did: recovery, abandoning
     approve: Approve | None = None  # review mode: asked before committing (the flow pauses for a person)
+    opened: float = Field(default_factory=time.monotonic)  # when the cycle got its lock: cycle_timeout_s runs
+
+    @property
+    def deadline(self) -> float:
+        """The ``time.monotonic()`` value past which the cycle fails (gep/deadline.py)."""
+        return self.opened + self.settings.cycle_timeout_s
 
     def rng(self, stage: str) -> random.Random:
         """A per-stage RNG derived from the cycle seed, so stages replay independently."""

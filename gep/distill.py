@@ -58,7 +58,7 @@ from gep.models import (
 )
 from gep.runnable import command_problem
 from gep.sanitize import redact
-from gep.selector import DISTILLED_PREFIX, match_pattern
+from gep.selector import DISTILLED_PREFIX, match_pattern, pattern_refusal
 
 if TYPE_CHECKING:  # imported where used: the SDK takes ~2 s to import
     import anthropic
@@ -376,6 +376,7 @@ def _fix_shape(g: Gene, repairs: list[str], errors: list[str]) -> None:
         dropped = [p for p in g.signals_match if p.strip() not in kept]
         repairs.append(f"signals_match: dropped {dropped} (control signals, duplicates or under 3 chars)")
     g.signals_match = kept
+    errors.extend(f"signals_match: pattern refused, {r}" for r in map(pattern_refusal, kept) if r)
     if not kept:
         errors.append("signals_match is empty")
     g.strategy = [s.strip() for s in g.strategy if s.strip()]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
+from gep import deadline
 from gep import stages as S
 from gep.context import Approve, Clock, CycleContext, CycleRequest, open_cycle
 from gep.models import EvolutionEvent, utc_now
@@ -82,6 +83,7 @@ def run_pipeline(ctx: CycleContext, state: S.CycleState | None = None, hooks: Ho
     stages = stages[names.index(start):] if start else stages
     try:
         for stage in stages:
+            deadline.check(ctx.deadline, ctx.settings, f"before {stage.name}")
             drafted = state.event
             state = hooks.run(stage, ctx, state)
             if state.event is not None and drafted is None:

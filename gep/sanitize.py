@@ -44,7 +44,10 @@ _WHOLE = [
     _B + r"(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
     r"gh[pousr]_[A-Za-z0-9]{30,}",
     r"github_pat_[A-Za-z0-9_]{22,}",
-    _B + r"glpat-[A-Za-z0-9\-_]{20,}",
+    _B + r"gl(?:pat|dt|rt|ptt|ft|imt|soat|cbt|oas|agent)-[A-Za-z0-9\-_]{20,}",  # GitLab's token kinds
+    _B + r"xapp-[0-9]+-[A-Za-z0-9\-]{10,}",  # Slack app-level tokens
+    _B + r"whsec_[A-Za-z0-9+/=]{16,}",  # Stripe webhook signing secrets
+    _B + r"pypi-AgE[A-Za-z0-9\-_]{40,}",  # PyPI API tokens (a macaroon)
     r"(?:AKIA|ASIA)[0-9A-Z]{16}",
     _B + r"AIza[0-9A-Za-z\-_]{35}",
     r"npm_[A-Za-z0-9]{36,}",
@@ -70,11 +73,15 @@ _KEEP_PREFIX = [
     # Generic assignments: api_key=..., "password": "...", secret: ..., client_secret=...
     r"(?P<keep>(?<![A-Za-z0-9])(?i:(?:api[_\-]?key|apikey|access[_\-]?key|secret[_\-]?key|private[_\-]?key"
     r"|secret|passwd|password|passphrase|pwd|token|auth|credentials?))[\"']?\s*[:=]\s*[\"']?)"
-    r"(?![\[{(<])[^\s\"',;)}\]]{4,}",
+    r"(?![\[{(<])[^\s\"',;)}\][]{4,}",
     # The reference's floor: these keywords also count inside a longer name (accessToken,
     # clientSecret, dbPassword, myApiKey).
     r"(?P<keep>(?i:token|api[_\-]?key|secret)\"?[=:]\s*[\"']?)(?!\[REDACTED\])[A-Za-z0-9\-._~+/]{16,}",
     r"(?P<keep>(?i:password)\"?[=:]\s*[\"']?)(?!\[REDACTED\])[^\s\"',;)}\]]{6,}",
+    # A secret said in words ("my passphrase is correct horse battery staple", "the password was ..."): the
+    # rest of the sentence. Prose such as "the password is wrong" loses a word; a passphrase is never kept.
+    r"(?P<keep>(?<![A-Za-z0-9])(?i:pass(?:word|phrase|wd)|pin(?: code)?|secret(?: key)?)\s+(?i:is|was)\s+)"
+    r"(?!\[REDACTED\])[^.\n\r\\\"]{3,}",
     # Session and cookie identifiers (session_id=..., cookie-id: ..., sessionid=...) log a user in.
     r"(?P<keep>(?<![A-Za-z0-9])(?i:session|cookie)[_ \-]?(?i:id)[\"']?\s*[=:]\s*[\"']?)"
     r"(?!\[REDACTED\])[A-Za-z0-9\-._~+/]{12,}",
@@ -252,6 +259,11 @@ def _assignment_value(text: str, m: re.Match[str], kind: str) -> tuple[int, int]
     if text.startswith(_NOT_A_VALUE, start) or text.startswith(REDACTED, start):
         return None
     end = _value_end(text, start, m.group("q2"), kind)
+    inner = None if m.group("q2") else _ASSIGN.match(text, start, end + 2)
+    if inner is not None and inner.end() <= end + 2:  # "auth_token: password: X": a name, not the value
+        if _secret_name(inner.group("name")):
+            return None  # the inner assignment is redacted on its own
+        end = max(end, _value_end(text, inner.end(), inner.group("q2"), kind))
     value = text[start:end].rstrip()
     if kind == "header":  # keep the scheme (Token, Bearer, Basic, Digest ...)
         scheme = re.match(r"[A-Za-z]+[ \t]+", value)

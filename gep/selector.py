@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -67,6 +66,7 @@ from gep.memory_graph import (
 )
 from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, OutcomeStatus
 from gep.records import CandidateScore, GeneBan, SelectorDecision
+from gep.safe_regex import SafePattern, UnsafePattern, compile_untrusted
 
 __all__ = [
     "CandidateScore",
@@ -79,6 +79,7 @@ __all__ = [
     "is_control_signal",
     "match_pattern",
     "match_score",
+    "pattern_refusal",
     "select_capsule",
     "select_gene_and_capsule",
 ]
@@ -99,29 +100,49 @@ class Selection(BaseModel):
 
 # ------------------------------------------------------------------ pattern matching
 
-_JS_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
-
-
 @dataclass(frozen=True)
 class _Pattern:
     raw: str
-    regex: re.Pattern[str] | None
+    regex: SafePattern | None
     needles: tuple[str, ...]
+
+
+def _regex_parts(p: str) -> tuple[str, str] | None:
+    """(body, flags) of a ``/body/flags`` pattern, or None when ``p`` is not one."""
+    if len(p) >= 2 and p.startswith("/") and p.rfind("/") > 0:
+        last = p.rfind("/")
+        body, flags = p[1:last], p[last + 1:] or "i"
+        if set(flags) <= set("gimsuy"):
+            return body, flags
+    return None
+
+
+def _compile_regex(body: str, flags: str) -> SafePattern:
+    """A gene's regex runs without backtracking (gep/safe_regex.py): a gene is untrusted input."""
+    return compile_untrusted(body, ignore_case="i" in flags, dotall="s" in flags, multiline="m" in flags)
+
+
+def pattern_refusal(pattern: str) -> str | None:
+    """Why a ``/body/flags`` pattern is refused as a regex (it is then matched as a substring), or None."""
+    parts = _regex_parts(str(pattern))
+    if parts is None:
+        return None
+    try:
+        _compile_regex(*parts)
+    except UnsafePattern as exc:
+        return f"{str(pattern)[:80]!r}: {exc}"
+    return None
 
 
 def _compile(pattern: str) -> _Pattern:
     p = str(pattern)
     if len(p) >= 2 and p.startswith("/") and p.rfind("/") > 0:
-        last = p.rfind("/")
-        body, flags = p[1:last], p[last + 1:] or "i"
-        if set(flags) <= set("gimsuy"):
-            re_flags = 0
-            for f in flags:
-                re_flags |= _JS_FLAGS.get(f, 0)
+        parts = _regex_parts(p)
+        if parts is not None:
             try:
-                return _Pattern(p, re.compile(body, re_flags), ())
-            except re.error:
-                pass  # not a valid regex: the whole text is matched as a substring (as the reference)
+                return _Pattern(p, _compile_regex(*parts), ())
+            except UnsafePattern:
+                pass  # invalid or unbounded: the whole text is matched as a substring (as the reference)
         return _Pattern(p, None, (p.lower(),))
     if "|" in p:
         return _Pattern(p, None, tuple(b for b in (x.strip().lower() for x in p.split("|")) if b))
@@ -159,7 +180,7 @@ def match_pattern(pattern: str, signal: str, *, exclude_control: bool = True) ->
         s = head
     cp = _pattern(str(pattern))
     if cp.regex is not None:
-        return cp.regex.search(s) is not None
+        return cp.regex.search(s)
     low = s.lower()
     return any(n in low for n in cp.needles)
 

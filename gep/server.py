@@ -122,7 +122,7 @@ def _alive(pid: int | None) -> bool:
 
 def status(env: Mapping[str, str] | None = None, timeout_s: float = api.TIMEOUT_S) -> ServerStatus:
     rec = read_record(env)
-    if rec is None:
+    if rec is None or rec.pid is None:  # no record, or one of a server gep only found (older versions)
         return ServerStatus(running=False)
     if api.healthy(rec.api_url, timeout_s, env):
         return ServerStatus(running=True, record=rec)
@@ -201,9 +201,12 @@ def _spawn_unless_running(env: dict[str, str], say: Progress) -> tuple[ServerRec
     port = port_setting(env)
     base = f"http://{HOST}:{port}"
     rec = ServerRecord(pid=None, port=port, api_url=f"{base}/api", ui_url=base)
-    if api.healthy(rec.api_url, env=env):  # a server someone started on that port: use it, never stop it
-        _write_record(rec, env)
-        return rec, None
+    if api.healthy(rec.api_url, env=env):
+        # not gep's (it has no record of it): another user's or another tool's Prefect would receive the runs,
+        # their parameters and artifacts. Used only when the user points PREFECT_API_URL at it.
+        raise ServerError(f"a server gep did not start already answers at {base}: not sending runs to it "
+                          f"(set PREFECT_API_URL={rec.api_url} to use it, or PREFECT_SERVER_API_PORT to start "
+                          "gep's own on another port)")
     home = api.prefect_home(env)
     home.mkdir(parents=True, exist_ok=True)
     log = home / LOG_FILE

@@ -333,16 +333,13 @@ def render_transcript(jsonl: str) -> str:
     for raw in jsonl.split("\n"):
         if not raw.strip():
             continue
-        try:
+        try:  # a record that cannot be read (bad JSON, nested past the parser's depth ...) is left out
             data = json.loads(raw)
-        except ValueError:
+            if not isinstance(data, dict):
+                continue
+            entries = _claude_code_lines(data) if data.get("type") in ("user", "assistant") else _openclaw_lines(data)
+        except (ValueError, TypeError, OverflowError, RecursionError):
             continue
-        if not isinstance(data, dict):
-            continue
-        if data.get("type") in ("user", "assistant"):
-            entries = _claude_code_lines(data)
-        else:
-            entries = _openclaw_lines(data)
         for entry in entries:
             if entry == last:
                 repeats += 1
@@ -488,11 +485,10 @@ def parse_line_time(line: str, *, json_record: bool = False) -> datetime | None:
         head, frac = clock.split(".", 1)
         clock = f"{head}.{(frac + '000000')[:6]}"
     zone = "+00:00" if zone in ("", "Z", "UTC") else (zone if ":" in zone else f"{zone[:3]}:{zone[3:]}")
-    try:
-        at = datetime.fromisoformat(f"{day}T{clock}{zone}")
-    except ValueError:
+    try:  # 9999-12-31T23:59:59-14:00 is valid but has no UTC time: OverflowError
+        return datetime.fromisoformat(f"{day}T{clock}{zone}").astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return at.astimezone(UTC)
 
 
 class TailLine(BaseModel):
@@ -654,18 +650,26 @@ class SessionExchanges(BaseModel):
     exchanges: list[TranscriptExchange] = Field(default_factory=list)
     pending_agent: str = ""
     pending_tools: list[str] = Field(default_factory=list)
+    skipped_records: int = 0  # records that could not be parsed (bad JSON, a timestamp out of range ...)
+
+
+class _Unparsable(ValueError):
+    """A transcript record the engine cannot read: skipped and counted, never the cycle's failure."""
 
 
 def _parse_ts(value: Any) -> datetime | None:
+    """A record's time in UTC; None without one; :class:`_Unparsable` when it has one that is no time."""
+    if value is None or value == "":
+        return None
     try:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return datetime.fromtimestamp(value / 1000, UTC)  # OpenClaw: epoch milliseconds
-        if isinstance(value, str) and value:
+        if isinstance(value, str):
             ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
+            return (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).astimezone(UTC)
     except (ValueError, OverflowError, OSError):
-        return None
-    return None
+        pass
+    raise _Unparsable(f"timestamp {str(value)[:40]!r} is not a time")
 
 
 def _blocks(content: Any, text_kind: str, tool_kind: str) -> tuple[str, list[str], bool]:
@@ -713,10 +717,13 @@ def transcript_exchanges(jsonl: str, session_id: str = "") -> SessionExchanges:
     out: list[TranscriptExchange] = []
     agent: list[str] = []
     tools: list[str] = []
+    skipped = 0
     for raw in jsonl.split("\n"):
-        try:
+        try:  # any one record that cannot be read costs that record, never the cycle
             data = json.loads(raw) if raw.strip() else None
-        except ValueError:
+            turn = _turn(data) if isinstance(data, dict) else None
+        except (ValueError, TypeError, OverflowError, RecursionError):  # _Unparsable is a ValueError
+            skipped += 1
             continue
         if not isinstance(data, dict):
             continue
@@ -726,7 +733,6 @@ def transcript_exchanges(jsonl: str, session_id: str = "") -> SessionExchanges:
                 session_id = data["id"]
         elif isinstance(data.get("sessionId"), str):
             session_id = data["sessionId"]
-        turn = _turn(data)
         if turn is None:
             continue
         role, text, names, ts = turn
@@ -737,13 +743,13 @@ def transcript_exchanges(jsonl: str, session_id: str = "") -> SessionExchanges:
         if not text.strip():
             continue
         if not out and ENGINE_PROMPT_MARKER in text:
-            return SessionExchanges(source=source, session_id=session_id)
+            return SessionExchanges(source=source, session_id=session_id, skipped_records=skipped)
         out.append(TranscriptExchange(source=source, session_id=session_id, user=text, ts=ts,
                                       agent="\n".join(a for a in agent if a)[-_AGENT_CLIP:], agent_tools=tools))
         agent, tools = [], []
     for ex in out:  # the records name the session only as they go: the last name holds for all
         ex.session_id = session_id
-    return SessionExchanges(source=source, session_id=session_id, exchanges=out,
+    return SessionExchanges(source=source, session_id=session_id, exchanges=out, skipped_records=skipped,
                             pending_agent="\n".join(a for a in agent if a)[-_AGENT_CLIP:], pending_tools=tools)
 
 
@@ -768,6 +774,9 @@ def collect_exchanges(workspace: Path, settings: Settings, now: datetime,
         except OSError:
             continue
         parsed = transcript_exchanges(tail.text, session_id=path.stem)
+        if parsed.skipped_records:
+            note(warnings, InputWarning(path=shown(path, root), reason=f"{parsed.skipped_records} records skipped: "
+                                        "they cannot be parsed"))
         if tail.truncated:  # the first exchange's agent turn may have lost records before the cut
             parsed.exchanges = parsed.exchanges[1:]
         if parsed.exchanges:

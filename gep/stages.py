@@ -23,6 +23,7 @@ from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
 from gep.budget import budget_spent, daily_budget_spent, record_skipped
 from gep.config import Settings, validation_commands
 from gep.context import ORIGINS, CycleContext
+from gep.deadline import bounded
 from gep.feedback import FeedbackIndex
 from gep.fixes import annotate, check_fixes, reusable
 from gep.genepool import fall_back_to_auto_gene, gene_pool
@@ -294,8 +295,8 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     event.meta.mutator = mutator.name
     state.result = mutator.apply(MutationRequest(
         workspace=ctx.tree.path, state_dir=ctx.workspace.gep_dir, cycle_id=event.id, prompt=prompt, gene=gene,
-        settings=ctx.settings, origin=ORIGINS[ctx.mutator], forbidden_paths=forbidden,
-        validation_commands=validation_commands(ctx.settings, gene.validation)))
+        settings=bounded(ctx.settings, ctx.deadline), origin=ORIGINS[ctx.mutator], forbidden_paths=forbidden,
+        validation_commands=validation_commands(ctx.settings, gene.validation), deadline=ctx.deadline))
     if state.result.status == "awaiting_changes":
         state.event, state.done = mark_awaiting(ctx, event, gene, state.mutation, state.result), True
     elif state.result.status == "error":
@@ -321,7 +322,7 @@ def solidify_stage(ctx: CycleContext, state: CycleState) -> CycleState:
     assert state.gene is not None and state.mutation is not None
     summary = state.summary or default_summary(state.gene, state.mutation)
     result = solidify(SolidifyInput(
-        tree=ctx.tree, store=ctx.store, settings=ctx.settings, run=ctx.run, event=state.event,
+        tree=ctx.tree, store=ctx.store, settings=bounded(ctx.settings, ctx.deadline), run=ctx.run, event=state.event,
         gene=state.gene, mutation=state.mutation, summary=summary, branch=_branch(ctx), now=ctx.clock,
         approve=ctx.approve))
     state.event, state.done = result.event, True

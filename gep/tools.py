@@ -31,6 +31,7 @@ from gep.inputs import Unreadable, read_capped, walk
 from gep.models import ValidationReport
 from gep.records import InputWarning
 from gep.runner import run_validation
+from gep.safe_regex import UnsafePattern, compile_untrusted
 from gep.sandbox import ChangeOrigin, Sandbox
 from gep.sanitize import redact
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 
 # The engine's own state and git's: off limits whatever the request says.
 ALWAYS_FORBIDDEN = (".git", ".gep")
+# Folder levels a tool path may have: deeper, pathlib's recursive mkdir and resolve would hit Python's recursion
+# limit (a 2,000-level path killed the mutator with RecursionError); walks stop at 48 levels anyway.
+MAX_PATH_PARTS = 64
 # Directories never worth listing or searching (noise, not secrets: they are still readable).
 _NOISE_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
@@ -77,7 +81,7 @@ TOOL_SPECS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="search",
-        description="Search file contents with a Python regular expression; returns 'path:line: text' hits "
+        description="Search file contents with a regular expression (RE2 syntax: no backreferences or lookarounds); returns 'path:line: text' hits "
         "(bounded). Optional path limits the search to a directory, glob to file names (e.g. *.py).",
         input_schema=_schema({"pattern": {"type": "string"}, "path": _PATH,
                               "glob": {"type": "string"}}, ["pattern"]),
@@ -197,6 +201,8 @@ class WorkspaceTools:
             return ToolOutcome(content=redact(str(exc)), is_error=True)
         except OSError as exc:
             return ToolOutcome(content=redact(f"{type(exc).__name__}: {exc.strerror or exc}"), is_error=True)
+        except RecursionError:  # whatever the input nests, the session goes on
+            return ToolOutcome(content=f"{name}: the input is nested too deep", is_error=True)
         return ToolOutcome(content=redact(text))
 
     # -------------------------------------------------------------- paths
@@ -215,6 +221,8 @@ class WorkspaceTools:
         if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", text) or Path(raw).is_absolute():
             raise ToolRefused(f"'{raw}' is absolute; use a path relative to the workspace root")
         parts = [p for p in text.split("/") if p not in ("", ".")]
+        if len(parts) > MAX_PATH_PARTS:
+            raise ToolFailed(f"path has {len(parts)} levels; at most {MAX_PATH_PARTS}")
         if ".." in parts:
             raise ToolRefused(f"'{raw}' contains '..'; paths must stay inside the workspace")
         lexical = "/".join(parts)
@@ -308,10 +316,10 @@ class WorkspaceTools:
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ToolFailed("pattern is required")
-        try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise ToolFailed(f"invalid regular expression: {exc}") from None
+        try:  # the model's pattern runs without backtracking: no pattern can hang the cycle
+            rx = compile_untrusted(pattern)
+        except UnsafePattern as exc:
+            raise ToolFailed(f"pattern refused: {exc}") from None
         target, rel = self.resolve(args.get("path"), default=".")
         glob = args.get("glob")
         files = self._walk(target) if target.is_dir() else [target]
@@ -322,7 +330,9 @@ class WorkspaceTools:
             try:
                 if p.stat().st_size > C.TOOL_SEARCH_MAX_FILE_BYTES:
                     continue
-                text = self._read_text(p)
+                # redacted whole, before lines are cut: a PEM body line holds no marker of its own, and a
+                # pattern run on the clear text would tell the model what a secret holds
+                text = redact(self._read_text(p))
             except (ToolFailed, OSError):
                 continue
             for n, line in enumerate(text.splitlines(), 1):

@@ -24,9 +24,9 @@ BODY = st.text(alphabet=ALNUM, min_size=24, max_size=40)
 WORD = st.text(alphabet=string.ascii_lowercase, min_size=6, max_size=10)
 
 
-def _pem(body: str) -> str:
+def _pem(body: str, kind: str = "RSA PRIVATE KEY") -> str:
     lines = [body[i:i + 16] for i in range(0, len(body), 16)]
-    return "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END RSA PRIVATE KEY-----"
+    return f"-----BEGIN {kind}-----\n" + "\n".join(lines) + f"\n-----END {kind}-----"
 
 
 def _jwt(body: str) -> str:
@@ -68,8 +68,32 @@ SHAPES: dict[str, Shape] = {
     "service_token_env": lambda b: (f"export MY_SERVICE_TOKEN={b}", [b]),
     "json_api_key": lambda b: (json.dumps({"api_key": b}), [b]),
     "json_password": lambda b: (f'{{"password": "{b[:8]} {b[8:16]} {b[16:]}"}}', [b[:8], b[8:16], b[16:]]),
+    # issue 32: the common vendor formats
+    "aws_session_token": lambda b: (f"aws_session_token = IQoJb3JpZ2luX2VjE{b}", [b]),
+    "gcp_service_account": lambda b: (json.dumps({"type": "service_account", "project_id": "proj",
+                                                  "private_key": _pem(b, "PRIVATE KEY") + "\n",
+                                                  "client_email": "x@proj.iam.gserviceaccount.com"}), [b[:16]]),
+    "azure_storage": lambda b: ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
+                                f"{b}{b}==;EndpointSuffix=core.windows.net", [b]),
+    "azure_service_bus": lambda b: ("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;"
+                                    f"SharedAccessKey={b}=", [b]),
+    "github_oauth": lambda b: (f"gho_{(b * 2)[:36]}", [(b * 2)[:36]]),
+    "gitlab_runner": lambda b: (f"glrt-{b}", [b]),
+    "slack_user": lambda b: (f"xoxp-1234567890-1234567890-{b}", [b]),
+    "slack_app": lambda b: (f"xapp-1-A0123456789-1234567890-{b}", [b]),
+    "stripe_restricted": lambda b: (f"rk_live_{b}", [b]),
+    "stripe_webhook": lambda b: (f"whsec_{b}", [b]),
+    "npm_legacy": lambda b: (f"//registry.npmjs.org/:_authToken={b}", [b]),
+    "pypi": lambda b: (f"pypi-AgEIcHlwaS5vcmcCJ{b}{b}", [b]),
+    "mysql_url": lambda b: (f"mysql://app:{b}@db.internal:3306/app", [b]),
+    "mongodb_srv": lambda b: (f"mongodb+srv://app:{b}@cluster0.example.mongodb.net/db", [b]),
+    "redis_url": lambda b: (f"redis://:{b}@cache.example.com:6379/0", [b]),
+    "openssh_key": lambda b: (_pem(b, "OPENSSH PRIVATE KEY"), [b[:16]]),
+    "basic_auth_url": lambda b: (f"https://admin:{b}@ci.example.com/job", [b]),
+    "key_then_assignment": lambda b: (f"auth_token: password: {b}", [b]),
+    "key_then_assignment_eq": lambda b: (f"API_KEY=SECRET_TOKEN={b}", [b]),
 }
-assert len(SHAPES) >= 20
+assert len(SHAPES) >= 45
 
 
 def _password_with_spaces(words: list[str]) -> tuple[str, list[str]]:

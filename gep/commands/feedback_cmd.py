@@ -5,7 +5,6 @@ Plain store work: never imports Prefect (the `feedback` flow in flows/feedback.p
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from gep.errors import GepError
+from gep.json_safe import dumps_finite
 
 HERE = Path(".")
 STATS = "stats"
@@ -72,7 +72,7 @@ def _stats(workspace: Path, as_json: bool) -> None:
     with read_store(workspace) as store:
         stats = feedback_stats(store.list_feedback(), utc_now())
     if as_json:
-        sys.stdout.write(json.dumps([s.model_dump(mode="json") for s in stats], ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps_finite([s.model_dump(mode="json") for s in stats]) + "\n")
         return
     if not stats:
         typer.echo("no feedback yet (cycles and `gep feedback EVENT_ID helpful|not_helpful` add it)")

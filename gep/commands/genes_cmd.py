@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -10,6 +9,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from gep.json_safe import dumps_finite
 
 OptionalWorkspace = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (a git repository; "
                                                  "default: the current directory).")]
@@ -81,7 +82,7 @@ def distill(
     if as_json:
         data = {**result.run.model_dump(mode="json", exclude_none=True), "dry_run": dry_run,
                 "stored": result.gene is not None and not dry_run}
-        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps_finite(data) + "\n")
         return
     typer.echo(run_line(result.run, dry_run))
     for item in [*result.run.repairs, *result.run.notes]:

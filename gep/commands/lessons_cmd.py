@@ -6,13 +6,14 @@ recorded (who, when, why, the lesson as it was).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from gep.json_safe import dumps_finite
 
 if TYPE_CHECKING:
     from gep.injections import ItemScore
@@ -54,7 +55,7 @@ def list_lessons(
     if as_json:
         rows = [{**x.model_dump(mode="json"), **({"sessions": used[x.id].model_dump(exclude={"ref"})}
                                                  if x.id in used else {})} for x in lessons]
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps_finite(rows) + "\n")
         return
     if not lessons:
         typer.echo("no lessons" + (f" on {topic}" if topic else "") + " yet")

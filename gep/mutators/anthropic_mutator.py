@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gep import constants as C
 from gep.config import Settings
+from gep.deadline import left
 from gep.errors import ConfigError
 from gep.mutators.base import (
     MutationRequest,
@@ -153,6 +154,44 @@ def _api_error(exc: anthropic.APIError) -> str:
     return f"Messages API error: {exc}"
 
 
+# ------------------------------------------------------------------ waits with a limit of the engine's own
+
+
+class OutOfTime(Exception):
+    """The Messages API asked for a wait (or a request would run) past the cycle's time limit."""
+
+
+class _Deadline:
+    """The monotonic time a session must end by (None: no limit), shared with its client's retry waits."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+
+def _bounded_client(api_key: str, base_url: str | None, max_retries: int, timeout_s: float,
+                    deadline: _Deadline) -> anthropic.Anthropic:
+    """The SDK's client, whose retry waits never pass ``deadline`` nor ``ANTHROPIC_MAX_RETRY_WAIT_S``.
+
+    The SDK obeys a ``Retry-After`` of any size (up to 49 days); a proxy at ``ANTHROPIC_BASE_URL`` answering
+    ``Retry-After: 100000000`` would hold the cycle, its lock and its Prefect slot for weeks."""
+    import anthropic
+
+    class BoundedAnthropic(anthropic.Anthropic):
+        def _calculate_retry_timeout(self, remaining_retries: int, options: Any,
+                                     response_headers: Any = None) -> float:
+            wait = min(super()._calculate_retry_timeout(remaining_retries, options, response_headers),
+                       C.ANTHROPIC_MAX_RETRY_WAIT_S)
+            remaining = left(deadline.at)
+            if wait + 1.0 >= remaining:
+                raise OutOfTime(f"the Messages API asked to wait {wait:.0f} s before retrying, past the cycle's "
+                                f"time limit ({max(0.0, remaining):.0f} s left)")
+            if remaining != float("inf"):  # the retried request ends by the deadline too
+                options.timeout = max(1.0, min(timeout_s, remaining - wait))
+            return wait
+
+    return BoundedAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s)
+
+
 # ------------------------------------------------------------------ the mutator
 
 
@@ -165,14 +204,15 @@ class AnthropicMutator:
         if not api_key:
             raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
         self.settings = settings
-        import anthropic
-
-        self.client = anthropic.Anthropic(api_key=api_key, base_url=env.get("ANTHROPIC_BASE_URL") or None,
-                                          max_retries=max_retries, timeout=timeout_s)
+        self.timeout_s = timeout_s
+        self.deadline = _Deadline()
+        self.client = _bounded_client(api_key, env.get("ANTHROPIC_BASE_URL") or None, max_retries, timeout_s,
+                                      self.deadline)
 
     def apply(self, req: MutationRequest) -> MutatorResult:
         started = time.monotonic()
-        session = _Session(self.client, req)
+        self.deadline.at = req.deadline
+        session = _Session(self.client, req, self.timeout_s)
         try:
             result = session.run()
         except Exception as exc:  # noqa: BLE001 - a mutator reports failures, it never raises them
@@ -184,8 +224,10 @@ class AnthropicMutator:
 class _Session:
     """One conversation: the loop, its budgets and its bookkeeping."""
 
-    def __init__(self, client: anthropic.Anthropic, req: MutationRequest) -> None:
+    def __init__(self, client: anthropic.Anthropic, req: MutationRequest,
+                 timeout_s: float = C.ANTHROPIC_TIMEOUT_S) -> None:
         self.client = client
+        self.timeout_s = timeout_s
         self.req = req
         self.settings = req.settings
         self.tools = WorkspaceTools(req.workspace, forbidden_paths=req.forbidden_paths,
@@ -230,13 +272,20 @@ class _Session:
             if remaining <= 0:
                 return self.result("error", error=f"token budget exhausted ({self.metrics.total_tokens} of "
                                                   f"{budget} tokens) after {turn - 1} turns, before finish")
+            time_left = left(self.req.deadline)
+            if time_left <= 1.0:
+                return self.result("error", error=f"the cycle's time limit (cycle_timeout_s) passed after {turn - 1} "
+                                                  "turns, before finish")
             try:
                 raw = self.client.messages.with_raw_response.create(
                     model=self.settings.model, max_tokens=min(C.MAX_OUTPUT_TOKENS_PER_TURN, remaining),
-                    system=system, tools=tool_defs, messages=_with_cache_breakpoint(messages))
+                    system=system, tools=tool_defs, messages=_with_cache_breakpoint(messages),
+                    timeout=min(self.timeout_s, time_left))
                 reply, history = parse_reply(raw.text())
             except anthropic.APIError as exc:
                 return self.result("error", error=_api_error(exc))
+            except OutOfTime as exc:
+                return self.result("error", error=str(exc))
             except MalformedReply as exc:
                 return self.result("error", error=f"malformed reply from the Messages API (turn {turn}): {exc}")
             self.metrics.turns = turn
@@ -295,5 +344,8 @@ def _brief(args: Mapping[str, Any]) -> str:
         if isinstance(v, str) and k in ("content", "old_text", "new_text", "rationale"):
             parts.append(f"{k}=<{len(v)} chars>")
         else:
-            parts.append(f"{k}={json.dumps(v)[:80]}")
+            try:
+                parts.append(f"{k}={json.dumps(v)[:80]}")
+            except (RecursionError, ValueError, TypeError):  # nested too deep to log: the call still runs
+                parts.append(f"{k}=<nested>")
     return redact(", ".join(parts))

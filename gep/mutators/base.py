@@ -36,6 +36,7 @@ class MutationRequest(BaseModel):
     settings: Settings
     forbidden_paths: list[str] = Field(default_factory=list)  # gene forbidden + .git + .gep + protected
     validation_commands: list[str] = Field(default_factory=list)
+    deadline: float | None = None  # time.monotonic() by which the change must be made (cycle_timeout_s)
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ from typing import IO
 
 from gep import constants as C
 from gep.config import Settings
+from gep.deadline import left
 from gep.errors import ConfigError
 from gep.mutators.base import (
     MutationRequest,
@@ -38,7 +39,7 @@ from gep.mutators.base import (
     write_prompt_file,
 )
 from gep.runner import die_with_parent
-from gep.sanitize import redact_command
+from gep.sanitize import redact, redact_command
 
 WITHHELD_ENV = ("GEP_DATABASE_URL",)
 _SUMMARY_RE = re.compile(r"^\s*GEP_SUMMARY:\s*(.+?)\s*$", re.MULTILINE)
@@ -62,10 +63,16 @@ def agent_env(base: Mapping[str, str], **extra: str) -> dict[str, str]:
     return env
 
 
+# Redaction runs before the cut, over this much more than is kept: a token (or a PEM block) straddling the
+# cut is then seen whole, and what the cut leaves of it is already "[REDACTED]".
+_REDACT_MARGIN = 16_384
+
+
 def _tail(f: IO[bytes], limit: int) -> str:
+    """The last ``limit`` characters of ``f``, redacted before they are cut."""
     f.seek(0, os.SEEK_END)
-    f.seek(max(0, f.tell() - limit * 4))  # bytes, with room for multi-byte characters
-    return f.read().decode("utf-8", errors="replace")[-limit:]
+    f.seek(max(0, f.tell() - (limit + _REDACT_MARGIN) * 4))  # bytes, with room for multi-byte characters
+    return redact(f.read().decode("utf-8", errors="replace")[-(limit + _REDACT_MARGIN):])[-limit:]
 
 
 def _share(stdout: str, stderr: str, limit: int) -> tuple[str, str]:
@@ -102,7 +109,8 @@ class CommandMutator:
             return MutatorResult(status="error", error=one_line(f"cannot write the prompt file: {exc}"))
         env = agent_env(self.env, GEP_PROMPT_FILE=str(prompt_file), GEP_CYCLE_ID=req.cycle_id,
                         GEP_WORKSPACE=str(req.workspace))
-        timeout = req.settings.agent_timeout_s
+        cut = left(req.deadline) < req.settings.agent_timeout_s  # the cycle's own limit comes first
+        timeout = max(1.0, min(req.settings.agent_timeout_s, left(req.deadline)))
         limit = C.AGENT_OUTPUT_CHARS
         timed_out = False
         with open(prompt_file, "rb") as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -130,8 +138,9 @@ class CommandMutator:
         base = {"metrics": metrics, "output": output, "prompt_file": str(prompt_file)}
         cmd = redact_command(shlex.join(self.argv))  # recorded in the event: a key on the command line stays out
         if timed_out:
+            limit_name = "the cycle's time limit (cycle_timeout_s)" if cut else "agent_timeout_s"
             return MutatorResult(status="error", error=one_line(
-                f"agent command timed out after {timeout:g}s and was killed: {cmd}"), **base)
+                f"agent command timed out after {round(timeout, 1):g}s and was killed ({limit_name}): {cmd}"), **base)
         if code != 0:
             lines = (stderr or stdout).strip().splitlines()
             last = one_line(lines[-1], 200) if lines else ""

@@ -44,6 +44,7 @@ class StoreBase:
     def open(cls, url: str) -> Self:
         """Open (creating if needed) and migrate the store at ``url``, unscoped (admin, or a single-workspace
         tool): it acts on the rows of no workspace in particular. StoreError with one line on failure."""
+        from gep.store.foreign_objects import refuse_foreign_objects
         from gep.store.migrations import migrate, unknown_migrations
 
         try:
@@ -54,6 +55,9 @@ class StoreBase:
                 if path.exists() and not os.access(path, os.R_OK | os.W_OK):
                     raise StoreError(f"cannot open store {path}: permission denied")
             engine = make_engine(url)
+            if parsed.get_backend_name() == "sqlite":
+                with engine.connect() as conn:  # a view or trigger gep never made: refused before any read
+                    refuse_foreign_objects(conn.connection.dbapi_connection, parsed.database or "")  # type: ignore[arg-type]
             migrate(engine)
             store = cls(engine, url)
             with engine.connect() as conn:

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from gep.config import Settings
+from gep.errors import StoreError
 from gep.models import EvolutionEvent, FailedCapsule, Gene
 from gep.store import schema as S
 from gep.store.codec import load, load_by_time
+from gep.store.foreign_objects import refuse_foreign_objects
 from gep.workspace_id import workspace_identity
 
 if TYPE_CHECKING:  # imported when read: gep.runnable and gep.memory are not needed by every command
@@ -72,6 +74,13 @@ def connect(workspace: Path, settings: Settings, mode: str) -> tuple[sqlite3.Con
         conn = sqlite3.connect(f"{db.as_uri()}?mode={mode}", uri=True, timeout=10, isolation_level=None)
     except Exception:  # noqa: BLE001 - the full store opens it, or says in one line what is wrong
         return None
+    try:
+        refuse_foreign_objects(conn, db)
+    except StoreError:
+        conn.close()
+        raise
+    except sqlite3.Error:
+        pass  # not a database gep can read: the full store says so
     try:
         migrated = {name for (name,) in conn.execute(f"SELECT name FROM {S.SCHEMA_MIGRATIONS}")}
         registered = conn.execute(f"SELECT path, name FROM {S.WORKSPACES} WHERE id = ?", (identity.id,)).fetchone()

@@ -1,0 +1,103 @@
+"""Issue 32 finding 4: every wait a cycle meets has a wall-clock limit of the engine's own.
+
+A Messages API (or a proxy at ANTHROPIC_BASE_URL) answering 429 with ``Retry-After: 100000000`` made the SDK
+sleep for weeks while the cycle held its lock and Prefect slot; an agent could run past any budget but its
+own. Now ``cycle_timeout_s`` bounds the whole cycle: past it, the cycle fails, its change is saved as a patch
+and its lock is released."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from fake_anthropic import FakeAnthropic, error_reply, message, tool_use
+from test_mutator_anthropic import KEY, MODEL, request
+
+from gep import constants as C
+from gep.config import Settings
+from gep.context import CycleRequest
+from gep.git import open_repo
+from gep.git.lock import workspace_lock
+from gep.mutators.anthropic_mutator import AnthropicMutator
+from gep.pipeline import run_cycle
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _weeks() -> object:
+    reply = error_reply(429, "rate_limit_error", "slow down")
+    reply.headers["retry-after"] = "100000000"
+    return reply
+
+
+def test_a_retry_after_of_weeks_ends_at_the_cycles_time_limit(repo: Path) -> None:
+    with FakeAnthropic([_weeks() for _ in range(5)]) as fake:
+        mut = AnthropicMutator(Settings(model=MODEL), {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url},
+                               max_retries=3)
+        req = request(repo).model_copy(update={"deadline": time.monotonic() + 20})
+        started = time.monotonic()
+        result = mut.apply(req)
+        took = time.monotonic() - started
+    assert took < 10, took
+    assert result.status == "error" and result.error is not None
+    assert "asked to wait 60 s before retrying, past the cycle's time limit" in result.error
+    assert len(fake.requests) == 1
+
+
+def test_without_a_deadline_a_retry_after_is_cut_to_a_minute(repo: Path) -> None:
+    mut = AnthropicMutator(Settings(model=MODEL), {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": "http://x"})
+    from anthropic._models import FinalRequestOptions
+
+    options = FinalRequestOptions(method="post", url="/v1/messages")
+    wait = mut.client._calculate_retry_timeout(2, options, httpx.Headers({"retry-after": "100000000"}))
+    assert wait == C.ANTHROPIC_MAX_RETRY_WAIT_S
+    assert mut.client._calculate_retry_timeout(2, options, httpx.Headers({"retry-after": "2"})) == 2
+
+
+def test_the_request_itself_ends_by_the_deadline(repo: Path) -> None:
+    def hang(_req: object) -> object:
+        time.sleep(8)
+        return message(tool_use("finish", {"summary": "late", "rationale": "late"}))
+
+    with FakeAnthropic(hang) as fake:
+        mut = AnthropicMutator(Settings(model=MODEL), {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url},
+                               max_retries=0)
+        started = time.monotonic()
+        result = mut.apply(request(repo).model_copy(update={"deadline": time.monotonic() + 3}))
+        took = time.monotonic() - started
+    assert took < 6 and result.status == "error" and "timed out" in (result.error or ""), result.error
+
+
+AGENT = textwrap.dedent("""
+    import pathlib, sys, time
+    sys.stdin.read()
+    p = pathlib.Path("stats.py")
+    p.write_text(p.read_text().replace("(len(values) - 1)", "len(values)"))
+    time.sleep(120)
+""")
+
+
+def test_a_cycle_past_cycle_timeout_fails_saves_its_change_and_releases_the_lock(example_ws: Path,
+                                                                               tmp_path: Path) -> None:
+    from conftest import git
+
+    (example_ws / "gep.toml").write_text("cycle_timeout_s = 4\n")  # agent_timeout_s stays at 30 minutes
+    git(example_ws, "add", "gep.toml")
+    git(example_ws, "commit", "-q", "-m", "a short cycle limit")
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT)
+    started = time.monotonic()
+    event = run_cycle(CycleRequest(workspace=example_ws, mutator="command", seed=1,
+                                   agent_cmd=f"{sys.executable} {agent}"), env={})
+    assert time.monotonic() - started < 60
+    assert event is not None and event.outcome.status == "failed"
+    reasons = " ".join(event.meta.failure_reasons or [])
+    assert "cycle's time limit (cycle_timeout_s)" in reasons, reasons
+    assert event.meta.rescued_patch and "len(values)" in Path(event.meta.rescued_patch).read_text()
+    assert "len(values) - 1" in (example_ws / "stats.py").read_text()  # the user's tree is untouched
+    with workspace_lock(open_repo(example_ws), 0):  # released: taken at once
+        pass

@@ -1,0 +1,135 @@
+"""Issue 32, finding 11 (part): inputs that killed or hung a command, or made it print invalid JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fake_anthropic import FakeAnthropic, message, tool_use
+from test_mutator_anthropic import KEY, MODEL, request
+
+from gep.assets import import_assets
+from gep.config import Settings
+from gep.errors import AssetError
+from gep.json_safe import dumps_finite
+from gep.mutators.anthropic_mutator import AnthropicMutator
+from gep.store import Store
+from gep.tools import WorkspaceTools
+
+DEEP = "/".join(["a"] * 2000) + "/f.txt"
+
+
+def test_a_2000_level_path_is_a_tool_error_not_a_dead_mutator(repo: Path) -> None:
+    tools = WorkspaceTools(repo, forbidden_paths=[], validation_commands=[], settings=Settings(), gene_id="g",
+                           cycle_id="evt_t")
+    for name, args in (("write_file", {"path": DEEP, "content": "x"}), ("read_file", {"path": DEEP}),
+                       ("edit_file", {"path": DEEP, "old_text": "x", "new_text": "y"}), ("list_files", {"path": DEEP})):
+        out = tools.call(name, args)
+        assert out.is_error and "path has 2001 levels; at most 64" in out.content, (name, out.content)
+    finish = tool_use("finish", {"summary": "Nothing to change", "rationale": "ok"})
+    with FakeAnthropic([message(tool_use("write_file", {"path": DEEP, "content": "x"}),
+                                tool_use("list_files", {"path": "."})), message(finish)]) as fake:
+        mut = AnthropicMutator(Settings(model=MODEL), {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url})
+        result = mut.apply(request(repo))
+    assert result.status == "no_change", result.error  # the session went on to finish
+    assert "at most 64" in json.dumps(fake.requests[1].tool_results())
+
+
+def _event_line(score: object) -> str:
+    return ('{"type": "EvolutionEvent", "id": "evt_1700000000000_nan", "intent": "repair", "signals": [], '
+            f'"genes_used": [], "outcome": {{"status": "success", "score": {score}}}}}')
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_an_imported_event_with_nan_is_refused_and_json_output_stays_valid(tmp_path: Path, constant: str) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "events.jsonl").write_text(_event_line(constant) + "\n")
+    with Store.open(f"sqlite:///{tmp_path / 'gep.db'}") as store:
+        with pytest.raises(AssetError, match=f"events.jsonl:1: not valid JSON \\({constant} is not a JSON number"):
+            import_assets(store, tmp_path / "a")
+        assert store.list_events(limit=5) == []
+    text = dumps_finite({"score": float(constant.replace("Infinity", "inf")), "deep": [[1.5, float("nan")]]})
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {"score": None, "deep": [[1.5, None]]}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("command", [["history"], ["genes", "list"], ["feedback", "stats"], ["show", "evt_1"]])
+def test_a_store_holding_a_recursive_view_is_refused_in_one_line(repo: Path, command: list[str]) -> None:
+    import sqlite3
+    import subprocess
+    import sys
+
+    from gep.store.engine import default_db
+
+    with Store.for_workspace(repo):
+        pass
+    conn = sqlite3.connect(default_db(repo))
+    for table in ("events", "genes", "feedback"):
+        conn.execute(f"ALTER TABLE {table} RENAME TO {table}_moved")
+        conn.execute(f"CREATE VIEW {table} AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                     f"SELECT m.* FROM {table}_moved m, c")
+    conn.commit()
+    conn.close()
+    gep = Path(sys.executable).with_name("gep")
+    done = subprocess.run([str(gep), *command, "-w", str(repo)], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "holds view 'events'" in lines[0] and "which gep never creates" in lines[0], lines
+
+
+def test_a_server_gep_did_not_start_is_never_adopted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from gep.server import ServerError, api_for_run, record_path
+
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"true")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Health)  # another user's Prefect on the port gep would use
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        port = other.server_address[1]
+        env = {"PATH": "/usr/bin:/bin", "PREFECT_HOME": str(tmp_path / "home"), "PREFECT_SERVER_API_PORT": str(port)}
+        with pytest.raises(ServerError, match=f"a server gep did not start already answers at http://127.0.0.1:{port}"):
+            api_for_run(env)
+        assert not record_path(env).exists()
+        gep = Path(sys.executable).with_name("gep")
+        done = subprocess.run([str(gep), "server", "start"], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "not sending runs to it" in done.stderr
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+def test_the_users_words_reach_neither_a_commit_trailer_nor_the_signals_file() -> None:
+    from crash_driver import event, gene, mutation
+
+    from gep.behavior import BehaviorSignal
+    from gep.checks import commit_message
+    from gep.sanitize import redact
+
+    said = "user_preference:I always want tabs over spaces in the parser module"
+    ev = event().model_copy(update={"signals": ["log_error", said, "user_correction:no, use the other flag"]})
+    message = commit_message("repair", "Fix the parser", ev, gene(), mutation())
+    trailer = next(line for line in message.splitlines() if line.startswith("GEP-Signals:"))
+    assert trailer == "GEP-Signals: log_error, user_preference, user_correction", trailer
+    for text in ("my passphrase is correct horse battery staple", "the password was tiger lily river. ok",
+                 "Passphrase: correct horse battery staple", '{"text": "my password is open sesame now"}'):
+        out = redact(text)
+        assert not {"correct", "horse", "battery", "staple", "tiger", "lily", "river", "open", "sesame"} \
+            & set(out.replace('"', " ").replace(".", " ").split()), out
+    stored = BehaviorSignal(ts="2026-11-28T01:00:00+00:00", type="correction", intensity=3,
+                            summary="said my passphrase is correct horse battery staple")
+    assert "horse" not in stored.model_dump_json()

@@ -1,0 +1,69 @@
+"""Issue 32 finding 5: Ctrl-C (SIGINT to the terminal's process group) while the agent works stops the cycle
+as SIGTERM does: nothing is committed or landed after it, and `gep recover` records it as interrupted.
+
+Before the fix, asyncio turned SIGINT into a cancellation that Prefect waited out: the cycle validated,
+committed and landed the change, printed "success" and only then exited 130."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from live_prefect import BIN, LiveServer
+
+from gep.store import Store
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+AGENT = textwrap.dedent("""
+    import os, pathlib, sys, time
+    sys.stdin.read()
+    p = pathlib.Path("stats.py")
+    p.write_text(p.read_text().replace("(len(values) - 1)", "len(values)"))
+    pathlib.Path(sys.argv[1]).write_text(str(os.getpid()))
+    time.sleep(8)
+    print("fixed the mean")
+""")
+
+
+def _git(ws: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ws, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_sigint_while_the_agent_works_commits_nothing(live_prefect: LiveServer, example_ws: Path,
+                                                       tmp_path: Path) -> None:
+    agent, marker = tmp_path / "agent.py", tmp_path / "agent.pid"
+    agent.write_text(AGENT)
+    head = _git(example_ws, "rev-parse", "HEAD")
+    proc = subprocess.Popen([str(BIN / "gep"), "cycle", "-w", str(example_ws), "--mutator", "command",
+                             "--agent-cmd", f"{sys.executable} {agent} {marker}"], env=live_prefect.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGINT, (out, err)
+    assert "gep: interrupted: the cycle stops here" in err and "success" not in out + err
+    time.sleep(9)  # longer than the agent would have worked: nothing happens after the interrupt
+    assert _git(example_ws, "rev-parse", "HEAD") == head  # nothing committed or landed
+    assert "len(values) - 1" in (example_ws / "stats.py").read_text()
+    done = subprocess.run([str(BIN / "gep"), "recover", "-w", str(example_ws)], env=live_prefect.env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "recorded as interrupted" in done.stdout, (done.stdout, done.stderr)
+    with Store.for_workspace(example_ws) as store:
+        (event,) = store.list_events(limit=5)
+    assert event.outcome.status == "interrupted" and event.meta.rescued_patch
+    assert "len(values)" in Path(event.meta.rescued_patch).read_text()  # the agent's change is kept

@@ -1,0 +1,87 @@
+"""Issue 32 finding 10: redaction happens before any cut, in every sink.
+
+The ``search`` tool redacted line by line (a PEM key's body lines carry no marker of their own); the command
+mutator cut the agent's output before redacting it (a token straddling the cut kept its remainder in clear);
+``gep solidify --summary TEXT`` went to Prefect as a flow-run parameter unredacted. Every shape of
+tests/test_redaction_shapes.py goes through each of these sinks here."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from test_flows import flow_run, prefect_server  # noqa: F401 - the session's live Prefect server
+from test_mutator_command import request
+from test_redaction_shapes import SHAPES, _pem
+
+from gep import constants as C
+from gep.config import Settings
+from gep.mutators.command import CommandMutator
+from gep.tools import WorkspaceTools
+
+BODY = "Qx7Rk2Vb9Lm4Tz8Wc3Ny6Pd1Hf5Js0Ga"
+PLANTED = [SHAPES[name](BODY) for name in sorted(SHAPES)]
+BLOB = "\n".join(p for p, _ in PLANTED)
+PARTS = sorted({part for _, ps in PLANTED for part in ps})
+
+
+def _tools(ws: Path) -> WorkspaceTools:
+    return WorkspaceTools(ws, forbidden_paths=[], validation_commands=[], settings=Settings(), gene_id="g",
+                          cycle_id="evt_t")
+
+
+def test_the_search_tool_never_shows_a_secret_nor_a_pem_body_line(tmp_path: Path) -> None:
+    (tmp_path / "keys.txt").write_text(BLOB + "\n", encoding="utf-8")
+    (tmp_path / "sa.json").write_text(json.dumps({"private_key": _pem(BODY * 4, "PRIVATE KEY")}, indent=1))
+    (tmp_path / "id_ed25519").write_text(_pem(BODY * 4, "OPENSSH PRIVATE KEY") + "\n")
+    tools = _tools(tmp_path)
+    for pattern in (".", "^[A-Za-z0-9+/=]{8,}$", BODY[:6], "Qx7", "password|BEGIN|ghp_|sk-|key"):
+        out = tools.call("search", {"pattern": pattern}).content
+        assert not [p for p in PARTS if p in out], (pattern, out)
+        assert BODY[:16] not in out and BODY[16:] not in out
+    assert "[REDACTED]" in tools.call("search", {"pattern": "."}).content
+    assert "no match" in tools.call("search", {"pattern": BODY[:16]}).content  # no oracle on the clear text
+
+
+@pytest.mark.parametrize("straddle", [4, 12, 20])
+def test_the_agents_output_is_redacted_before_it_is_cut(repo: Path, tmp_path: Path, straddle: int) -> None:
+    token = "ghp_" + (BODY * 2)[:36]
+    tail = "x" * (C.AGENT_OUTPUT_CHARS - straddle)  # the cut falls `straddle` characters before the token's end
+    agent = tmp_path / "agent.py"
+    agent.write_text(f"import sys\nsys.stdin.read()\nprint({BLOB!r})\nprint({token!r} + {tail!r})\n"
+                     f"print({BLOB!r}, file=sys.stderr)\n")
+    settings = Settings(agent_cmd=f"{sys.executable} {agent}")
+    result = CommandMutator(settings, {}).apply(request(repo, settings))
+    assert result.status == "changed", result.error
+    leaked = [p for p in [*PARTS, (BODY * 2)[36 - straddle:36]] if p in result.output]
+    assert not leaked, result.output[:400]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_gep_solidify_summary_is_redacted_before_prefect(prefect_server, example_ws: Path) -> None:  # noqa: F811
+    from test_flows import cycle
+    from typer.testing import CliRunner
+
+    from gep.cli import app
+
+    event = cycle(workspace=str(example_ws), mutator="prompt")
+    assert event is not None and event.outcome.status == "awaiting_changes"
+    stats = example_ws / "stats.py"
+    stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
+    token = "ghp_" + (BODY * 2)[:36]
+    res = CliRunner().invoke(app, ["solidify", "-w", str(example_ws), "--summary", f"Fix the mean, key {token}"])
+    assert res.exit_code == 0, res.output
+    from gep.store import Store
+
+    with Store.for_workspace(example_ws) as store:
+        done = store.get_event(event.id)
+    assert done is not None and done.meta.solidify_flow_run_id
+    params = flow_run(done.meta.solidify_flow_run_id).parameters
+    assert token[4:] not in json.dumps(params) and "[REDACTED]" in params["summary"]
+    import subprocess
+
+    log = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=example_ws, capture_output=True, text=True).stdout
+    assert token[4:] not in log and log.startswith("gep(repair): Fix the mean, key [REDACTED]")
