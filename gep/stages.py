@@ -24,7 +24,8 @@ from gep.context import ORIGINS, CycleContext
 from gep.feedback import FeedbackIndex
 from gep.fixes import annotate, check_fixes, reusable
 from gep.genepool import fall_back_to_auto_gene, gene_pool
-from gep.learning import catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
+from gep.learning import PromptMemory, catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
+from gep.learning_switch import learning_switch
 from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
 from gep.mutation import build_mutation
 from gep.mutators import get_mutator
@@ -101,7 +102,8 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
                                     recent_events=state.events)
     # an error a committed fix resolved does not drive repair again from old lines; people's reverts and
     # outcomes recorded outside the stages are learned before selection reads the scores
-    state.fixes = check_fixes(ctx, state.signals)
+    state.fixes = (check_fixes(ctx, state.signals) if learning_switch(ctx.settings).on("verdicts")
+                   else ResolutionCheck(signals=state.signals))
     state.signals = state.fixes.signals
     scan_reverts(ctx)
     catch_up(ctx)
@@ -255,8 +257,10 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     assert state.event is not None and state.gene is not None and state.mutation is not None
     assert ctx.tree is not None
     event, gene = state.event, state.gene
-    history = [e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
-    memory = recall_for_prompt(ctx, gene, state.signals)
+    use = learning_switch(ctx.settings)
+    history = ([e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
+               if use.on("recent_outcomes") else [])
+    memory = recall_for_prompt(ctx, gene, state.signals) if use.on("lessons") else PromptMemory()
     event.meta.lessons_recalled, event.meta.synthesis_of = memory.lesson_ids or None, memory.synthesis_of or None
     prompt = build_prompt(
         PromptInput(mutation=state.mutation, gene=gene, capsule=state.selection.capsule if state.selection else None,
