@@ -44,7 +44,7 @@ class LearningSwitch(BaseModel):
 
 def learning_switch(settings: Settings) -> LearningSwitch:
     """The mechanisms switched off by these settings."""
-    off = set(settings.learning_off)
+    off: set[str] = set(settings.learning_off)
     if settings.learning == "off":
         off |= {m for m in MECHANISMS if m not in PLAIN_ENGINE}
     return LearningSwitch(off=frozenset(off))
