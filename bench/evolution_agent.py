@@ -187,6 +187,10 @@ def replay(folder: Path, prompt: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"]):
+        print("usage: evolution_agent.py solve | record DIR -- CMD... | replay DIR   (the prompt on stdin)\n")
+        print(__doc__)
+        return 0
     prompt = sys.stdin.read()
     if argv[:1] == ["record"]:
         folder, rest = Path(argv[1]), argv[argv.index("--") + 1:]

@@ -305,3 +305,23 @@ def _correction(ws: Path, p: Problem, at: datetime) -> None:
              [{"type": "text", "text": "You're right, I'll fix the input handling instead."}]}}]
     with (ws / "sessions" / f"s-{p.name}.jsonl").open("a") as fh:
         fh.write("".join(json.dumps(m) + "\n" for m in msgs))
+
+
+def main() -> int:
+    """Print the suite's worlds (their problems, kinds and arrival cycles) for a seed: the world to judge."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="the worlds of bench/evolution.py, as generated for one seed")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cycles", type=int, default=16)
+    ap.add_argument("--worlds", type=int, default=8)
+    args = ap.parse_args()
+    for i in range(args.worlds):
+        w = make_world(i, args.seed, args.cycles)
+        print(f"{w.name} (seed {w.seed}): " + "; ".join(
+            f"{p.where} {p.kind}" + (f" from cycle {p.arrives}" if p.arrives else "") for p in w.problems))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
