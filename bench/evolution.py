@@ -91,6 +91,7 @@ class RunResult:
 def _env(arm: str, world_json: Path, state: Path, seed: int, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEP_", "ANTHROPIC"))}
     env.update(ARMS[arm], GEP_BENCH_WORLD=str(world_json), GEP_BENCH_STATE=str(state), GEP_BENCH_SEED=str(seed),
+               GEP_BENCH_CAREFUL=os.environ.get("GEP_BENCH_CAREFUL", "0"),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", HOME=str(home))
     return env
 
@@ -314,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--record", type=Path, help="save each prompt and the diff the real agent made")
     ap.add_argument("--replay", type=Path, help="play recorded diffs back for matching prompts")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--careful-agent", action="store_true",
+                    help="the scripted solver leaves an already fixed function alone (rule 5)")
     ap.add_argument("--keep", type=Path, help="keep the workspaces here (default: a temporary folder)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -331,6 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("bench/evolution.py: --agent-cmd needs --record DIR", file=sys.stderr)
             return 2
         agent = f"{sys.executable} {AGENT} record {args.record.resolve()} -- {args.agent_cmd}"
+    if args.careful_agent:
+        os.environ["GEP_BENCH_CAREFUL"] = "1"  # the workers and the agent they run inherit it
     root = args.keep or Path(tempfile.mkdtemp(prefix="gep-evolution-"))
     # arms interleaved: each world and seed runs under every arm before the next one starts
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=2)

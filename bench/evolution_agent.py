@@ -4,7 +4,7 @@ cwd = the cycle's clone of the workspace).
 ``solve``  the scripted solver. Its rules (docs/evaluation.md lists them too):
   1. Target: the first of the world's functions named in the prompt's signals (an ``errsig:`` or other signal
      line); if none, one named anywhere else in the prompt (the log excerpt) with probability 0.5. No target:
-     a churn edit (a comment in AGENTS.md-free code, passes the tests) with probability 0.6, else nothing.
+     a churn edit (a comment in app/__init__.py, passes the tests) with probability 0.6, else nothing.
   2. Approach, by the gene's strategy: a repair gene (id or strategy says repair / root cause) makes
      fix .30, partial .25, superficial .20, broken .10, nothing .15; any other gene fix .12, partial .20,
      superficial .28, broken .20, nothing .20.
@@ -15,6 +15,9 @@ cwd = the cycle's clone of the workspace).
      (whatever it was: a fix, a partial or a superficial change) one time in two, else it draws as above.
   4. Deterministic per seed: the draw for the n-th attempt on a target uses Random(seed, target, n), the same
      in every arm (common random numbers), so arms differ only by what their prompts gave the agent.
+  5. A careful agent (``GEP_BENCH_CAREFUL=1``, ``bench/evolution.py --careful-agent``) leaves a target whose code
+     already handles the job's input (the fix variant) alone; by default the agent rewrites it with a fresh draw
+     (as an agent sent back to an error line it does not check would), which can undo a fix.
 ``record DIR -- CMD...``  runs a real agent command, then saves the prompt and the diff it made under DIR.
 ``replay DIR``  applies the recorded diff whose prompt key (gene and targeted signals) matches; else nothing.
 Each run appends what it did to ``$GEP_BENCH_STATE`` (JSON lines: cycle id, target, approach).
@@ -113,6 +116,15 @@ def _draw(p: dict[str, float], rng: random.Random) -> str:
     return "nothing"
 
 
+def _current(target: dict[str, Any]) -> str | None:
+    """The target function's source in the clone now."""
+    path = Path("app") / f"{target['module']}.py"
+    text = path.read_text() if path.exists() else ""
+    start, end = f"# --- {target['name']}\n", f"# --- end {target['name']}\n"
+    i, j = text.find(start), text.find(end)
+    return text[i:j + len(end)] if i >= 0 and j >= 0 else None
+
+
 def _write_variant(target: dict[str, Any], approach: str) -> bool:
     path = Path("app") / f"{target['module']}.py"
     text = path.read_text()
@@ -147,6 +159,8 @@ def solve(prompt: str) -> dict[str, Any]:
             return {"target": "", "approach": "churn"}
         return {"target": "", "approach": "nothing"}
     n = _attempts(state, target["name"])
+    if os.environ.get("GEP_BENCH_CAREFUL") == "1" and _current(target) == target["sources"]["fix"]:
+        return {"target": target["name"], "approach": "already_fixed"}  # rule 5: a careful agent looks first
     draw = random.Random(f"fix:{seed}:{target['name']}:{n}")
     reused = capsule_approach(prompt, target)
     approach = reused if reused and draw.random() < 0.5 else _draw(odds(prompt, target), draw)

@@ -114,3 +114,26 @@ def test_report_prints_the_paired_table() -> None:
     summary = E.report(runs, out=buf)
     assert summary["comparisons"][0]["only_base"] == 4 and summary["verdict"] == "FAIL"  # p = 0.125
     assert "3.00" in buf.getvalue()
+
+
+def test_a_careful_agent_leaves_a_fixed_function_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    world = make_world(2, 1, 20)
+    ws = tmp_path / "ws"
+    build(world, ws)
+    p = world.problems[0]
+    path = ws / "app" / f"{p.module}.py"
+    path.write_text(path.read_text().replace(p.source("bug"), p.source("fix")))
+    (tmp_path / "world.json").write_text(json.dumps(world.to_json()))
+    monkeypatch.chdir(ws)
+    monkeypatch.setenv("GEP_BENCH_WORLD", str(tmp_path / "world.json"))
+    monkeypatch.setenv("GEP_BENCH_STATE", str(tmp_path / "state.jsonl"))
+    prompt = f"## Gene gene_repair_from_errors (repair)\n\n## Signals\nerrsig:x in {p.where}\n"
+    monkeypatch.setenv("GEP_BENCH_CAREFUL", "1")
+    assert A.solve(prompt) == {"target": p.name, "approach": "already_fixed"}
+    assert variant(ws, p) == "fix"
+    monkeypatch.setenv("GEP_BENCH_CAREFUL", "0")
+    for _ in range(10):  # the default agent draws again, whatever is there
+        with open(tmp_path / "state.jsonl", "a") as fh:
+            fh.write(json.dumps({"cycle": "c", **A.solve(prompt)}) + "\n")
+    assert variant(ws, p) in {"fix", "partial", "superficial", "broken"}
+    assert any(json.loads(line)["approach"] != "fix" for line in (tmp_path / "state.jsonl").read_text().splitlines())
