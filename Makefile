@@ -59,6 +59,7 @@ bench: $(TESTSTAMP)
 	$(BIN)/python bench/cycle.py
 	$(BIN)/python bench/cli.py
 	$(BIN)/python bench/fleet.py
+	$(BIN)/python bench/evolution.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gep import constants as C
-from gep.avoid import avoid_enabled, build_avoid_list
+from gep.avoid import build_avoid_list
 from gep.behavior import BehaviorSignal
 from gep.feedback import FeedbackSignal, Observation
 from gep.memory import Lesson, Stance, heads
@@ -112,7 +112,7 @@ def _lesson_items(lessons: Sequence[Lesson], events: dict[str, EvolutionEvent], 
 def _avoid_items(events: Sequence[EvolutionEvent], live: set[str]) -> list[ContextItem]:
     """The avoid-list's active entries on the problem the newest finished cycle saw (gep/avoid.py)."""
     latest = next((e for e in events if e.status != "running"), None)
-    if latest is None or not avoid_enabled():
+    if latest is None:
         return []
     entries = build_avoid_list(list(reversed(events))).on(latest.signals)
     return [ContextItem(kind="avoid", ref=f"avoid:{e.gene_id}:{'|'.join(e.problem)}",
@@ -172,12 +172,13 @@ def within_chars(items: Sequence[ContextItem], budget: int) -> tuple[str, list[C
 
 def build_context(*, events: Sequence[EvolutionEvent], lessons: Sequence[Lesson], feedback: Sequence[FeedbackSignal],
                   signals: Sequence[BehaviorSignal], now: datetime, budget_chars: int = DEFAULT_CHARS,
-                  skip: Iterable[str] = ()) -> AgentContext:
-    """The context for a new agent session. ``events`` newest first; ``skip``: refs that sessions ignored."""
+                  skip: Iterable[str] = (), avoid: bool = True) -> AgentContext:
+    """The context for a new agent session. ``events`` newest first; ``skip``: refs that sessions ignored;
+    ``avoid``: the avoid-list is on (gep/learning_switch.py)."""
     skipped = set(skip)
     live = set(live_problems(events))
     by_id = {e.id: e for e in events}
-    items = [*_avoid_items(events, live), *_lesson_items(lessons, by_id, live, skipped),
+    items = [*(_avoid_items(events, live) if avoid else []), *_lesson_items(lessons, by_id, live, skipped),
              *_preference_items(signals, now, skipped),
              *_feedback_items(feedback, by_id, live)]
     text, kept = within_chars(items, budget_chars)

@@ -35,13 +35,8 @@ _MISSING = re.compile(r"cannot start agent command|exited with code 127\b|comman
                       re.IGNORECASE)
 
 
-def attribution_enabled() -> bool:
-    """The one switch for this mechanism (the ``learning = "off"`` arm may wire it later)."""
-    return True
-
-
 def is_host_failure(event: EvolutionEvent) -> bool:
-    return attribution_enabled() and event.meta.host_failure is not None
+    return event.meta.host_failure is not None
 
 
 def learns_from(events: Iterable[EvolutionEvent]) -> list[EvolutionEvent]:

@@ -59,11 +59,6 @@ class AvoidList(BaseModel):
         return [e for e in self.entries if e.active and set(e.problem) & set(problem)]
 
 
-def avoid_enabled() -> bool:
-    """The one switch for this mechanism (the ``learning = "off"`` arm may wire it later)."""
-    return True
-
-
 def _problem(signals: Sequence[str]) -> list[str]:
     situation = situation_key_signals(signals)
     return sorted(problem_of(situation)) or ["situation:" + "|".join(situation)]
@@ -103,7 +98,7 @@ def avoided_genes(avoid: AvoidList, genes: Sequence[Gene], signals: Sequence[str
     from gep.selector import match_score
 
     out: dict[str, str] = {}
-    entries = avoid.on(signals) if avoid_enabled() else []
+    entries = avoid.on(signals)
     for entry in entries:
         others = [g for g in genes if g.id != entry.gene_id and g.id not in excluded and g.id not in out
                   and match_score(g, signals) > 0]
@@ -114,12 +109,12 @@ def avoided_genes(avoid: AvoidList, genes: Sequence[Gene], signals: Sequence[str
 
 def refresh_avoid_list(store: Store) -> AvoidList:
     """Rebuild the stored avoid-list from the recorded cycles (before selection reads it)."""
-    avoid = build_avoid_list(store.recent_events(AVOID_EVENTS)) if avoid_enabled() else AvoidList()
+    avoid = build_avoid_list(store.recent_events(AVOID_EVENTS))
     store.set_state(STATE_KEY, avoid)
     return avoid
 
 
 def avoid_lines(store: Store, signals: Sequence[str]) -> list[str]:
     """The prompt's "do not" lines for the problem these signals name."""
-    avoid = store.get_state(STATE_KEY, AvoidList) if avoid_enabled() else None
+    avoid = store.get_state(STATE_KEY, AvoidList)
     return [e.line() for e in avoid.on(signals)] if avoid else []

@@ -44,6 +44,9 @@ Chars = Annotated[int, Field(ge=0, le=C.SETTINGS_MAX_TAIL_BYTES)]
 Seconds = Annotated[float, Field(gt=0, le=C.SETTINGS_MAX_TIMEOUT_S)]  # a timeout: 0 or less disables nothing
 Hours = Annotated[float, Field(ge=0, le=24 * 366 * 100)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
+# what `learning_off` can name (gep/learning_switch.py says what each one gates)
+LearningMechanism = Literal["memory_graph", "feedback", "bans", "verdicts", "lessons", "capsules", "recent_outcomes",
+                            "drift", "dominance_cap", "avoid", "problem_memory", "context"]
 
 
 class Settings(BaseModel):
@@ -85,6 +88,11 @@ class Settings(BaseModel):
     # graph's expected success. Keep it low: a heavy weight makes a filter bubble (drift and the dominance
     # cap still apply)
     usefulness_weight: Share = C.USEFULNESS_WEIGHT
+
+    # learning (gep/learning_switch.py): "off" is the plain engine (selection by signal match, drift and the
+    # dominance cap; nothing learned reaches selection or the prompt); learning_off switches single mechanisms off
+    learning: Literal["on", "off"] = "on"
+    learning_off: list[LearningMechanism] = Field(default_factory=list)
 
     # lessons (seed 004): recalled for the prompt by recency and strength
     lesson_recency_weight: Share = C.LESSON_RECENCY_WEIGHT

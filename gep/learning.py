@@ -34,6 +34,7 @@ from gep.feedback import (
     revert_signal,
 )
 from gep.fixes import remember_commit
+from gep.learning_switch import learning_switch
 from gep.memory import (
     LessonCategory,
     LessonInput,
@@ -44,7 +45,7 @@ from gep.memory import (
     within_budget,
 )
 from gep.models import EvolutionEvent, Gene
-from gep.problem_memory import merge_recalled, problem_enabled, recall_problem
+from gep.problem_memory import merge_recalled, recall_problem
 from gep.store import Store
 from gep.verdicts import person_lesson
 
@@ -181,10 +182,11 @@ def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> 
     lessons = ctx.store.list_lessons(gene.id)
     recalled = recall(lessons, gene_id=gene.id, signals=signals, now=now, limit=s.lesson_limit,
                       recency_weight=s.lesson_recency_weight)
-    if problem_enabled():  # what was tried on this problem by any gene comes first (gep/problem_memory.py)
+    use = learning_switch(s)
+    if use.on("problem_memory"):  # what was tried on this problem by any gene comes first (gep/problem_memory.py)
         problem = recall_problem(ctx.store.list_lessons(), signals=signals, now=now, limit=s.lesson_limit)
         recalled = merge_recalled(problem, recalled, s.lesson_limit)
-    avoid = avoid_lines(ctx.store, signals)  # short "do not" lines first (gep/avoid.py)
+    avoid = avoid_lines(ctx.store, signals) if use.on("avoid") else []  # short "do not" lines first (gep/avoid.py)
     lines = within_budget([*avoid, *(r.text for r in recalled)], s.lesson_prompt_chars)
     recalled_ids = [r.lesson.id for r in recalled[:max(0, len(lines) - len(avoid))]]
     request = synthesis_request(lessons, gene_id=gene.id, signals=signals, now=now,

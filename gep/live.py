@@ -27,11 +27,6 @@ LOOP_MARKERS = ("empty_cycle_loop_detected", "repair_loop_detected", "force_inno
 _LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d{2}:?\d{2})?\]?\s*")
 
 
-def live_enabled() -> bool:
-    """The one switch for this mechanism (the ``learning = "off"`` arm may wire it later)."""
-    return True
-
-
 def _key(text: str) -> str:
     return learning_key(_LEAD_TIME.sub("", text, count=1)) or ""
 
@@ -63,7 +58,7 @@ def restore_live(final: Sequence[str], corpus: Sequence[str], tails: Sequence[Fi
     """``final`` (the seed's signals) with the live errors the loop rules removed put back."""
     removed = [s for s in corpus if s.startswith("errsig:") and s not in final]
     live = [s for s in removed if _has_new_line(k := _key(s[len("errsig:"):]), tails, _last_attempt(k, events))]
-    if not live or not live_enabled():
+    if not live:
         return list(final)
     kept = [s for s in final if s not in LOOP_MARKERS]
     return list(dict.fromkeys(["log_error", *live, *kept]))

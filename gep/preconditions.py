@@ -28,11 +28,6 @@ _SIGNALS = re.compile(r"^\s*signals?\s*:\s*(.+)$", re.I)
 _NAMED = re.compile(r"^\s*([a-z_]\w*(?:\s*(?:,|\bor\b)\s*[a-z_]\w*)*)\s+signals?\s+(?:is\s+|are\s+)?present\s*$", re.I)
 
 
-def preconditions_enabled() -> bool:
-    """The one switch for this mechanism (the ``learning = "off"`` arm may wire it later)."""
-    return True
-
-
 def _files_problem(text: str, workspace: Path) -> str | None:
     if not _EXISTS.search(text) or _SIGNALS.match(text) or _NAMED.match(text):
         return None
@@ -68,8 +63,6 @@ def unmet_precondition(gene: Gene, *, workspace: Path, signals: Sequence[str]) -
 
 
 def unmet_preconditions(genes: Sequence[Gene], *, workspace: Path, signals: Sequence[str]) -> dict[str, str]:
-    """Gene id -> why it is left out of selection here (nothing when this mechanism is off)."""
-    if not preconditions_enabled():
-        return {}
+    """Gene id -> why it is left out of selection here."""
     out = {g.id: why for g in genes if (why := unmet_precondition(g, workspace=workspace, signals=signals))}
     return out

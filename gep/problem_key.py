@@ -79,14 +79,6 @@ def error_key(text: str) -> str | None:
     return norm.replace("\x00", "<path>/") if norm else None
 
 
-def key_enabled() -> bool:
-    """The one switch for this mechanism (the ``learning = "off"`` arm may wire it later): off, learning
-    keys on the reference's normalisation alone."""
-    return True
-
-
 def learning_key(text: str) -> str | None:
-    """What learning keys an error on: ``error_key`` when this mechanism is on, the reference's otherwise."""
-    from gep.memory_graph import normalize_error_signature
-
-    return error_key(text) if key_enabled() else normalize_error_signature(text)
+    """What learning keys an error on (the seed's ``errsig:`` signal keeps the reference's normalisation)."""
+    return error_key(text)

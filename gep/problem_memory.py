@@ -29,12 +29,6 @@ from gep.problem_key import learning_key
 SPECIFIC = ("errsig_norm:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
 
 
-def problem_enabled() -> bool:
-    """The one switch for this mechanism (the ``learning = "off"`` arm may wire it later): off, lessons are
-    recalled for the selected gene only, as the seed does."""
-    return True
-
-
 _COUNT = re.compile(r"^recurring_errsig\(\d+x\):")
 
 
@@ -96,8 +90,6 @@ def merge_recalled(first: Sequence[Recalled], then: Sequence[Recalled], limit: i
 def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str]) -> list[Capsule]:
     """Capsules offered for reuse only on the same problem (or, when it names none, a similar situation): a
     capsule from another error is not an example of how to fix this one."""
-    if not problem_enabled():
-        return list(capsules)
     situation = situation_key_signals(signals)
     problem = problem_of(situation)
     out = []

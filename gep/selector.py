@@ -53,6 +53,7 @@ from gep import constants as C
 from gep.behavior import DETAIL_PREFIXES
 from gep.config import Settings
 from gep.feedback import FeedbackIndex
+from gep.learning_switch import learning_switch
 from gep.memory_graph import (
     GeneStats,
     MemoryAdvice,
@@ -565,9 +566,13 @@ def select_gene_and_capsule(
     ``memory_history()``), so its advice covers the whole decayed history."""
     signals = [str(s) for s in signals]
     recent_events = judged(recent_events)
-    advice = memory_advice(events=recent_events, signals=signals, genes=genes, now=now, summaries=summaries)
-    banned = _all_bans(recent_events, signals, failed_capsules, advice, settings)
-    intensity = drift_intensity(len(genes), drift)
+    use = learning_switch(settings)
+    feedback = feedback if use.on("feedback") else None
+    capsules = capsules if use.on("capsules") else ()
+    advice = (memory_advice(events=recent_events, signals=signals, genes=genes, now=now, summaries=summaries)
+              if use.on("memory_graph") else memory_advice(events=[], signals=signals, genes=genes, now=now))
+    banned = _all_bans(recent_events, signals, failed_capsules, advice, settings) if use.on("bans") else {}
+    intensity = drift_intensity(len(genes), drift) if use.on("drift") else 0.0
     weight = min(1.0, max(0.0, settings.usefulness_weight)) if feedback is not None else 0.0
     allowed = [g for g in genes if not (excluded and g.id in excluded)]
     reasons = [f"not selectable {gid}: {why}" for gid, why in (excluded or {}).items()
@@ -589,7 +594,8 @@ def select_gene_and_capsule(
     if not candidates:
         return _no_gene(scored, capsules, signals, set(banned), decision, reasons)
     pick, mode = _drift_pick(candidates, advice, rng, intensity, weight, reasons)
-    pick, capped = _dominance_cap(pick, candidates, recent_events, settings, reasons)
+    pick, capped = (_dominance_cap(pick, candidates, recent_events, settings, reasons) if use.on("dominance_cap")
+                    else (pick, []))
     gene = by_id[pick.gene_id]
     reasons[0:0] = _pick_reasons(gene, pick, weight)
     capsule = select_capsule(capsules, signals, gene_id=gene.id, banned=set(banned))

@@ -20,6 +20,7 @@ from gep.behavior_files import read_signals, signals_dir
 from gep.config import load_settings
 from gep.context_cache import fingerprint, hook_answer, repository_top, watched, write
 from gep.injections import ignored_refs, record_injection
+from gep.learning_switch import learning_switch
 from gep.store.schema import default_db
 
 CONTEXT_EVENTS = 200  # lessons whose cycle is older than this are not recalled for a session
@@ -40,7 +41,8 @@ def workspace_context(workspace: Path, now: datetime) -> AgentContext:
     """What a new session in ``workspace`` (a repository's top) should know now (and kept in the cache).
     Nothing for a workspace no cycle has run in (no store is made for a session)."""
     settings = load_settings(workspace)
-    if not settings.database_url and not default_db(workspace).is_file():
+    use = learning_switch(settings)
+    if not use.on("context") or (not settings.database_url and not default_db(workspace).is_file()):
         return AgentContext(text="")
     paths = [] if settings.database_url else _watched(workspace)
     stamp = fingerprint(paths)
@@ -50,7 +52,7 @@ def workspace_context(workspace: Path, now: datetime) -> AgentContext:
         feedback = store.list_feedback()
     signals = read_signals(workspace, since=now - timedelta(days=PREFERENCE_DAYS)).signals
     got = build_context(events=events, lessons=lessons, feedback=feedback, signals=signals, now=now,
-                        budget_chars=settings.context_chars, skip=ignored_refs(workspace, now))
+                        budget_chars=settings.context_chars, skip=ignored_refs(workspace, now), avoid=use.on("avoid"))
     if paths:
         write(workspace, paths=paths, stamp=stamp, day=now.date().isoformat(), text=got.text,
               items=[i.model_dump(mode="json") for i in got.items])

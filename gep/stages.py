@@ -28,9 +28,20 @@ from gep.feedback import FeedbackIndex
 from gep.fixes import annotate, check_fixes, reusable
 from gep.genepool import fall_back_to_auto_gene, gene_pool
 from gep.injections import judge_for_cycle
-from gep.learning import catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
+from gep.learning import PromptMemory, catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
+from gep.learning_switch import learning_switch
 from gep.live import restore_live
-from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, Outcome, OutcomeStatus, PersonalityState, iso
+from gep.models import (
+    Capsule,
+    CycleRun,
+    EvolutionEvent,
+    Gene,
+    Mutation,
+    Outcome,
+    OutcomeStatus,
+    PersonalityState,
+    iso,
+)
 from gep.mutation import build_mutation
 from gep.mutators import get_mutator
 from gep.mutators.base import MutationRequest
@@ -110,7 +121,8 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.signals = keep_live_problems(ctx, state)
     # an error a committed fix resolved does not drive repair again from old lines; people's reverts and
     # outcomes recorded outside the stages are learned before selection reads the scores
-    state.fixes = check_fixes(ctx, state.signals)
+    state.fixes = (check_fixes(ctx, state.signals) if learning_switch(ctx.settings).on("verdicts")
+                   else ResolutionCheck(signals=state.signals))
     state.signals = state.fixes.signals
     scan_reverts(ctx)
     catch_up(ctx)
@@ -182,11 +194,17 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     memory = store.memory_history()
     finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
     selection = select_gene_and_capsule(
-        genes=genes, capsules=for_this_problem(reusable(store.list_capsules()), signals),
+        genes=genes, capsules=_reusable_here(store, signals, settings),
         failed_capsules=store.list_failed_capsules(),
         signals=signals, recent_events=finished, settings=settings, rng=rng, now=now, drift=drift,
         excluded=excluded, feedback=FeedbackIndex(store.list_feedback()), summaries=memory.summaries)
     return selection, finished
+
+
+def _reusable_here(store: Store, signals: Sequence[str], settings: Settings) -> list[Capsule]:
+    """Capsules selection may reuse: fixes that held, and (problem memory on) only those for this problem."""
+    capsules = reusable(store.list_capsules())
+    return for_this_problem(capsules, signals) if learning_switch(settings).on("problem_memory") else capsules
 
 
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
@@ -194,7 +212,8 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
     genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
     pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.workspace.path, settings=ctx.settings)
     pool.excluded.update(unmet_preconditions(genes, workspace=ctx.workspace.path, signals=state.signals))
-    pool.excluded.update(avoided_genes(refresh_avoid_list(ctx.store), genes, state.signals, pool.excluded))
+    if learning_switch(ctx.settings).on("avoid"):
+        pool.excluded.update(avoided_genes(refresh_avoid_list(ctx.store), genes, state.signals, pool.excluded))
     state.selection, finished = select_from_store(
         ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
         now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
@@ -279,8 +298,10 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     assert state.event is not None and state.gene is not None and state.mutation is not None
     assert ctx.tree is not None
     event, gene = state.event, state.gene
-    history = [e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
-    memory = recall_for_prompt(ctx, gene, state.signals)
+    use = learning_switch(ctx.settings)
+    history = ([e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
+               if use.on("recent_outcomes") else [])
+    memory = recall_for_prompt(ctx, gene, state.signals) if use.on("lessons") else PromptMemory()
     event.meta.lessons_recalled, event.meta.synthesis_of = memory.lesson_ids or None, memory.synthesis_of or None
     prompt = build_prompt(
         PromptInput(mutation=state.mutation, gene=gene, capsule=state.selection.capsule if state.selection else None,

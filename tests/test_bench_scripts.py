@@ -64,3 +64,40 @@ def test_the_oracle_obeys_the_dominance_cap():
     assert set(free) == {"gene_distilled_errsig"}  # best in both: without the cap it takes every pick
     assert bench.max_window_share(capped, window) <= share
     assert Counter(capped)["gene_distilled_errsig"] >= share * len(capped) - window  # held at the cap, not below
+
+
+def test_the_imperfect_labeller_is_late_and_sometimes_wrong(tmp_path: Path):
+    """bench/selection.py --labeller imperfect: a person's label comes LABEL_DELAY cycles after the fix's verdict,
+    and about LABEL_WRONG of them say the opposite of what happened (the perfect one: at once, always right)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import selection as bench
+    finally:
+        sys.path.remove(str(BENCH))
+    from datetime import UTC, datetime, timedelta
+
+    from gep.models import EvolutionEvent, Outcome, iso
+    from gep.store import Store
+
+    def labels(imperfect: bool, extra: int) -> list[tuple[str, str]]:
+        """60 fixes that held, one verified per cycle, then ``extra`` cycles more: the person's labels."""
+        start = datetime(2026, 1, 5, tzinfo=UTC)
+        learn = bench.Learning(imperfect)
+        with Store.open(f"sqlite:///{tmp_path}/l{imperfect}{extra}.db") as store:
+            for i in range(60 + extra):
+                now = start + timedelta(hours=i)
+                if i < 60:
+                    ev = EvolutionEvent(id=f"evt_{i:04d}", signals=["log_error", f"errsig:e{i}"],
+                                        genes_used=["gene_a"], outcome=Outcome(status="success", score=0.85),
+                                        meta={"at": iso(now)})
+                    store.add_event(ev)
+                    learn.pending.append((ev, True, bench.Draw(bench.SITUATIONS[0], 0.0, 1.0, 0.0, 0.0)))
+                learn.verify(store, now + timedelta(minutes=30))
+            return [(f.event_id, str(f.kind)) for f in store.list_feedback() if f.author == "bench"]
+
+    perfect = labels(False, 0)
+    assert len(perfect) == 60 and all("not_helpful" not in k for _, k in perfect)
+    assert len(labels(True, 0)) == 60 - bench.LABEL_DELAY  # the last ones are not labelled yet
+    late = labels(True, bench.LABEL_DELAY)
+    wrong = sum("not_helpful" in k for _, k in late)
+    assert len(late) == 60 and 0.05 * 60 <= wrong <= 0.4 * 60

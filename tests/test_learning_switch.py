@@ -1,0 +1,151 @@
+"""`learning = "off"` and `learning_off = [...]` (gep/learning_switch.py): each switch changes what a cycle uses."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from learning_helpers import REPAIR, agent_workspace, committed_fix, later, log_again, venv_first
+from test_selector import NOW, SIGNALS, _failed, event, gene
+
+from gep import CycleRequest, run_cycle
+from gep.config import Settings, load_settings
+from gep.errors import ConfigError
+from gep.feedback import FeedbackIndex, explicit_signal
+from gep.learning_switch import MECHANISMS, PLAIN_ENGINE, learning_switch
+from gep.models import Capsule, EvolutionEvent
+from gep.selector import Selection, select_gene_and_capsule
+
+pytestmark = pytest.mark.timeout(300)
+
+GENES = [gene("gene_a", "log_error", "errsig", "recurring_error"), gene("gene_b", "log_error")]
+
+
+def pick(off: list[str], *, events=(), failed=(), capsules=(), feedback=None, seed=0, drift=False,
+         learning: str = "on") -> Selection:
+    settings = Settings(learning=learning, learning_off=off)
+    return select_gene_and_capsule(genes=GENES, capsules=list(capsules), failed_capsules=list(failed),
+                                   signals=SIGNALS, recent_events=list(events), settings=settings,
+                                   rng=random.Random(seed), now=NOW, drift=drift, feedback=feedback)
+
+
+def test_settings_read_from_gep_toml_and_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "gep.toml").write_text('learning = "off"\n')
+    assert learning_switch(load_settings(tmp_path, env={})).off == set(MECHANISMS) - set(PLAIN_ENGINE)
+    assert learning_switch(load_settings(env={})).off == set()
+    assert learning_switch(load_settings(env={"GEP_LEARNING": "off"})).off == set(MECHANISMS) - set(PLAIN_ENGINE)
+    assert learning_switch(load_settings(env={"GEP_LEARNING_OFF": "lessons, drift"})).off == {"lessons", "drift"}
+    with pytest.raises(ConfigError, match="learning_off"):
+        load_settings(env={"GEP_LEARNING_OFF": "lesons"})
+    with pytest.raises(ConfigError, match="learning"):
+        load_settings(env={"GEP_LEARNING": "maybe"})
+
+
+def test_memory_graph_off_forgets_a_genes_failures() -> None:
+    events = [event(0, "gene_a", "failed"), event(1, "gene_a", "failed")]  # too few for a ban
+    assert pick(["drift"], events=events).gene.id == "gene_b"
+    plain = pick(["drift", "memory_graph"], events=events)
+    assert plain.gene.id == "gene_a" and all(c.expected == 0.5 for c in plain.decision.scores)
+
+
+def test_bans_off_lets_a_banned_gene_be_picked() -> None:
+    failed = [_failed(i, "gene_a", SIGNALS) for i in range(2)]
+    assert pick(["drift"], failed=failed).gene.id == "gene_b"
+    sel = pick(["drift", "bans"], failed=failed)
+    assert sel.gene.id == "gene_a" and not sel.decision.bans_applied
+
+
+def test_feedback_off_ignores_peoples_verdicts() -> None:
+    at = NOW - timedelta(hours=1)
+    fb = FeedbackIndex([explicit_signal(event_id=f"evt_{k}", gene_id="gene_a", signals=SIGNALS, kind="not_helpful",
+                                        at=at) for k in range(4)])
+    on = pick(["drift"], feedback=fb)
+    assert on.decision.usefulness_weight > 0 and on.gene.id == "gene_b"
+    off = pick(["drift", "feedback"], feedback=fb)
+    assert off.decision.usefulness_weight == 0 and off.gene.id == "gene_a"
+
+
+def test_capsules_off_reuses_none() -> None:
+    caps = [Capsule(id="cap_1", gene="gene_a", trigger=SIGNALS)]
+    assert pick([], capsules=caps).capsule is not None
+    assert pick(["capsules"], capsules=caps).capsule is None
+
+
+def test_drift_off_always_takes_the_best() -> None:
+    with_drift = Counter(pick([], seed=s, drift=True).gene.id for s in range(200))
+    assert with_drift["gene_b"] > 0
+    assert Counter(pick(["drift"], seed=s, drift=True).gene.id for s in range(200)) == {"gene_a": 200}
+
+
+def _picks(off: list[str], cycles: int = 60) -> list[str]:
+    events: list[EvolutionEvent] = []
+    out = []
+    for t in range(cycles):
+        at = NOW - timedelta(hours=cycles - t)
+        sel = select_gene_and_capsule(genes=GENES, capsules=[], failed_capsules=[], signals=SIGNALS,
+                                      recent_events=events[-60:], settings=Settings(learning_off=off),
+                                      rng=random.Random(t), now=at)
+        out.append(sel.gene.id)
+        events.append(event(t, sel.gene.id, at=at))
+    return out
+
+
+def test_dominance_cap_off_lets_one_gene_take_every_pick() -> None:
+    assert Counter(_picks(["drift"]))["gene_b"] > 0
+    assert set(_picks(["drift", "dominance_cap"])) == {"gene_a"}
+
+
+def test_learning_off_keeps_drift_and_the_cap_and_drops_the_rest() -> None:
+    events = [event(i, "gene_a", "failed") for i in range(6)]  # the memory graph would ban gene_a
+    caps = [Capsule(id="cap_1", gene="gene_a", trigger=SIGNALS)]
+    full = [pick([], events=events, capsules=caps, seed=s, drift=True) for s in range(100)]
+    assert {s.gene.id for s in full} == {"gene_b"}
+    plain = [pick([], events=events, capsules=caps, seed=s, drift=True, learning="off") for s in range(100)]
+    assert {s.gene.id for s in plain} == {"gene_a", "gene_b"}  # drift still draws
+    assert all(s.capsule is None and not s.decision.bans_applied for s in plain)
+
+
+# ------------------------------------------------------------------ real cycles: verdicts, lessons, outcomes
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    venv_first(monkeypatch)
+    return agent_workspace(tmp_path / "ws")
+
+
+def _cycle(ws: Path, seed: int, env: dict[str, str]) -> EvolutionEvent:
+    event = run_cycle(CycleRequest(workspace=ws, seed=seed, mutator="prompt"), env=env)
+    assert event is not None
+    return event
+
+
+def _prompt(e: EvolutionEvent) -> str:
+    assert e.meta.mutator_result is not None and e.meta.mutator_result.prompt_file
+    return Path(e.meta.mutator_result.prompt_file).read_text()
+
+
+def test_verdicts_off_repairs_a_fixed_error_again_from_old_lines(ws: Path) -> None:
+    committed_fix(ws)
+    # on (tests/test_learning_cycles.py): the old lines are resolved and nothing is repaired
+    again = _cycle(ws, 2, {"GEP_LEARNING_OFF": "verdicts"})
+    assert again.genes_used == [REPAIR] and any(s.startswith("errsig") for s in again.signals)
+    assert not again.meta.resolved and not again.meta.fix_checks
+
+
+@pytest.mark.parametrize("off, lessons, outcomes", [
+    ("", True, True), ("lessons", False, True), ("recent_outcomes", True, False), ("OFF", False, False)])
+def test_lessons_and_recent_outcomes_reach_the_prompt_only_when_on(ws: Path, off: str, lessons: bool,
+                                                                   outcomes: bool) -> None:
+    committed_fix(ws)
+    log_again(ws, later(2))  # the fix did not hold: a lesson about it is written by the next cycle
+    env = {"GEP_LEARNING": "off"} if off == "OFF" else {"GEP_LEARNING_OFF": off}
+    third = _cycle(ws, 3, env)
+    assert third.genes_used == [REPAIR]
+    prompt = _prompt(third)
+    assert ("## Lessons from earlier cycles" in prompt) is lessons
+    assert bool(third.meta.lessons_recalled) is lessons
+    assert ("## Recent outcomes" in prompt) is outcomes
