@@ -228,3 +228,22 @@ def test_the_avoid_list_on_a_live_problem_leads_the_context() -> None:
     assert f"Avoid on a live problem: repeat {REPAIR}'s approach on this problem (touched calc.py)" in got.text
     elsewhere = _event("e3", ["errsig:KeyError: 'id'"], NOW)  # the latest cycle saw another problem only
     assert build_context(events=[elsewhere, *reversed(failed)], lessons=[], feedback=[], signals=[], now=NOW).items == []
+
+
+@pytest.mark.parametrize("toml", ['learning = "off"\n', 'learning_off = ["context"]\n'])
+def test_learning_off_gives_sessions_nothing(tmp_path: Path, toml: str) -> None:
+    from conftest import init_repo
+
+    from gep.session_context import workspace_context
+    from gep.store import Store
+
+    ws = init_repo(tmp_path / "ws")
+    with Store.for_workspace(ws) as store:
+        store.add_event(_event("e1", [ERR], NOW))
+        store.append_lesson(_lesson("l1", "e1", Stance.fails, "added a third parameter", NOW))
+    assert "added a third parameter" in workspace_context(ws, NOW).text
+    (ws / "gep.toml").write_text(toml)
+    assert workspace_context(ws, NOW).text == ""
+    avoid_off = build_context(events=[_event("e3", [ERR], NOW)], lessons=[], feedback=[], signals=[], now=NOW,
+                              avoid=False)
+    assert avoid_off.items == []
