@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 from store_backends import BACKENDS, backend_url
 
-import gep.store  # noqa: F401 - registers the tables in SQLModel.metadata
+import gep.store.tables  # noqa: F401 - registers the tables in SQLModel.metadata (gep.store loads lazily)
 from gep.store import make_engine
 from gep.store.migrations import migrate
 
