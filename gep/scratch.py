@@ -1,6 +1,7 @@
 """A throw-away copy of the tree under check: validation, the canary and the model's ``run_validation``
 run in it, so nothing they write (a ``conftest.py`` appending to README.md, a tracked file replaced by a
 symlink, a test report) ever reaches the tree the engine reads the change from, and it is deleted after.
+It lives in the workspace's ``.gep/tmp/`` (recovery empties it after a kill), else in the system's temp dir.
 
 The copy holds what the change is made of: the files git lists as tracked or untracked-not-ignored (the
 workspace's ignored files, ``.env`` and the like, are never copied). The environment folders
@@ -22,7 +23,7 @@ from gep.git.clone import _force_remove
 from gep.git.plumbing import NO_LOCKS, Git, z
 from gep.sandbox import Sandbox
 
-SCRATCH_PREFIX = "gep-check-"
+SCRATCH_PREFIX = "check-"
 
 
 def _listed(tree: Path) -> list[str] | None:
@@ -74,6 +75,15 @@ def copy_tree(tree: Path, env_dirs: list[str], dest: Path) -> list[Path]:
     return linked
 
 
+def _scratch_root(box: Sandbox) -> Path | None:
+    """``.gep/tmp`` of the workspace (its file system; recovery empties it after a kill), else the system's."""
+    if box.state_dir is None or not box.state_dir.is_dir() or box.state_dir.is_symlink():
+        return None
+    root = box.state_dir / "tmp"
+    root.mkdir(exist_ok=True)
+    return root
+
+
 @contextmanager
 def throwaway(box: Sandbox) -> Iterator[Sandbox]:
     """``box`` running its commands in a fresh copy of its tree, deleted afterwards (``box`` itself when it
@@ -81,7 +91,7 @@ def throwaway(box: Sandbox) -> Iterator[Sandbox]:
     if box.scratch is not None or box.refusal:
         yield box
         return
-    dest = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    dest = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=_scratch_root(box)))
     try:
         linked = copy_tree(box.tree, box.env_dirs, dest)
         if box.kind == "none" and (box.tree / ".git").exists():
