@@ -1,15 +1,17 @@
 """Issue 32, finding 11 (part): a workspace set up against the engine. A ``.gep`` that is a symlink out of
-the workspace is refused in one line, and nothing is written where it points."""
+the workspace is refused in one line, and nothing is written where it points; a repository that needs a git
+filter (git-lfs) that is not installed is refused at the start in one line."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import init_repo
+from conftest import git, init_repo
 
 from gep import CycleRequest, run_cycle
 from gep.errors import WorkspaceError
@@ -41,3 +43,28 @@ def test_a_gep_dir_linked_inside_the_workspace_still_works(tmp_path: Path) -> No
     (ws / ".gep").symlink_to("state")
     out = _gep("history", "-w", str(ws))
     assert out.returncode == 0, out.stderr
+
+
+LFS_POINTER = ("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1"
+               "258daaa5e2ca24d17e2393\nsize 12345\n")
+
+
+@pytest.mark.parametrize("program", ["git-lfs", "gep-no-such-filter"])
+def test_a_repository_needing_a_missing_filter_is_refused_at_the_start_in_one_line(tmp_path: Path,
+                                                                                   program: str) -> None:
+    """git-lfs's setup without git-lfs: every checkout failed ("the remote end hung up unexpectedly") and
+    every cycle printed a traceback. The start is refused, naming the filter and what to install."""
+    if shutil.which(program):
+        pytest.skip(f"{program} is installed here")
+    ws = init_repo(tmp_path / "ws", {"app.py": "X = 1\n", ".gitattributes": "*.bin filter=lfs -text\n",
+                                     "data.bin": LFS_POINTER})
+    for key, value in (("required", "true"), ("process", f"{program} filter-process"),
+                       ("smudge", f"{program} smudge -- %f"), ("clean", f"{program} clean -- %f")):
+        git(ws, "config", f"filter.lfs.{key}", value)
+    out = _gep("cycle", "-w", str(ws), "--mutator", "prompt")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0
+    assert f"requires the git filter 'lfs' (filter.lfs.required), and its program {program} is not installed" \
+        in out.stderr, out.stderr
+    with pytest.raises(WorkspaceError, match="requires the git filter 'lfs'"):
+        run_cycle(CycleRequest(workspace=ws, mutator="command", agent_cmd="true"), env=dict(os.environ))
+    assert not (ws / ".gep" / "worktrees").exists() or not list((ws / ".gep" / "worktrees").iterdir())
