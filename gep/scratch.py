@@ -91,11 +91,18 @@ def throwaway(box: Sandbox) -> Iterator[Sandbox]:
     if box.scratch is not None or box.refusal:
         yield box
         return
-    dest = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=_scratch_root(box)))
+    dest: Path | None = None
     try:
+        dest = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=_scratch_root(box)))
         linked = copy_tree(box.tree, box.env_dirs, dest)
         if box.kind == "none" and (box.tree / ".git").exists():
             os.symlink(box.tree / ".git", dest / ".git")  # unconfined: git still works in the copy
+    except OSError as exc:  # a full disk, a file over a limit: the checks cannot run (one line, no traceback)
+        if dest is not None:
+            shutil.rmtree(dest, onerror=_force_remove)
+        yield box.model_copy(update={"refusal": f"cannot copy the tree to check: {exc.strerror or exc}"})
+        return
+    try:
         yield box.model_copy(update={"scratch": dest, "readonly": [*box.readonly, *linked]})
     finally:
         shutil.rmtree(dest, onerror=_force_remove)

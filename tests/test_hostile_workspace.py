@@ -1,9 +1,11 @@
 """Issue 32, finding 11 (part): a workspace set up against the engine. A ``.gep`` that is a symlink out of
 the workspace is refused in one line, and nothing is written where it points; a repository that needs a git
-filter (git-lfs) that is not installed is refused at the start in one line."""
+filter (git-lfs) that is not installed is refused at the start in one line; validation that cannot write its
+throw-away copy (a full disk) fails in one line."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -68,3 +70,31 @@ def test_a_repository_needing_a_missing_filter_is_refused_at_the_start_in_one_li
     with pytest.raises(WorkspaceError, match="requires the git filter 'lfs'"):
         run_cycle(CycleRequest(workspace=ws, mutator="command", agent_cmd="true"), env=dict(os.environ))
     assert not (ws / ".gep" / "worktrees").exists() or not list((ws / ".gep" / "worktrees").iterdir())
+
+
+FULL_DISK_CHILD = r'''
+import json, resource, signal, sys
+from pathlib import Path
+from gep.config import Settings
+from gep.runner import run_validation
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write over the limit fails with EFBIG, as a full disk fails
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+report = run_validation(commands=["python app.py"], cwd=Path(sys.argv[1]), settings=Settings(sandbox="none"),
+                        gene_id="g", report_id="vr_full")
+print(json.dumps({"ok": report.overall_ok, "stderr": report.results[0].stderr}))
+'''
+
+
+def test_validation_that_cannot_write_its_copy_fails_in_one_line(tmp_path: Path) -> None:
+    """The disk the agent filled: the engine cannot write the copy validation runs in (simulated with
+    RLIMIT_FSIZE below a tracked file's size, which fails writes as ENOSPC would). The checks are not run,
+    the reason is one line, no traceback, no partial copy left."""
+    ws = init_repo(tmp_path / "ws", {"app.py": "X = 1\n"})
+    (ws / "big.bin").write_bytes(os.urandom(2 << 20))
+    (ws / ".gep").mkdir()
+    out = subprocess.run([sys.executable, "-c", FULL_DISK_CHILD, str(ws)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    result = json.loads(out.stdout)
+    assert not result["ok"] and result["stderr"] == "BLOCKED: sandbox: cannot copy the tree to check: File too large"
+    assert list((ws / ".gep" / "tmp").iterdir()) == []

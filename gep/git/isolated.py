@@ -95,7 +95,7 @@ def discard_clone(repo: Repo, rec: CloneRecord, change: Change | None = None) ->
             if change is None:
                 change = clone_change(repo, rec)
             patch = write_patch(repo, rec.event_id, rec.base, change.tree) if change.committable else None
-        except WorkspaceError:  # the engine's git cannot read it (issue 32): saved raw, never lost
+        except (WorkspaceError, OSError):  # the engine's git cannot read it, a full disk (issue 32): never lost
             patch = rescue_unreadable(repo, rec.path, rec.base, rec.event_id, _intact_links(rec))
             if patch is not None and patch.is_dir():
                 close_clone(repo, rec, "discarded")
