@@ -1,6 +1,6 @@
-"""Validating a cycle's change where it was made: the validation commands, then the canary, both in the
-sandbox for the change's origin (a model's or an agent's change in its clone, a person's in their tree),
-and what the commands themselves wrote into the tree they checked."""
+"""Validating a cycle's change: the validation commands, then the canary, both in the sandbox for the change's
+origin and in one throw-away copy of the tree the change was made in (gep/scratch.py), so what they write
+never reaches it. The tree is read again afterwards: anything that still changed it meanwhile is drift."""
 
 from __future__ import annotations
 
