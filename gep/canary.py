@@ -13,6 +13,7 @@ from gep.config import Settings
 from gep.models import CommandResult
 from gep.runner import run_argv, run_command
 from gep.sandbox import Sandbox
+from gep.scratch import throwaway
 
 
 class CanaryResult(BaseModel):
@@ -26,6 +27,11 @@ def run_canary(*, tree: Path, paths: Sequence[str], settings: Settings, sandbox:
     mode = (settings.canary or "").strip()
     if mode in ("", "none"):
         return CanaryResult(ok=True, skipped=True)
+    with throwaway(sandbox) as copy:  # what the canary writes never reaches the tree (gep/scratch.py)
+        return _run_canary(mode, tree=tree, paths=paths, settings=settings, sandbox=copy)
+
+
+def _run_canary(mode: str, *, tree: Path, paths: Sequence[str], settings: Settings, sandbox: Sandbox) -> CanaryResult:
     if mode == "compileall":
         files = [p for p in paths if p.endswith(".py") and (tree / p).is_file() and not (tree / p).is_symlink()]
         if not files:

@@ -19,6 +19,7 @@ from gep.mutation import is_high_risk_mutation_allowed, is_high_risk_personality
 from gep.sanitize import redact
 from gep.tools import is_forbidden
 from gep.tree import CycleTree, TreeChange
+from gep.unsafe_entries import unsafe_entries
 
 ALWAYS_FORBIDDEN = [".git", GEP_DIR]
 
@@ -75,6 +76,7 @@ def check_constraints(*, tc: TreeChange, tree: CycleTree, gene: Gene, settings: 
             out.violations.append(f"forbidden path touched: {f.path}")
     out.violations += _protected_violations(tree, tc, protected, editable)
     out.violations += [f"git: {a}" for a in tree.git_actions()]
+    out.violations += unsafe_entries(tree, tc)
     out.warnings += not_committed(tc, committable, forbidden)
     return out
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gep import constants as C
-from gep.errors import ConfigError
+from gep.errors import ConfigError, WorkspaceError
 from gep.inputs import Unreadable, printable, read_text_capped
 
 GEP_DIR = ".gep"
@@ -258,4 +258,12 @@ def validation_commands(settings: Settings, gene_validation: list[str]) -> list[
 
 
 def gep_dir(workspace: Path | str) -> Path:
-    return Path(workspace) / GEP_DIR
+    """``<workspace>/.gep``. A ``.gep`` that is a symlink leaving the workspace is refused, never followed:
+    the engine's state (store, clones, patches) would be written wherever it points (issue 32)."""
+    d = Path(workspace) / GEP_DIR
+    if d.is_symlink():
+        root, target = Path(workspace).resolve(), d.resolve()
+        if root not in target.parents:
+            raise WorkspaceError(f"{d} is a symlink to {target}, outside the workspace: the engine's state is not "
+                                 f"written there; make {GEP_DIR} a folder (or remove the link)")
+    return d

@@ -25,6 +25,7 @@ from gep.abandon import abandon_run, abandoned_line
 from gep.config import Settings, load_settings
 from gep.errors import ConfigError, PendingCycleError, WorkspaceError
 from gep.git import Repo, open_repo, workspace_lock
+from gep.git.filters import check_filters
 from gep.git.plumbing import Git, shown
 from gep.git.repo import ensure_state_dir, operation_in_progress
 from gep.llm_signals import check_llm_settings
@@ -182,6 +183,7 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
 def open_workspace(request: CycleRequest, env: Mapping[str, str], *, resume: bool) -> tuple[Repo, Settings]:
     """The workspace and its settings for this request, checked (no lock taken, nothing recorded)."""
     repo = open_repo(request.workspace)
+    check_filters(repo)  # a required filter (git-lfs) that is missing: every checkout would fail
     if resume:  # finishing keeps what the cycle was started with (stored on the run)
         settings = load_settings(repo.path, env=env)
     else:

@@ -35,6 +35,7 @@ from gep.config import Settings
 from gep.models import CommandResult, ValidationReport, iso, utc_now
 from gep.sandbox import Limits, Sandbox, SandboxUnavailable, command_environment, sandbox_env
 from gep.sanitize import redact
+from gep.scratch import throwaway
 
 # Characters that only mean something to a shell; refused even inside quotes (no gene needs them).
 _SHELL_OPERATORS = [(";", "';'"), ("&", "'&' (&&, background)"), ("|", "'|' (pipe, ||)"),
@@ -201,7 +202,7 @@ def _run(argv: Sequence[str], *, cwd: Path, settings: Settings, shown: str, env:
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, Limits(settings, timeout_s=timeout) as lim:
         try:
-            proc = subprocess.Popen(full, cwd=str(cwd), env=run_env, stdin=subprocess.DEVNULL, stdout=out,
+            proc = subprocess.Popen(full, cwd=str(box.host_cwd(cwd)), env=run_env, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=err, start_new_session=True, close_fds=True, preexec_fn=_preexec(lim))
         except (OSError, subprocess.SubprocessError) as exc:
             why = exc.strerror if isinstance(exc, OSError) else str(exc)
@@ -269,11 +270,12 @@ def run_validation(*, commands: Sequence[str], cwd: Path, settings: Settings, ge
     box = sandbox or Sandbox.resolve(cwd, settings)
     cmds = [c.strip() for c in commands if c and c.strip()]
     results: list[CommandResult] = []
-    for cmd in cmds:
-        res = run_command(cmd, cwd=cwd, settings=settings, sandbox=box)
-        results.append(res)
-        if not res.ok:
-            break
+    with throwaway(box) as copy:  # what the commands write never reaches the tree (gep/scratch.py)
+        for cmd in cmds:
+            res = run_command(cmd, cwd=cwd, settings=settings, sandbox=copy)
+            results.append(res)
+            if not res.ok:
+                break
     return ValidationReport(id=report_id, gene_id=gene_id, commands=[redact(c) for c in cmds], results=results,
                             overall_ok=all(r.ok for r in results) and len(results) == len(cmds),
                             started_at=started, finished_at=iso(clock()), sandbox=box.kind)

@@ -3,9 +3,10 @@
 Those commands execute code the model or an agent wrote (pytest imports a ``conftest.py``), so the
 allowlist is no boundary by itself. Under bubblewrap (``bwrap``) each command gets:
 
-- the tree under check writable; its git metadata (``<tree>/.git``) and the engine's state dir (``.gep/``,
-  apart from a worktree under it that is the tree) read-only; the rest of the file system read-only, with
-  the credential files of $HOME hidden;
+- a root that shows only the system's folders (``SYSTEM_DIRS``, read-only), the tree under check (writable:
+  in fact its throw-away copy, gep/scratch.py, bound where the tree is), the tree's git metadata and the
+  environments the command runs from (read-only). The user's home is an empty tmpfs; the workspace's
+  ignored files, other repositories and the engine's state are not there at all, wherever they live;
 - a private ``/tmp`` (a size-capped tmpfs) and an empty ``/run`` (no host service sockets);
 - no network, a new PID namespace (its ``/proc`` shows its own processes only, never the engine's
   environment), new IPC/UTS/cgroup namespaces, no capabilities, its own session;
@@ -14,9 +15,8 @@ allowlist is no boundary by itself. Under bubblewrap (``bwrap``) each command ge
   nothing for processes (RLIMIT_NPROC counts every process of the user, and never binds root); time and
   output are enforced by the runner (timeout + process-group kill, byte cap).
 
-Bind order matters: ``--tmpfs /tmp`` comes before any bind under /tmp (it would hide them), and binds are
-applied parents first, so a read-only ``<tree>/.git`` lands on top of the writable tree and a writable
-worktree under ``.gep/worktrees/`` on top of the read-only ``.gep/``.
+Bind order matters: mounts are applied parents first, so the tree lands inside the home's tmpfs when it
+lives there, and a read-only ``<tree>/.git`` lands on top of the writable tree.
 
 Policy (``validation_refusal``): setting ``sandbox`` is "auto" (bwrap when installed), "bwrap" (required)
 or "none" (the user's explicit choice). Without bwrap, a change made by a model or an agent is not
@@ -25,14 +25,12 @@ validated unless the user chose "none"; a person's change may run unconfined.
 
 from __future__ import annotations
 
-import atexit
 import os
 import resource
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -50,14 +48,6 @@ ChangeOrigin = Literal["model", "agent", "person"]
 
 TMP_SIZE_BYTES = 512 * 1024 * 1024  # the private /tmp; its pages count against the memory cgroup too
 SANDBOX_TMP = "/tmp"
-# Roots a sandbox replaces with an empty tmpfs: anything the command needs from them is bound back.
-HIDDEN_ROOTS = ("/tmp", "/run")
-# Under $HOME: where credentials usually live. Hidden (an empty dir, or /dev/null for a file).
-CREDENTIAL_PATHS = (
-    ".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".netrc", ".npmrc", ".pypirc", ".pgpass",
-    ".my.cnf", ".git-credentials", ".vault-token", ".terraform.d", ".prefect", ".anthropic", ".claude",
-    ".config/gcloud", ".config/gh", ".config/anthropic", ".config/hub", ".local/share/keyrings",
-)
 # Variables a check may need; everything else (API keys, GEP_*, PREFECT_*, MAKEFLAGS ...) stays out.
 PASSED_ENV = frozenset(
     """PATH HOME USER LOGNAME LANG LANGUAGE TZ TERM NO_COLOR FORCE_COLOR CI TMPDIR TEMP TMP VIRTUAL_ENV
@@ -120,10 +110,6 @@ def _under(path: Path, root: str) -> bool:
     return path == Path(root) or Path(root) in path.parents
 
 
-def _hidden(path: Path) -> bool:
-    return any(_under(path, r) for r in HIDDEN_ROOTS)
-
-
 def _prefix(exe: Path) -> Path:
     """What to bind for an executable: its environment (``venv/``) when it lives in a ``bin/`` folder."""
     return exe.parent.parent if exe.parent.name == "bin" else exe.parent
@@ -159,6 +145,8 @@ class Sandbox(BaseModel):
     state_dir: Path | None = None
     refusal: str | None = None  # set: the runner blocks every command with this reason
     readonly: list[Path] = []  # more folders to show read-only (a clone's links to the user's .venv ...)
+    env_dirs: list[str] = []  # environment folders (ignored) the throw-away copy links to, read-only
+    scratch: Path | None = None  # the throw-away copy of ``tree`` the commands really run in (gep/scratch.py)
 
     @classmethod
     def resolve(cls, tree: Path, settings: Settings, *, origin: ChangeOrigin | None = None,
@@ -168,65 +156,93 @@ class Sandbox(BaseModel):
         kind: SandboxKind = "bwrap" if settings.sandbox != "none" and find_bwrap() is not None else "none"
         tree = tree.resolve()
         return cls(kind=kind, tree=tree, state_dir=state_dir.resolve() if state_dir else find_state_dir(tree),
-                   refusal=refusal)
+                   refusal=refusal, env_dirs=list(settings.env_dirs))
+
+    def host_cwd(self, cwd: Path) -> Path:
+        """Where a command started in ``cwd`` really runs: in the throw-away copy when there is one."""
+        if self.scratch is None:
+            return cwd
+        try:
+            return self.scratch / cwd.resolve().relative_to(self.tree)
+        except ValueError:
+            return cwd
 
     def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> list[str]:
-        """``argv`` (its program an absolute path) as a bwrap command line; ``argv`` itself when kind is none."""
+        """``argv`` (its program an absolute path) as a bwrap command line; ``argv`` itself when kind is none.
+
+        The root is empty but for the system's folders (read-only): the user's home is an empty tmpfs, and
+        of the rest only the tree under check (its throw-away copy, bound where the tree is), its git
+        metadata and the environments the command runs from are bound back."""
         if self.kind == "none":
             return list(argv)
         bwrap = find_bwrap()
         if bwrap is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
-        head = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                "--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP, "--tmpfs", "/run"]
-        mounts: list[tuple[Path, list[str]]] = [(self.tree, ["--bind", str(self.tree), str(self.tree)])]
-        readonly = [*_git_metadata(self.tree), *([self.state_dir] if self.state_dir else [])]
-        readonly += [p.resolve() for p in self.readonly if _hidden(p.resolve())]  # elsewhere / is read-only already
-        readonly += self._hidden_needs(argv[0], env)
-        for p in readonly:
-            if p.exists() and p != self.tree:
-                mounts.append((p, ["--ro-bind", str(p), str(p)]))
-        mounts += _credential_masks(env.get("HOME"))
-        mounts.sort(key=lambda m: len(m[0].parts))  # parents first: a deeper mount lands on top
-        tail = ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+        head = [bwrap, "--dev", "/dev", "--proc", "/proc", "--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP,
+                "--tmpfs", "/run", *_system_binds()]
+        # (depth, rank, args): parents first, and at one depth the home's tmpfs before what is bound into it
+        mounts: list[tuple[int, int, list[str]]] = []
+        home = env.get("HOME")
+        if home and Path(home).is_absolute() and Path(home) != Path("/") and not _system(Path(home)):
+            mounts.append((len(Path(home).parts), 0, ["--tmpfs", home]))
+        src = self.scratch or self.tree
+        mounts.append((len(self.tree.parts), 1, ["--bind", str(src), str(self.tree)]))
+        for p in dict.fromkeys([*_git_metadata(self.tree), *self._needs(argv[0], env)]):
+            if p != self.tree and p.exists():
+                mounts.append((len(p.parts), 2, ["--ro-bind", str(p), str(p)]))
+        mounts.sort(key=lambda m: (m[0], m[1]))
+        tail = ["--remount-ro", "/", "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
                 "--chdir", str(cwd.resolve()), "--", *argv]
-        return [*head, *(a for _, args in mounts for a in args), *tail]
+        return [*head, *(a for *_, args in mounts for a in args), *tail]
 
-    def _hidden_needs(self, program: str, env: Mapping[str, str]) -> list[Path]:
-        """Executables and environments under /tmp or /run the command needs (the tmpfs would hide them)."""
+    def _needs(self, program: str, env: Mapping[str, str]) -> list[Path]:
+        """What the command runs from, outside the system's folders: its program's environment, the PATH
+        folders, the virtualenv and its base Python, PYTHONPATH/NODE_PATH, the linked environment folders.
+        Never the home, the workspace or a folder holding them (that would show the user's data)."""
         found = [_prefix(Path(program).resolve())]
-        found += [_prefix(Path(p).resolve() / "x") for p in env.get("PATH", "").split(os.pathsep) if p]
+        for name in ("PATH", "PYTHONPATH", "NODE_PATH"):
+            found += [Path(p).resolve() for p in env.get(name, "").split(os.pathsep) if p and Path(p).is_absolute()]
         if env.get("VIRTUAL_ENV"):
             found.append(Path(env["VIRTUAL_ENV"]).resolve())
-        roots = {Path(r) for r in HIDDEN_ROOTS}
-        return [p for p in dict.fromkeys(found)
-                if _hidden(p) and p not in roots and p.exists() and not _under(p, str(self.tree))]
+        found += [p.resolve() for p in self.readonly]
+        found += [b for p in found if (b := _venv_base(p)) is not None]
+        keep = [Path(h) for h in (env.get("HOME"),) if h] + [self.tree]
+        if self.state_dir is not None:
+            keep.append(self.state_dir.parent)
+        return [p for p in dict.fromkeys(found) if p.exists() and not _system(p) and not _under(p, str(self.tree))
+                and not any(k == p or p in k.parents for k in keep)]
 
 
-_EMPTY: list[Path] = []
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/gnu",
+               "/snap", "/sys")
 
 
-def _empty_file() -> Path:
-    """An empty read-only file to bind over credential files (a bound /dev/null cannot be opened: nodev)."""
-    if not _EMPTY or not _EMPTY[0].is_file() or _EMPTY[0].stat().st_size:
-        fd, name = tempfile.mkstemp(prefix="gep-empty-")
-        os.close(fd)
-        os.chmod(name, 0o444)
-        atexit.register(Path(name).unlink, True)
-        _EMPTY[:] = [Path(name)]
-    return _EMPTY[0]
+def _system(p: Path) -> bool:
+    return any(_under(p, d) for d in SYSTEM_DIRS)
 
 
-def _credential_masks(home: str | None) -> list[tuple[Path, list[str]]]:
-    if not home or not Path(home).is_absolute() or _hidden(Path(home)):
-        return []
-    out: list[tuple[Path, list[str]]] = []
-    for rel in CREDENTIAL_PATHS:
-        p = Path(home) / rel
-        if p.is_symlink() or not p.exists():
-            continue
-        out.append((p, ["--tmpfs", str(p)] if p.is_dir() else ["--ro-bind", str(_empty_file()), str(p)]))
-    return out
+@lru_cache(maxsize=1)
+def _system_binds() -> tuple[str, ...]:
+    """The system's folders, read-only (a merged-/usr link stays a link)."""
+    out: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            out += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            out += ["--ro-bind", d, d]
+    return tuple(out)
+
+
+def _venv_base(p: Path) -> Path | None:
+    """The base Python of a virtualenv ``p`` (or of the venv ``p`` is the bin folder of), from pyvenv.cfg."""
+    for root in (p, p.parent):
+        cfg = root / "pyvenv.cfg"
+        if cfg.is_file():
+            for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home" and value.strip():
+                    return _prefix(Path(value.strip()).resolve() / "python")
+    return None
 
 
 def sandbox_env(env: Mapping[str, str]) -> dict[str, str]:

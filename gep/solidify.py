@@ -165,7 +165,10 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
     """Check the change; commit and deliver it (success), record it as empty, or end the cycle without it."""
     event = inp.event.model_copy(deep=True)
     _save_stage(inp, "checking")
-    checked = check_change(inp, event)
+    try:
+        checked = check_change(inp, event)
+    except WorkspaceError as exc:  # the engine's own git could not read the change (issue 32)
+        return unreadable_change(inp, event, f"git: the engine could not read the change: {exc}")
     reasons = [] if checked.empty else checked.reasons()
     message = commit_message(str(event.intent), inp.summary, event, inp.gene, inp.mutation)
     diff = inp.tree.diff(checked.tc, C.DIFF_SNAPSHOT_CHARS)
@@ -364,6 +367,33 @@ def keep_awaiting(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, r
     run.pending.event, run.pending.solidify = event.model_copy(deep=True), None
     inp.store.save_run(run)
     return SolidifyResult(event=event, report=checked.report)
+
+
+def unreadable_change(inp: SolidifyInput, event: EvolutionEvent, reason: str) -> SolidifyResult:
+    """A change the engine's git cannot read: a clone's is failed (saved raw, the clone removed); a person's
+    keeps awaiting with the reason (their files are theirs to fix)."""
+    report = ValidationReport(id=report_id_for(event.id), gene_id=inp.gene.id, commands=[], results=[],
+                              overall_ok=False, started_at=iso(inp.now()), finished_at=iso(inp.now()),
+                              skipped="the change could not be read")
+    m = event.meta
+    m.failure_reasons, m.validation_ok = [reason], False
+    if inp.tree.mode == "in_place":
+        m.solidify_attempts = (m.solidify_attempts or 0) + 1
+        event.outcome = Outcome(status=OutcomeStatus.awaiting_changes, score=0.0)
+        inp.store.add_event(with_asset_id(event))
+        inp.run.status, inp.run.stage = "awaiting_changes", "awaiting_changes"
+        inp.run.pending.event, inp.run.pending.solidify = event.model_copy(deep=True), None
+        inp.store.save_run(inp.run)
+        return SolidifyResult(event=event, report=report)
+    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
+    inp.store.add_event(with_asset_id(event))  # the final record first: a crash while discarding keeps it
+    _save_stage(inp, "discarding")
+    rescue = inp.tree.discard()
+    if rescue.patch is not None:
+        m.rescued_patch, m.rescue_command = str(rescue.patch), rescue.command
+        inp.store.add_event(with_asset_id(event))
+    _close(inp)
+    return SolidifyResult(event=event, report=report)
 
 
 def _close(inp: SolidifyInput) -> None:

@@ -1,6 +1,6 @@
-"""Validating a cycle's change where it was made: the validation commands, then the canary, both in the
-sandbox for the change's origin (a model's or an agent's change in its clone, a person's in their tree),
-and what the commands themselves wrote into the tree they checked."""
+"""Validating a cycle's change: the validation commands, then the canary, both in the sandbox for the change's
+origin and in one throw-away copy of the tree the change was made in (gep/scratch.py), so what they write
+never reaches it. The tree is read again afterwards: anything that still changed it meanwhile is drift."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from gep.checks import ConstraintCheck, failure_reasons
 from gep.config import Settings
 from gep.models import ValidationReport
 from gep.runner import run_validation
+from gep.scratch import throwaway
 from gep.tree import CycleTree, TreeChange
 
 
@@ -36,11 +37,12 @@ class Validated(BaseModel):
 def validate_tree(tree: CycleTree, tc: TreeChange, *, commands: Sequence[str], settings: Settings,
                   gene_id: str, report_id: str, now: Callable[[], datetime]) -> Validated:
     """Run ``commands`` and the canary on ``tree`` holding the change ``tc`` (read just before)."""
-    box = tree.sandbox(settings)
     started = time.time()
-    report = run_validation(commands=commands, cwd=tree.path, settings=settings, gene_id=gene_id,
-                            report_id=report_id, now=now, sandbox=box)
-    canary = run_canary(tree=tree.path, paths=tc.paths, settings=settings, sandbox=box) if report.overall_ok else None
+    with throwaway(tree.sandbox(settings)) as box:  # one throw-away copy for the commands and the canary
+        report = run_validation(commands=commands, cwd=tree.path, settings=settings, gene_id=gene_id,
+                                report_id=report_id, now=now, sandbox=box)
+        canary = (run_canary(tree=tree.path, paths=tc.paths, settings=settings, sandbox=box)
+                  if report.overall_ok else None)
     artifacts, drift = tree.validation_effects(tc, tree.read(), started)
     return Validated(report=report, canary=canary, artifacts=artifacts, drift=drift)
 

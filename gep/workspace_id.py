@@ -6,12 +6,20 @@ the same for every worktree of the repository, and it moves with the repository 
 or renamed. The path and a readable name (the folder's name) are kept beside it in the store's
 ``workspaces`` table and updated when the path changes. A folder that is not the top of a git repository
 keeps its id in ``.gep/workspace-id`` instead.
+
+A copy (``cp -r`` of a workspace, a template per agent, a backup restored beside its original) carries the
+id file too, so the id is bound to where it lives: ``workspace-home`` beside it records the folder holding
+the id file (the git common dir). Found elsewhere, the id is the original's only if that folder no longer
+holds it (the repository was moved or renamed: the history follows); while the original still holds the
+same id, this is a copy, and it gets an id of its own (``WorkspaceIdentity.copied_from`` says so). An id
+from before this record (no ``workspace-home``) is kept and bound where it is found.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -21,6 +29,7 @@ from gep.config import gep_dir
 from gep.errors import WorkspaceError
 
 ID_FILE = "workspace-id"
+HOME_FILE = "workspace-home"  # beside the id: the folder the id belongs to (a copy is found elsewhere)
 # variables that would point git at another repository than the folder asked about
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 
@@ -29,6 +38,7 @@ class WorkspaceIdentity(BaseModel):
     id: str
     path: str
     name: str
+    copied_from: str | None = None  # set when this workspace was found to be a copy and got its own id
 
 
 def workspace_identity(workspace: Path | str) -> WorkspaceIdentity:
@@ -36,8 +46,67 @@ def workspace_identity(workspace: Path | str) -> WorkspaceIdentity:
     path = Path(workspace).expanduser().resolve()
     if not path.is_dir():
         raise WorkspaceError(f"workspace {path} is not a directory")
-    wid = _read_or_create(id_file(path))
-    return WorkspaceIdentity(id=wid, path=str(path), name=path.name or str(path))
+    file = id_file(path)
+    wid = _read_or_create(file)
+    original = _copied_from(file, wid)
+    if original is not None:
+        wid = _fresh_id(file)
+        print(f"gep: {path} is a copy of the workspace at {original}: it gets its own identity "
+              f"{wid} (its history starts here; the original's stays with the original)", file=sys.stderr)
+    _bind(file)
+    return WorkspaceIdentity(id=wid, path=str(path), name=path.name or str(path),
+                             copied_from=str(original) if original else None)
+
+
+def _workspace_of(home: Path) -> Path:
+    """The workspace a folder holding an id belongs to: ``<ws>/.git/gep`` or ``<ws>/.gep`` -> ``<ws>``."""
+    up = home.parent
+    return up.parent if up.name == ".git" else up
+
+
+def _copied_from(file: Path, wid: str) -> Path | None:
+    """The folder this id belongs to when ``file`` is a copy of it (that folder still holds the same id)."""
+    try:
+        home = Path(file.with_name(HOME_FILE).read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        return None  # an id from before the record: bound where it is found
+    here = file.parent.resolve()
+    if not home.is_absolute() or home == here:
+        return None
+    try:
+        theirs = (home / ID_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None  # the original is gone: a move (or a rename); the history follows
+    return _workspace_of(home) if theirs == wid else None
+
+
+def _fresh_id(file: Path) -> str:
+    """A new id for a copy, replacing the original's in the copy's file."""
+    tmp = file.with_name(f".{ID_FILE}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    wid = str(uuid.uuid4())
+    try:
+        tmp.write_text(wid + "\n", encoding="utf-8")
+        os.replace(tmp, file)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise WorkspaceError(f"cannot give the copied workspace its own id in {file}: {exc.strerror or exc}") from None
+    return wid
+
+
+def _bind(file: Path) -> None:
+    """Record the folder the id belongs to (best effort: a read-only repository keeps working)."""
+    home, here = file.with_name(HOME_FILE), str(file.parent.resolve())
+    try:
+        if home.read_text(encoding="utf-8").strip() == here:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    tmp = file.with_name(f".{HOME_FILE}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
+    try:
+        tmp.write_text(here + "\n", encoding="utf-8")
+        os.replace(tmp, home)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def id_file(path: Path) -> Path:

@@ -39,7 +39,7 @@ attempt("plant_gene", lambda: open(os.path.join(USER, ".gep", "genes", "evil.jso
 attempt("user_gep_toml", lambda: open(os.path.join(USER, "gep.toml"), "a").write('sandbox = "none"\n'))
 attempt("rewrite_memory", lambda: open("MEMORY.md", "w").write("forget everything\n"))
 '''
-ATTACK = SANDBOX_ATTACK.replace("json.dump(R", REACH_FOR_THE_USER + "json.dump(R")
+ATTACK = SANDBOX_ATTACK.replace('print("RESULTS"', REACH_FOR_THE_USER + 'print("RESULTS"')
 FIX = ("import pathlib, sys; sys.stdin.read(); p = pathlib.Path('stats.py'); "
        "p.write_text(p.read_text().replace('(len(values) - 1)', 'len(values)'))")
 ESCAPES = {"write_outside", "write_user_tree", "write_user_git", "plant_gene", "user_gep_toml", "proc_environ",
@@ -86,7 +86,7 @@ def test_escape_through_validation_in_a_full_model_cycle(example_ws: Path, outsi
     (example_ws / ".gep" / "genes").mkdir(parents=True)
     memory, hooks = (example_ws / "MEMORY.md").read_bytes(), sorted((example_ws / ".git" / "hooks").iterdir())
     conftest = (f"OUTSIDE = {str(outside)!r}\nUSER = {str(example_ws)!r}\nPORT = {listener.getsockname()[1]}\n"
-                + ATTACK)
+                f"STATE = {str(example_ws / '.gep')!r}\n" + ATTACK)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     with FakeAnthropic(_attack_session(conftest)) as fake:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
@@ -99,16 +99,15 @@ def test_escape_through_validation_in_a_full_model_cycle(example_ws: Path, outsi
         assert {"write_outside", "write_user_tree", "plant_gene"} <= escaped, results
         return
     assert escaped == set(), results
-    assert results["rewrite_memory"][0] == "done"  # the tree under check is writable: the clone's MEMORY.md
+    assert results["rewrite_memory"][0] == "done"  # the tree under check is writable: a throw-away copy
     assert list(outside.iterdir()) == [] and sorted((example_ws / ".git" / "hooks").iterdir()) == hooks
     assert not (example_ws / ".gep" / "genes" / "evil.json").exists()
     assert (example_ws / "MEMORY.md").read_bytes() == memory and (example_ws / "gep.toml").read_text() == \
         'sandbox = "auto"\nvalidation = ["python -m pytest -q -s"]\n'
-    assert git(example_ws, "status", "--porcelain") == "" and git(example_ws, "log", "-1", "--format=%s") == \
-        "config\n"  # the user's tree: untouched, nothing committed
-    assert event.outcome.status == "failed" and event.meta.validation == []  # a broken rule: not run again
-    assert "constraint: protected file rewritten (it may only be appended to): MEMORY.md" in \
-        event.meta.failure_reasons
+    # what validation wrote (MEMORY.md rewritten) was discarded with its copy: the change is the model's own
+    assert event.outcome.status == "success", event.meta.failure_reasons
+    assert git(example_ws, "show", "HEAD:MEMORY.md").encode() == memory
+    assert set(git(example_ws, "show", "--name-only", "--format=", "HEAD").split()) == {"stats.py", "tests/conftest.py"}
     with pytest.raises(OSError):
         listener.accept()  # nothing connected
     # no key leaves: not to the model, not into the store, the patch or the prompt file

@@ -1,6 +1,7 @@
-"""References are the user's (gep/git/refs.py, refs_restore.py, delivery.py): what an agent does to the
-user's repository with ``git -C <user repo>`` during a cycle is found before delivering, refused and undone,
-with the value it found kept under refs/gep/rescued/; what the user does (commit, stash, fetch) is not."""
+"""References are the user's (issue 32, finding 6): whatever is done to the user's refs during a cycle (a
+branch made, switched to, committed on or deleted; a tag; an amend or a reset; a stash dropped or cleared)
+is left exactly as it was done. The engine checks only the branch it lands on: when that moved in a way it
+cannot build on, or HEAD is no longer on it, the commit is kept on ``gep/<event>`` and the reason says so."""
 
 from __future__ import annotations
 
@@ -31,57 +32,58 @@ def refs(ws: Path) -> str:
                "refs/stash") + git(ws, "symbolic-ref", "HEAD") + git(ws, "stash", "list", "--format=%H %gs")
 
 
-TAMPER = {
-    "branch -D main + gc --prune=now": [["update-ref", "-d", "refs/heads/main"],
-                                        ["reflog", "expire", "--expire=now", "--all"], ["gc", "-q", "--prune=now"]],
-    "branch -D feature": [["branch", "-D", "feature"]],
-    "tag -f": [["tag", "-f", "v1", "HEAD"]],
-    "refs/replace": [["replace", "-f", "HEAD~1", "HEAD"]],
-    "checkout -b": [["checkout", "-q", "-b", "agent-branch"]],
-    "reset --soft HEAD~1": [["reset", "-q", "--soft", "HEAD~1"]],
-    "stash clear + gc": [["stash", "clear"], ["gc", "-q", "--prune=now"]],
-    "stash drop": [["stash", "drop", "-q", "stash@{1}"]],
-    "new branch": [["branch", "agent-made", "HEAD~1"]],
+# what is done to the user's refs during the cycle -> where the commit goes ("landed" on main, or "kept")
+MEANWHILE = {
+    "checkout -b mywork + commit": ([["checkout", "-q", "-b", "mywork"], ["commit", "-q", "-m", "my work"]],
+                                    "kept", "you switched from main to mywork during the cycle"),
+    "branch -D main + gc --prune=now": ([["update-ref", "-d", "refs/heads/main"],
+                                         ["reflog", "expire", "--expire=now", "--all"], ["gc", "-q", "--prune=now"]],
+                                        "kept", "main no longer contains the cycle's baseline"),
+    "commit --amend": ([["commit", "-q", "--amend", "-m", "reworded"]], "kept",
+                       "main no longer contains the cycle's baseline"),
+    "reset --soft HEAD~1": ([["reset", "-q", "--soft", "HEAD~1"]], "kept", "main no longer contains the cycle's baseline"),
+    "branch -D feature": ([["branch", "-D", "feature"]], "landed", ""),
+    "tag created": ([["tag", "mine", "HEAD"]], "landed", ""),
+    "tag -f": ([["tag", "-f", "v1", "HEAD"]], "landed", ""),
+    "refs/replace": ([["replace", "-f", "HEAD~1", "HEAD"]], "landed", ""),
+    "stash drop": ([["stash", "drop", "-q", "stash@{1}"]], "landed", ""),
+    "stash clear + gc": ([["stash", "clear"], ["gc", "-q", "--prune=now"]], "landed", ""),
+    "new branch": ([["branch", "made-meanwhile", "HEAD~1"]], "landed", ""),
 }
 
 
-@pytest.mark.parametrize("op", list(TAMPER))
-def test_tampering_with_the_user_refs_is_refused_and_undone(ws: Path, op: str) -> None:
-    before = refs(ws)
-    stash_commits = git(ws, "stash", "list", "--format=%H").split()
+def _others(ws: Path) -> str:
+    """Every ref but main, HEAD, and the stash list: what the engine must leave as it finds it."""
+    return "".join(line + "\n" for line in refs(ws).splitlines()
+                   if not line.startswith(("refs/heads/main ", "refs/heads/gep/")))
+
+
+def _main(ws: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "-q", "--verify", "refs/heads/main"], cwd=ws, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("op", list(MEANWHILE))
+def test_what_is_done_to_the_users_refs_during_a_cycle_stays_as_it_was_done(ws: Path, op: str) -> None:
     repo = open_repo(ws)
     rec = open_clone(repo, "evt_1")
     agent_edit(rec.path)
     commit = commit_clone(repo, rec)
-    for args in TAMPER[op]:
-        git(ws, *args)  # the agent, with `git -C <user repo>`
-    assert refs(ws) != before
+    steps, where, why = MEANWHILE[op]
+    for args in steps:
+        git(ws, *args)  # the user (or an agent) with git in the user's repository
+    main, others = _main(ws), _others(ws)
     d = deliver(repo, rec, commit)
-    assert d.status == "refused", d
-    assert d.reasons and all(r.startswith("references changed during the cycle") for r in d.reasons)
-    assert refs(ws) == before  # every ref, HEAD and the whole stash list back
-    for sha in stash_commits:  # the stashes' contents survived gc (pinned for the cycle's life)
-        assert git(ws, "cat-file", "-t", sha).strip() == "commit"
-    rescued = git(ws, "for-each-ref", "--format=%(refname)", "refs/gep/rescued/evt_1/")
-    # any value found in place of a recorded one is kept (reflog expire --all also emptied the stash list)
-    deleted_only = op in ("branch -D feature", "stash clear + gc")
-    assert bool(rescued) != deleted_only, rescued
+    assert d.status == where, d
+    assert _others(ws) == others  # nothing deleted, moved or resurrected; the stash list as they left it
+    assert not git(ws, "for-each-ref", "refs/gep/rescued/")
+    if where == "kept":
+        assert d.branch == "gep/evt_1" and git(ws, "rev-parse", "gep/evt_1").strip() == commit
+        assert any(why in r for r in d.reasons), d.reasons
+        assert _main(ws) == main  # not landed
+    else:
+        assert git(ws, "rev-parse", "main").strip() == commit
     assert subprocess.run(["git", "fsck", "--no-dangling"], cwd=ws, capture_output=True).returncode == 0
-    assert git(ws, "rev-parse", "main").strip() == rec.baseline  # nothing landed
-
-
-def test_head_switched_to_another_commit_is_reported_not_forced_back(ws: Path) -> None:
-    repo = open_repo(ws)
-    rec = open_clone(repo, "evt_1")
-    agent_edit(rec.path)
-    commit = commit_clone(repo, rec)
-    git(ws, "stash", "push", "-q")  # the user's edits out of the way so the checkout can run
-    git(ws, "checkout", "-q", "feature")
-    d = deliver(repo, rec, commit)
-    assert d.status == "refused"
-    assert any("HEAD: left where it is" in r for r in d.restored)
-    assert git(ws, "symbolic-ref", "HEAD").strip() == "refs/heads/feature"  # the tree follows it: left
-    assert git(ws, "status", "--porcelain", "--untracked-files=no") == ""
 
 
 @pytest.mark.parametrize("op", ["commit", "stash push", "fetch"])

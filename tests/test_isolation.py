@@ -87,33 +87,40 @@ def test_work_the_user_does_during_the_cycle_is_never_lost_nor_swallowed(ws: Pat
     assert " M README.md" in status and "?? during.txt" in status and "A  draft.md" in status
 
 
-GIT_TAMPERING = {
-    "delete main and gc": "git update-ref -d refs/heads/main && git reflog expire --expire=now --all && git gc -q --prune=now",
-    "move a tag": "git tag -f v1 HEAD~1",
-    "plant a replace ref": "git replace -f HEAD HEAD~1",
-    "clear the stash": "git stash clear && git gc -q --prune=now",
-    "switch branch": "git checkout -q -b other",
+GIT_TAMPERING = {  # what an agent does with `git -C <your repo>` -> where the cycle's commit goes
+    "delete main and gc": ("git update-ref -d refs/heads/main && git reflog expire --expire=now --all && "
+                           "git gc -q --prune=now", "kept"),
+    "move a tag": ("git tag -f v1 HEAD~1", "landed"),
+    "plant a replace ref": ("git replace -f HEAD HEAD~1", "landed"),
+    "clear the stash": ("git stash clear && git gc -q --prune=now", "landed"),
+    "switch branch": ("git checkout -q -b other", "kept"),
 }
 
 
 @pytest.mark.parametrize("how", list(GIT_TAMPERING))
-def test_an_agent_doing_git_things_in_the_users_repository_fails_and_is_undone(ws: Path, how: str) -> None:
+def test_refs_changed_in_the_users_repository_during_a_cycle_are_left_as_they_were_made(ws: Path, how: str) -> None:
+    """Issue 32: the engine cannot tell an agent's `git -C` from the user's own git work, and the user's refs
+    are theirs: nothing is put back, deleted or resurrected; only the branch the commit lands on is checked."""
     git(ws, "tag", "v1")
+    v1 = git(ws, "rev-parse", "v1").strip()
     git(ws, "stash", "push", "-q", "-m", "kept work", "--", "README.md")
     (ws / "README.md").write_text("hello\nwork in progress\n")
-    refs_before = git(ws, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
-    stash_before = git(ws, "stash", "list", "--format=%H")
-    tamper = ("u = pathlib.Path.cwd().parents[2]; subprocess.run(" + repr(GIT_TAMPERING[how])
-              + ", shell=True, cwd=u, check=True)")
+    command, where = GIT_TAMPERING[how]
+    tamper = ("u = pathlib.Path.cwd().parents[2]; subprocess.run(" + repr(command) + ", shell=True, cwd=u, check=True)")
     event = cycle(ws, GOOD, tamper)
-    assert event.outcome.status == "failed"
-    assert any(r.startswith("protocol: references changed during the cycle") for r in event.meta.failure_reasons), \
-        event.meta.failure_reasons
-    assert git(ws, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags") == refs_before
-    assert git(ws, "stash", "list", "--format=%H") == stash_before
-    assert git(ws, "replace", "-l") == ""
-    assert event.meta.rescued_patch and "return b + a" in Path(event.meta.rescued_patch).read_text()
-    assert git(ws, "fsck", "--no-progress", "--no-dangling") == ""
+    assert event.outcome.status == "success" and event.meta.delivery == where, event.meta.failure_reasons
+    refs_after = git(ws, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags",
+                     "refs/replace") + git(ws, "stash", "list", "--format=%H")
+    expected = {"delete main and gc": lambda r: "refs/heads/main " not in r,
+                "move a tag": lambda r: "refs/tags/v1 " in r and f"refs/tags/v1 {v1}" not in r,
+                "plant a replace ref": lambda r: "refs/replace/" in r,
+                "clear the stash": lambda r: not git(ws, "stash", "list"),
+                "switch branch": lambda r: git(ws, "symbolic-ref", "HEAD").strip() == "refs/heads/other"}[how]
+    assert expected(refs_after), refs_after  # as the agent left it
+    assert not git(ws, "for-each-ref", "refs/gep/rescued/")
+    if where == "kept":
+        assert event.meta.branch == f"gep/{event.id}" and event.meta.merge_command
+    assert (ws / "README.md").read_text() == "hello\nwork in progress\n"
 
 
 def test_an_agent_doing_git_things_in_its_clone_fails_and_never_reaches_the_user(ws: Path) -> None:

@@ -58,7 +58,7 @@ def drive(ws: Path, run: str, point: str, kill_after: float | None = None) -> tu
 
 def _kill_in_validation(ws: Path, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
-    while not any(p.read_text().strip() for p in (ws / ".gep" / "worktrees").glob("*/sleepy.pid")):
+    while not any(p.read_text().strip() for p in (ws / ".gep" / "tmp").glob("check-*/sleepy.pid")):
         assert proc.poll() is None and time.monotonic() < deadline, "validation never started"
         time.sleep(0.05)
     assert _pids_with("sleepy.pid")
@@ -362,7 +362,7 @@ def test_gep_recover_while_a_cycle_holds_the_workspace_names_it(tmp_path: Path) 
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while not list((ws / ".gep" / "worktrees").glob("*/sleepy.pid")):
+        while not list((ws / ".gep" / "tmp").glob("check-*/sleepy.pid")):
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         out = _gep("recover", "--workspace", str(ws))

@@ -39,7 +39,7 @@ def attempt(name, fn):
         R[name] = ["blocked", type(exc).__name__]
 attempt("write_outside", lambda: open(os.path.join(OUTSIDE, "pwned"), "w").write("x"))
 attempt("write_git", lambda: open(".git/hooks/post-commit", "w").write("#!/bin/sh\n"))
-attempt("write_state", lambda: open(".gep/genes/evil.json", "w").write("{}"))
+attempt("write_state", lambda: open(os.path.join(STATE, "genes", "evil.json"), "w").write("{}"))
 attempt("read_etc", lambda: open("/etc/hostname").read())
 def environ_of_others():
     for pid in os.listdir("/proc"):
@@ -57,7 +57,6 @@ def network():
     s.close()
 attempt("network", network)
 attempt("env_key", lambda: base64.b64encode(os.environ["ANTHROPIC_API_KEY"].encode()).decode())
-json.dump(R, open("escape_results.json", "w"))
 print("RESULTS", json.dumps(R))
 '''
 
@@ -81,8 +80,13 @@ def _hostile_ws(tmp_path: Path, outside: Path, port: int) -> Path:
     ws = init_repo(tmp_path / "ws", {"app.py": "X = 1\n", "tests/test_app.py": "def test_x():\n    assert True\n"})
     (ws / ".gep" / "genes").mkdir(parents=True)
     # what the model writes with write_file: pytest imports it
-    (ws / "tests" / "conftest.py").write_text(f"OUTSIDE = {str(outside)!r}\nPORT = {port}\n" + ATTACK)
+    (ws / "tests" / "conftest.py").write_text(f"OUTSIDE = {str(outside)!r}\nPORT = {port}\n"
+                                              f"STATE = {str(ws / '.gep')!r}\n" + ATTACK)
     return ws
+
+
+def _results(stdout: str) -> dict[str, list[str]]:
+    return json.loads(stdout.split("RESULTS ", 1)[1].splitlines()[0])
 
 
 def _connected(listener: socket.socket) -> bool:
@@ -103,9 +107,9 @@ def test_conftest_escape_through_validation(tmp_path: Path, outside: Path, engin
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     ws = _hostile_ws(tmp_path, outside, listener.getsockname()[1])
     hooks_before = sorted(p.name for p in (ws / ".git" / "hooks").iterdir())
-    report = run_validation(commands=["python -m pytest -q"], cwd=ws, settings=Settings(sandbox=mode),
+    report = run_validation(commands=["python -m pytest -q -s"], cwd=ws, settings=Settings(sandbox=mode),
                             gene_id="g", report_id="vr_attack")
-    results = json.loads((ws / "escape_results.json").read_text())  # the conftest did run
+    results = _results(report.results[0].stdout)  # the conftest did run
     assert report.overall_ok and report.sandbox == mode and report.results[0].sandbox == mode
     escaped = {name for name, (status, _) in results.items() if status == "done"}
     attacks = {"write_outside", "write_git", "write_state", "proc_environ", "network"}
@@ -133,7 +137,7 @@ def test_the_models_run_validation_tool_is_confined_the_same_way(
                            settings=Settings(), gene_id="g", cycle_id="evt_t")
     out = tools.call("run_validation", {})
     assert "(exit 0, ok)" in out.content and "RESULTS" in out.content, out.content
-    results = json.loads(out.content.split("RESULTS ", 1)[1].splitlines()[0])
+    results = _results(out.content)
     assert {n for n, (s, _) in results.items() if s == "done"} == {"read_etc"}
     assert list(outside.iterdir()) == [] and not _connected(listener)
 
@@ -174,12 +178,12 @@ def test_credential_files_in_home_are_hidden(tmp_path: Path, monkeypatch: pytest
         monkeypatch.setenv("HOME", str(home))
         (tmp_path / "r.py").write_text(
             "import os\nh = os.environ['HOME']\n"
-            "print(sorted(os.listdir(h + '/.ssh')), repr(open(h + '/.netrc').read()))\n")
+            "print(sorted(os.listdir(h)), os.path.exists(h + '/.netrc'))\n")
         res = run_command("python r.py", cwd=tmp_path, settings=Settings())
         assert res.ok, res.stderr
-        assert "[] ''" in res.stdout and "hunter2" not in res.stdout
+        assert "[] False" in res.stdout  # the whole home is an empty tmpfs
         plain = run_command("python r.py", cwd=tmp_path, settings=Settings(sandbox="none"))
-        assert "id_ed25519" in plain.stdout  # without the sandbox they are there
+        assert ".ssh" in plain.stdout and "True" in plain.stdout  # without the sandbox they are there
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
@@ -250,16 +254,16 @@ def test_without_bwrap_a_models_change_is_not_validated_unless_the_user_said_non
     assert validation_refusal("person", auto) is None  # a person's change may run unconfined
     assert validation_refusal("model", Settings(sandbox="none")) is None  # the user's explicit choice
     assert validation_refusal("person", Settings(sandbox="bwrap")) is not None  # required, and missing
-    (tmp_path / "ok.py").write_text("open('ran', 'w').write('x')\n")
+    (tmp_path / "ok.py").write_text("print('ran')\n")
     box = Sandbox.resolve(tmp_path, auto, origin="model")
     report = run_validation(commands=["python ok.py"], cwd=tmp_path, settings=auto, gene_id="g",
                             report_id="vr_1", sandbox=box)
     assert not report.overall_ok and report.sandbox == "none"
     assert report.results[0].blocked_reason and "sandbox:" in report.results[0].blocked_reason
-    assert not (tmp_path / "ran").exists()
+    assert "ran" not in report.results[0].stdout
     person = run_validation(commands=["python ok.py"], cwd=tmp_path, settings=auto, gene_id="g",
                             report_id="vr_2", sandbox=Sandbox.resolve(tmp_path, auto, origin="person"))
-    assert person.overall_ok and person.sandbox == "none" and (tmp_path / "ran").exists()
+    assert person.overall_ok and person.sandbox == "none" and "ran" in person.results[0].stdout
 
 
 @needs_bwrap

@@ -6,10 +6,12 @@ Each test works in its own schema, dropped afterwards. Skipped cleanly when no s
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import init_repo
 from sqlalchemy import text
 from store_backends import NO_PG, pg_schema_url
 from test_store import check_events, check_genes_capsules, check_runs_state
@@ -105,3 +107,26 @@ def test_database_from_a_newer_version_opens_untouched(pg_url: str) -> None:
             conn.execute(text("INSERT INTO schema_migrations (name, applied_at) VALUES ('900_future', 'x')"))
     with Store.open(pg_url) as s:
         assert s.unknown_migrations == ["900_future"] and s.get_event("e1") is not None
+
+
+def test_two_copies_of_a_workspace_see_only_their_own_rows(pg_url: str, tmp_path: Path) -> None:
+    """Issue 32, finding 9: `cp -r` of a workspace copied its id, and on a shared store the copy and the
+    original read and wrote each other's events. The copy now gets its own id; the original keeps its rows."""
+    settings = Settings(database_url=pg_url)
+    original = init_repo(tmp_path / "agent-a")
+    with Store.for_workspace(original, settings) as s:
+        s.add_event(EvolutionEvent(id="evt_1"))
+        s.set_state("personality.current", PersonalityState())
+    copy = tmp_path / "agent-b"
+    shutil.copytree(original, copy, symlinks=True)  # a template per agent
+    with Store.for_workspace(original, settings) as a, Store.for_workspace(copy, settings) as b:
+        assert a.workspace_id != b.workspace_id
+        assert [e.id for e in a.recent_events()] == ["evt_1"] and b.recent_events() == [] and b.count_events() == 0
+        assert b.get_state("personality.current", PersonalityState) is None
+        b.add_event(EvolutionEvent(id="evt_1"))  # the copy's own first cycle
+        b.add_event(EvolutionEvent(id="evt_2"))
+        a.add_event(EvolutionEvent(id="evt_2"))
+        assert a.count_events() == 2 and b.count_events() == 2
+        assert a.last_event_id() == "evt_2" and b.last_event_id() == "evt_2"
+    with Store.for_workspace(copy, settings) as b_again:
+        assert b_again.workspace_id == b.workspace_id  # the copy's id is stable from then on

@@ -80,4 +80,33 @@ def test_processes_creating_the_id_at_once_agree(repo: Path) -> None:
                               env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}) for _ in range(6)]
     ids = {p.communicate(timeout=60)[0].strip() for p in procs}
     assert len(ids) == 1 and ids == {workspace_identity(repo).id}
-    assert sorted(p.name for p in (repo / ".git" / "gep").iterdir()) == ["workspace-id"]  # no leftovers
+    assert sorted(p.name for p in (repo / ".git" / "gep").iterdir()) == ["workspace-home", "workspace-id"]  # no leftovers
+
+
+def test_a_copy_gets_its_own_id_and_says_so_while_a_move_keeps_it(repo: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32, finding 9: `cp -r` of a workspace copied .git/gep/workspace-id, so the copy read and wrote
+    the original's rows in a shared store."""
+    original = workspace_identity(repo).id
+    capsys.readouterr()
+    shutil.copytree(repo, tmp_path / "copy", symlinks=True)
+    copy = workspace_identity(tmp_path / "copy")
+    assert copy.id != original and copy.copied_from == str(repo.resolve())
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{(tmp_path / 'copy').resolve()} is a copy of the workspace" in err
+    assert workspace_identity(tmp_path / "copy").id == copy.id and workspace_identity(repo).id == original
+    assert capsys.readouterr().err == ""  # said once
+    # a copy of the copy, made after the original moved away: still a copy of the copy
+    moved = repo.rename(tmp_path / "moved")
+    assert workspace_identity(moved).id == original  # the original moved: the history follows it
+    shutil.copytree(tmp_path / "copy", tmp_path / "copy2", symlinks=True)
+    assert workspace_identity(tmp_path / "copy2").id not in (original, copy.id)
+
+
+def test_an_id_from_before_the_copy_check_keeps_working(repo: Path, tmp_path: Path) -> None:
+    wid = workspace_identity(repo).id
+    (repo / ".git" / "gep" / "workspace-home").unlink()  # as every workspace made before issue 32 is
+    assert workspace_identity(repo).id == wid  # kept (no data orphaned), and bound where it is
+    assert (repo / ".git" / "gep" / "workspace-home").read_text().strip() == str((repo / ".git" / "gep").resolve())
+    shutil.copytree(repo, tmp_path / "later-copy", symlinks=True)
+    assert workspace_identity(tmp_path / "later-copy").id != wid

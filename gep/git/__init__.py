@@ -47,8 +47,7 @@ from gep.git.isolated import (
 )
 from gep.git.lock import holds_lock, workspace_lock
 from gep.git.recovery import RecoveryReport, find_event_commit, recover_git, salvage
-from gep.git.refs import RefChange, RefRecord, record_refs, ref_changes
-from gep.git.refs_restore import restore_refs
+from gep.git.refs import RefRecord, record_refs
 from gep.git.repo import Repo, ensure_gep_dir, open_repo
 from gep.git.rescue import Rescue
 
@@ -57,6 +56,5 @@ __all__ = [
     "deliver", "InPlaceChange", "InPlaceRecord", "begin_in_place", "close_in_place", "in_place_change",
     "load_in_place", "abandon_in_place", "InPlaceCommit", "commit_in_place", "clone_change", "clone_git_actions",
     "close_clone", "commit_change", "discard_clone", "drift_paths", "holds_lock", "workspace_lock",
-    "RecoveryReport", "find_event_commit", "recover_git", "salvage", "RefChange", "RefRecord", "record_refs",
-    "ref_changes", "restore_refs", "Repo", "ensure_gep_dir", "open_repo", "Rescue",
+    "RecoveryReport", "find_event_commit", "recover_git", "salvage", "RefRecord", "record_refs", "Repo", "ensure_gep_dir", "open_repo", "Rescue",
 ]

@@ -1,7 +1,8 @@
 """Delivering a cycle's commit: land it, rebase it (then validate again), or keep it on its own branch.
 
-First the user's refs are checked against the record made at the start: tampering refuses the delivery
-and is undone (see :mod:`gep.git.refs`). Then, on the branch HEAD was on at the start:
+The user's refs are the user's: whatever they did meanwhile (a branch made or deleted, a tag, an amend or
+a reset, a stash dropped) is never undone, moved or resurrected; only the branch the commit lands on is
+checked. HEAD must still be on the branch it was on at the start (else the commit is kept). On that branch:
 
 * the branch has not moved and the user's tree does not touch the commit's paths: it lands
   (fast-forward, the user's other uncommitted edits untouched);
@@ -22,8 +23,7 @@ from gep.git.isolated import close_clone
 from gep.git.landing import land
 from gep.git.plumbing import shell_quote
 from gep.git.rebase import rebase_onto
-from gep.git.refs import is_descendant, ref_changes
-from gep.git.refs_restore import restore_refs
+from gep.git.refs import is_descendant
 from gep.git.repo import Repo
 
 MAX_REBASES = 3
@@ -59,25 +59,28 @@ def keep(repo: Repo, rec: CloneRecord, commit: str, reason: str) -> Delivery:
     return Delivery(status="kept", commit=commit, branch=branch, command=command, reasons=[reason], record=rec)
 
 
-def _check_refs(repo: Repo, rec: CloneRecord, commit: str) -> Delivery | None:
-    """A refused delivery when the user's refs were tampered with (then put back from the record), else None."""
+def _check_base(repo: Repo, rec: CloneRecord, commit: str) -> None:
     if repo.git().sha(f"{commit}^") != rec.base:
         raise ValueError(f"commit {commit[:12]} is not on the clone's base {rec.base[:12]}")
-    changes = ref_changes(repo, rec.user_refs, target=rec.branch, own=set(evolution_refs(rec.event_id)))
-    if not changes:
+
+
+def switched_away(repo: Repo, rec: CloneRecord) -> str | None:
+    """Why the user's HEAD is no longer where the commit would land (they switched branch), or None."""
+    now = repo.git().run("symbolic-ref", "-q", "HEAD", ok=True).line() or None
+    if now == rec.branch:
         return None
-    restored = restore_refs(repo, rec.event_id, rec.user_refs, changes)
-    return Delivery(status="refused", commit=commit, record=rec, restored=restored,
-                    reasons=["references changed during the cycle: " + c.describe() for c in changes])
+
+    def name(ref: str | None) -> str:
+        return ref.removeprefix("refs/heads/") if ref else "a detached HEAD"
+
+    return f"you switched from {name(rec.branch)} to {name(now)} during the cycle"
 
 
 def deliver_to_branch(repo: Repo, rec: CloneRecord, commit: str, branch: str) -> Delivery:
     """Put ``commit`` on the branch the user named (``--branch``): created there, or moved from the cycle's
     base by compare-and-swap; never the checked-out branch, so the user's tree is not touched. A branch that
     exists elsewhere is left alone and the commit kept on ``gep/<event>``."""
-    refused = _check_refs(repo, rec, commit)
-    if refused is not None:
-        return refused
+    _check_base(repo, rec, commit)
     ref = f"refs/heads/{branch}"
     g = repo.git()
     tip = g.sha(ref)
@@ -95,13 +98,14 @@ def deliver(repo: Repo, rec: CloneRecord, commit: str, *, max_rebases: int = MAX
     """Deliver ``commit`` (made by :func:`gep.git.isolated.commit_change` on ``rec.base``).
 
     landed / kept: the clone is closed. needs_revalidation: validate the clone again, make the commit again
-    (or use ``Delivery.commit``) and call again. refused: fail the cycle (``discard_clone``)."""
+    (or use ``Delivery.commit``) and call again."""
     g = repo.git()
-    refused = _check_refs(repo, rec, commit)
-    if refused is not None:
-        return refused
+    _check_base(repo, rec, commit)
     ref = rec.branch or "HEAD"
     name = ref.removeprefix("refs/heads/")
+    moved = switched_away(repo, rec)
+    if moved is not None:
+        return keep(repo, rec, commit, f"not landed on {name}: {moved}")
     tip = g.sha(ref)
     if tip == rec.base:
         why = land(repo, rec.event_id, ref, rec.base, commit)

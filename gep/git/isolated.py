@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gep.errors import GepError
+from gep.errors import GepError, WorkspaceError
 from gep.git.change import Change, FileChange, tree_diff, untracked_changes
 from gep.git.clone import CloneRecord, clone_paths, read_clone_state, remove_clone, save_record
+from gep.git.raw_rescue import rescue_unreadable
 from gep.git.repo import Repo, identity_env
 from gep.git.rescue import Rescue, apply_command, write_patch
 from gep.git.scan import scan
@@ -90,9 +91,15 @@ def discard_clone(repo: Repo, rec: CloneRecord, change: Change | None = None) ->
     The user's tree was never touched, so there is nothing to roll back."""
     rescue = Rescue()
     if os.path.isdir(rec.path):
-        if change is None:
-            change = clone_change(repo, rec)
-        patch = write_patch(repo, rec.event_id, rec.base, change.tree) if change.committable else None
+        try:
+            if change is None:
+                change = clone_change(repo, rec)
+            patch = write_patch(repo, rec.event_id, rec.base, change.tree) if change.committable else None
+        except (WorkspaceError, OSError):  # the engine's git cannot read it, a full disk (issue 32): never lost
+            patch = rescue_unreadable(repo, rec.path, rec.base, rec.event_id, _intact_links(rec))
+            if patch is not None and patch.is_dir():
+                close_clone(repo, rec, "discarded")
+                return Rescue(patch=patch, command=f"the files are in {patch}")
         if patch is not None:
             rescue = Rescue(patch=patch, command=apply_command(repo, patch))
     close_clone(repo, rec, "discarded")

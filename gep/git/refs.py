@@ -1,17 +1,11 @@
-"""References are the user's: record them all at the start, find what changed, put it back.
-
-A change counts as tampering unless it is one of: the target branch (or a detached HEAD) moving forward to
-a descendant (the user committing), a remote-tracking ref moving (``git fetch``, an editor's autofetch),
-new stash entries pushed on top of the recorded ones (the user's ``git stash``; every recorded entry is
-still there). Anything else (a deleted, created, rewound or rewritten branch or tag, a ``refs/replace``
-entry, a dropped or cleared stash, HEAD switched) is restored from the record; the value found is kept
-under ``refs/gep/rescued/<event>/<ref>`` so nothing is lost. Every recorded object is pinned under
-``refs/gep/pin/<event>/`` for the cycle's life: ``gc --prune=now`` cannot take what a restore needs.
+"""References are the user's: the engine records them at the start only to pin their objects for the
+cycle's life (under ``refs/gep/pin/<event>/``: a ``gc --prune=now`` meanwhile cannot take the baseline). It
+never compares them later to put anything back: what the user (or an agent's ``git -C``) does to branches,
+tags and the stash during a cycle stays as it was done (issue 32). Delivery checks only the branch it lands
+on (gep/git/delivery.py).
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -34,25 +28,6 @@ class RefRecord(BaseModel):
     head: str | None  # the commit HEAD resolved to
     refs: dict[str, str] = Field(default_factory=dict)  # every ref outside refs/gep/ -> object id
     stash: list[StashEntry] = Field(default_factory=list)  # newest first, as `git stash list`
-
-
-class RefChange(BaseModel):
-    ref: str
-    old: str | None
-    new: str | None
-    kind: Literal["created", "deleted", "moved", "head", "stash"]
-    note: str = ""
-
-    def describe(self) -> str:
-        def short(sha: str | None) -> str:
-            return sha[:12] if sha else "nothing"
-
-        what = {"created": f"{self.ref} created at {short(self.new)}",
-                "deleted": f"{self.ref} deleted (was {short(self.old)})",
-                "moved": f"{self.ref} moved from {short(self.old)} to {short(self.new)}",
-                "head": f"HEAD changed from {self.old} to {self.new}",
-                "stash": f"stash entries dropped ({self.old} -> {self.new})"}[self.kind]
-        return what + (f"; {self.note}" if self.note else "")
 
 
 def read_refs(g: Git) -> tuple[str | None, str | None, dict[str, str]]:
@@ -113,37 +88,3 @@ def unpin(repo: Repo, event_id: str) -> None:
 
 def is_descendant(g: Git, old: str, new: str) -> bool:
     return g.run("merge-base", "--is-ancestor", old, new, ok=True).code == 0
-
-
-def _stash_change(g: Git, record: RefRecord) -> RefChange | None:
-    now = read_stash(g)
-    old = [s.sha for s in record.stash]
-    new = [s.sha for s in now]
-    if new == old or (len(new) > len(old) and new[len(new) - len(old):] == old):
-        return None  # unchanged, or the user pushed entries on top: every recorded entry is there
-    return RefChange(ref=STASH, old=f"{len(old)} entries", new=f"{len(new)} entries", kind="stash")
-
-
-def ref_changes(repo: Repo, record: RefRecord, target: str | None, own: set[str] = frozenset()) -> list[RefChange]:  # type: ignore[assignment]
-    """What changed since ``record`` that is not allowed (see the module doc). ``target``: the branch a
-    cycle delivers to (``refs/heads/main``), None for a detached HEAD. ``own``: refs this cycle created."""
-    g = repo.git()
-    head_ref, head, refs = read_refs(g)
-    out: list[RefChange] = []
-    for name in sorted(set(record.refs) | set(refs)):
-        old, new = record.refs.get(name), refs.get(name)
-        if old == new or name in own or name.startswith(FREE_NS) or name == STASH:
-            continue
-        if name == target and old and new and is_descendant(g, old, new):
-            continue
-        kind = "created" if old is None else "deleted" if new is None else "moved"
-        out.append(RefChange(ref=name, old=old, new=new, kind=kind))
-    if head_ref != record.head_ref:
-        out.append(RefChange(ref="HEAD", old=record.head_ref or f"detached at {record.head}",
-                             new=head_ref or f"detached at {head}", kind="head"))
-    elif head_ref is None and head != record.head:
-        if not (record.head and head and target is None and is_descendant(g, record.head, head)):
-            out.append(RefChange(ref="HEAD", old=f"detached at {record.head}", new=f"detached at {head}",
-                                 kind="head"))
-    stash = _stash_change(g, record)
-    return out + ([stash] if stash else [])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from gep.config import gep_dir
 from gep.errors import WorkspaceError
 from gep.git.plumbing import Git, base_env, shown
 
@@ -33,7 +34,7 @@ class Repo(BaseModel):
 
     @property
     def gep_dir(self) -> Path:
-        return self.path / GEP_DIR
+        return gep_dir(self.path)  # a .gep symlink out of the workspace is refused
 
     def engine_dir(self, name: str) -> Path:
         """``.gep/<name>/``, created (and ``.gep/`` kept out of git)."""
