@@ -32,6 +32,7 @@ from gep.learning import learn_outcome
 from gep.memory import LessonCategory
 from gep.models import EvolutionEvent, Outcome, utc_now
 from gep.verdicts import give_feedback
+from gep.workspace_id import HOME_FILE
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -132,11 +133,19 @@ def _history_of_both(root: Path) -> Path:
     return ws
 
 
+def same_workspace_copy(src: Path, dst: Path) -> Path:
+    """A copy of ``src`` that is the same workspace (its history with it): a backup restored elsewhere. A plain
+    copy is a new workspace and starts with no history (gep/workspace_id.py), so its id's home record goes."""
+    ws = Path(shutil.copytree(src, dst, symlinks=True))
+    (ws / ".git" / "gep" / HOME_FILE).unlink(missing_ok=True)
+    return ws
+
+
 def _pick_rate(base: Path, root: Path, seeds: range) -> float:
     """How often A is picked by the next cycle from ``base``, one seeded cycle per copy of it."""
     picks = []
     for seed in seeds:
-        ws = shutil.copytree(base, root / f"seed{seed}", symlinks=True)
+        ws = same_workspace_copy(base, root / f"seed{seed}")
         picks.append(cycle(ws, seed).genes_used)
     assert {tuple(p) for p in picks} <= {(REPAIR,), (TWIN,)}, picks
     return picks.count([REPAIR]) / len(picks)
@@ -145,7 +154,7 @@ def _pick_rate(base: Path, root: Path, seeds: range) -> float:
 def test_not_helpful_on_a_genes_events_lowers_its_pick_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     venv_first(monkeypatch)
     base = _history_of_both(tmp_path)
-    steered = shutil.copytree(base, tmp_path / "steered", symlinks=True)
+    steered = same_workspace_copy(base, tmp_path / "steered")
     with store_of(steered) as store:
         [a_event] = [e for e in store.list_events(10) if e.genes_used == [REPAIR]]
         give_feedback(store, a_event.id, "not_helpful", now=utc_now(), note="not what we needed")

@@ -279,7 +279,9 @@ def test_random_kills_of_full_cycles_never_leave_the_user_tree_changed(tmp_path:
         recover(ws)
         check_prompt_solidify(ws, edited, refs)
     print(seen, durations)
-    assert len(seen) >= 4, seen  # the kills really landed in different stages
+    # the kills really landed in different stages (each stage is also killed deterministically above); since
+    # validation checks a copy of the tree, solidify takes most of a cycle's time and so most random kills
+    assert len(seen) >= 3, seen
 
 
 # ------------------------------------------------------------------ the next cycle, `gep recover`, runs rows
