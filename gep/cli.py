@@ -21,6 +21,7 @@ from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
+from gep.workspace_arg import WorkspaceOpt, checked_top, workspace_or_here
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
@@ -49,9 +50,7 @@ err = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace: a git repository an agent works in.")]
-HereOpt = Annotated[Path | None, typer.Option("--workspace", "-w", help="The workspace: a git repository an agent "
-                                              "works in (default: the one the current directory is in).")]
+HereOpt = WorkspaceOpt  # every command defaults to the repository the current directory is in
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")]
 
 
@@ -116,21 +115,9 @@ def _open_store(workspace: Path) -> Any:
 
 
 def _workspace_dir(workspace: Path | None) -> Path:
-    """The workspace named by --workspace, else the git work tree the current directory is in."""
-    import subprocess
-
-    if workspace is None:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
-        if top.returncode != 0 or not top.stdout.strip():
-            raise GepError(f"{Path.cwd()} is not inside a git repository: run this in a workspace or pass "
-                           "--workspace DIR")
-        return Path(top.stdout.strip()).resolve()
-    path = workspace.expanduser()
-    if not path.exists():
-        raise GepError(f"workspace {path} does not exist")
-    if not path.is_dir():
-        raise GepError(f"workspace {path} is not a directory")
-    return path.resolve()
+    """The workspace named by --workspace (a repository's top), else the git work tree the current directory
+    is in."""
+    return checked_top(workspace)
 
 
 @contextmanager
@@ -244,7 +231,7 @@ AgentCmdOpt = Annotated[str | None, typer.Option("--agent-cmd", help="External a
 @app.command()
 @friendly
 def cycle(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     mutator: MutatorOpt = None,
     agent_cmd: AgentCmdOpt = None,
     strategy: StrategyOpt = None,
@@ -276,6 +263,7 @@ def cycle(
     """
     from gep.context import CycleRequest, hide_agent_cmd, open_cycle
 
+    workspace = workspace_or_here(workspace)
     _build_cycle_models()
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
     request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
@@ -367,7 +355,7 @@ def _not_solidified(event: Any, ws: Path) -> typer.Exit:
 @app.command()
 @friendly
 def solidify(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     summary: Annotated[str | None, typer.Option("--summary", "-m", help="One line describing your change: the "
                                                 "commit subject (default: the mutation's expected effect).")] = None,
     abandon: Annotated[bool, typer.Option("--abandon", help="Give the pending cycle up: your change is saved as "
@@ -385,6 +373,7 @@ def solidify(
     """
     from gep.context import CycleRequest, open_cycle
 
+    workspace = workspace_or_here(workspace)
     _build_cycle_models()
     # nothing awaiting changes: one line, before Prefect starts
     open_cycle(CycleRequest(workspace=workspace), resume=True, check_only=True)
@@ -401,7 +390,7 @@ def solidify(
 
 @app.command()
 @friendly
-def recover(workspace: WorkspaceOpt) -> None:
+def recover(workspace: WorkspaceOpt = None) -> None:
     """Clean up after crashed cycles and record their outcomes.
 
     Your working tree was never changed by a dead cycle. Its clone is removed (its change saved as a patch),
@@ -409,7 +398,7 @@ def recover(workspace: WorkspaceOpt) -> None:
     its commit is on a branch, awaiting changes again when `gep solidify` was interrupted, else interrupted."""
     from gep.api import recover as do_recover
 
-    done = do_recover(workspace)
+    done = do_recover(workspace_or_here(workspace))
     for line in [*done.warnings, *done.actions]:
         _show(line)
     for r in done.runs:
@@ -574,7 +563,7 @@ def genes_show(
 def import_cmd(
     assets_dir: Annotated[Path, typer.Argument(help="Folder with genes.json, capsules.json, "
                                                "failed_capsules.json, events.jsonl (reference format).")],
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     allow_mismatch: Annotated[bool, typer.Option("--allow-mismatch", help="Import assets whose asset_id does "
                                                  "not match their content (listed) instead of rejecting them.")] = False,
 ) -> None:
@@ -587,7 +576,7 @@ def import_cmd(
 
     if not assets_dir.is_dir():
         raise GepError(f"{assets_dir}: not a directory")
-    with _open_store(workspace) as store:
+    with _open_store(workspace_or_here(workspace)) as store:
         report = import_assets(store, assets_dir, allow_mismatch=allow_mismatch)
     out.print(report.summary(), markup=False, highlight=False)
 
@@ -597,7 +586,7 @@ def import_cmd(
 def export_cmd(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write genes.json, capsules.json, "
                                             "failed_capsules.json and events.jsonl into.")],
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Export the store as the reference implementation's asset files (existing files there are replaced).
 
@@ -605,7 +594,7 @@ def export_cmd(
     """
     from gep.assets import export_assets
 
-    with _open_store(workspace) as store:
+    with _open_store(workspace_or_here(workspace)) as store:
         report = export_assets(store, out_dir)
     out.print(report.summary(), markup=False, highlight=False)
 
@@ -627,7 +616,7 @@ def capture(ctx: typer.Context) -> None:
 @app.command("signals")
 @friendly
 def signals_cmd(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     date: Annotated[str | None, typer.Option(help="Only this day (YYYY-MM-DD, UTC).")] = None,
     type_: Annotated[str | None, typer.Option("--type", help="Only this type: preference, emotion, "
                                               "correction, approval or style.")] = None,
@@ -642,8 +631,7 @@ def signals_cmd(
     from gep.behavior import SIGNAL_TYPES
     from gep.behavior_files import read_signals
 
-    if not workspace.is_dir():
-        raise GepError(f"{workspace}: not a directory")
+    workspace = _workspace_dir(workspace)
     if type_ is not None and type_ not in SIGNAL_TYPES:
         raise GepError(f"--type must be one of {', '.join(SIGNAL_TYPES)}, not {type_!r}")
     try:
@@ -669,7 +657,7 @@ def signals_cmd(
 @app.command()
 @friendly
 def serve(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     cron: Annotated[str, typer.Option(help="Schedule (cron, UTC).")] = "*/30 * * * *",
     mutator: MutatorOpt = None,
     strategy: StrategyOpt = None,
@@ -687,7 +675,7 @@ def serve(
     from gep.errors import ConfigError
     from gep.git import open_repo
 
-    ws = open_repo(workspace)
+    ws = open_repo(workspace_or_here(workspace))
     from flows.serve import START_SERVER, ServeRequest, serve_workspace
 
     # the deployments' parameters keep the agent command redacted; this process runs their flow runs

@@ -14,8 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from gep.errors import GepError
+from gep.workspace_arg import WorkspaceOpt, workspace_or_here
 
-HERE = Path(".")
 STATS = "stats"
 VERDICTS = ("helpful", "not_helpful")
 
@@ -32,7 +32,7 @@ def feedback(
                                                   help="Your verdict on the event's change.")] = None,
     note: Annotated[str | None, typer.Option("--note", help="Why (kept with the feedback and in a lesson the "
                                              "next prompt for this gene can recall).")] = None,
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (default: here).")] = HERE,
+    workspace: WorkspaceOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="stats: print JSON on stdout and nothing else.")] = False,
 ) -> None:
     """Tell GEP whether a cycle's change helped, or show what feedback says about each gene.
@@ -42,6 +42,7 @@ def feedback(
     (usefulness_weight). `gep feedback stats` lists per gene the global and per-situation scores, the count
     of each signal (used, ignored, helpful, not_helpful) and the last signal's time.
     """
+    workspace = workspace_or_here(workspace)
     if target == STATS:
         if verdict is not None or note is not None:
             raise GepError("`gep feedback stats` takes no verdict or --note")
