@@ -44,8 +44,8 @@ server_app = typer.Typer(help="One local Prefect server in the background: every
                          "its UI shows them.", no_args_is_help=True)
 app.add_typer(server_app, name="server")
 
-# when piped, rich assumes 80 columns and truncates ids: give tables room instead
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+# when piped, rich assumes 80 columns and truncates ids: give tables room instead (unless COLUMNS says)
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 err = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -429,12 +429,16 @@ def history(
     limit: Annotated[int, typer.Option(min=1, help="How many events, newest first.")] = 20,
     show_all: Annotated[bool, typer.Option("--all", help="Also list the runs that recorded no cycle: "
                                            "skipped scheduled ticks and refused runs (from Prefect).")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Also the flow run's link, state and duration (shown "
+                                       "anyway from 120 columns).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List recorded cycles newest first, joined with their Prefect flow runs.
 
-    Columns: event id, outcome, intent, gene, whether its committed fix held (verified / did not hold, as the
-    next cycles saw the logs), the flow run (a link to the run in the Prefect UI), its state and duration.
+    Columns: the event's short id (what `gep show`, `gep feedback` take; a link to its flow run where the
+    terminal shows links), outcome, intent, gene, whether its committed fix held (verified / did not hold, as
+    the next cycles saw the logs) and the run's duration; --wide (or 120 columns) adds the flow run's link
+    and state. The last line sums the cycles listed up.
     Flow-run states come from PREFECT_API_URL or gep's background server in one request when it answers,
     and show as "-" otherwise. --json prints the EvolutionEvent objects, each with a `flow_run` object when
     Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
@@ -453,10 +457,9 @@ def history(
         out.print(f"no cycles recorded in {path} yet (start one with: gep cycle --workspace "
                   f"{shlex.quote(str(path))})", markup=False, highlight=False)
         return
-    table = Table("event", "outcome", "intent", "gene", "fix", "flow run", "state", "duration", show_lines=False)
-    for row in view.rows:
-        table.add_row(*row)
-    out.print(table)
+    from gep.history_table import print_history
+
+    print_history(out, view.rows, events, wide)
     for e in events:  # a commit kept on its branch: the command that merges it
         if e.meta.merge_command:
             _show(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
@@ -465,12 +468,15 @@ def history(
 @app.command()
 @friendly
 def show(
-    event_id: Annotated[str, typer.Argument(help="An event id as `gep history` lists it (evt_...).")],
+    event_id: Annotated[str, typer.Argument(help="An event id as `gep history` lists it (or any unique "
+                                            "prefix of it).")],
     workspace: HereOpt = None,
 ) -> None:
     """Print one recorded event (EvolutionEvent, with meta) as JSON."""
+    from gep.event_ids import resolve
+
     with store_only(workspace) as (path, store):
-        ev = store.get_event(event_id) if store is not None else None
+        ev = store.get_event(resolve(event_id, store.event_ids())) if store is not None else None
     if ev is None:
         raise GepError(f"no event {event_id!r} in {path}")
     _emit_json(ev.model_dump(mode="json"))

@@ -27,7 +27,7 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
 
 def feedback(
     target: Annotated[str, typer.Argument(metavar="EVENT_ID|stats", help="The event to judge (an id as "
-                                          "`gep history` lists it), or `stats` for the scores.")],
+                                          "`gep history` lists it, or a unique prefix), or `stats` for the scores.")],
     verdict: Annotated[str | None, typer.Argument(metavar="[helpful|not_helpful]",
                                                   help="Your verdict on the event's change.")] = None,
     note: Annotated[str | None, typer.Option("--note", help="Why (kept with the feedback and in a lesson the "
@@ -58,7 +58,10 @@ def feedback(
     from gep.verdicts import give_feedback
 
     now = utc_now()
+    from gep.event_ids import resolve
+
     with feedback_store(workspace) as store:
+        target = resolve(target, store.event_ids())
         signal = give_feedback(store, target, verdict, now=now, note=note)
         use = FeedbackIndex(store.list_feedback()).usefulness(signal.gene_id, signal.situation, now)
     typer.echo(f"recorded {verdict} on {target} ({signal.gene_id}); its usefulness here is now "
