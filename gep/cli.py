@@ -344,12 +344,13 @@ def _print_event(event: Any, ws: Path) -> None:
 def _not_solidified(event: Any, ws: Path) -> typer.Exit:
     """A person's change that did not pass (or could not be validated): kept, still awaiting; one line."""
     m = event.meta
+    q = shlex.quote(str(ws))  # the commands below run as printed, from anywhere
     if m.not_run:
         return fail(f"{m.not_run}; nothing was rolled back: your edits are as they were, the cycle still "
-                    f"awaits changes (run `gep solidify --workspace {ws}` again)", 2)
+                    f"awaits changes (run `gep solidify --workspace {q}` again)", 2)
     return fail(f"validation failed (attempt {m.solidify_attempts}); your edits are kept and the cycle still "
-                f"awaits changes: fix them and run `gep solidify --workspace {ws}` again, or give up with "
-                f"`gep solidify --workspace {ws} --abandon` (your change is saved as a patch)", 1)
+                f"awaits changes: fix them and run `gep solidify --workspace {q}` again, or give up with "
+                f"`gep solidify --workspace {q} --abandon` (your change is saved as a patch)", 1)
 
 
 @app.command()
@@ -454,8 +455,8 @@ def history(
         _emit_json(view.as_json())
         return
     if not view.rows:
-        out.print(f"no cycles recorded in {path} yet (start one with: gep cycle --workspace "
-                  f"{shlex.quote(str(path))})", markup=False, highlight=False)
+        out.print(f"no cycles recorded in {path} yet (start one with `gep cycle --workspace "
+                  f"{shlex.quote(str(path))}`)", markup=False, highlight=False)
         return
     from gep.history_table import print_history
 
