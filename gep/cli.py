@@ -21,6 +21,7 @@ from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
+from gep.prefect_console import VerboseOpt, quiet_prefect_console
 from gep.workspace_arg import WorkspaceOpt, checked_top, workspace_or_here
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
@@ -248,6 +249,7 @@ def cycle(
                                               "the exchanges the rules found nothing in (needs "
                                               "ANTHROPIC_API_KEY; as llm_signals = true in gep.toml).")] = False,
     as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run one evolution cycle on a workspace, as a Prefect flow run.
 
@@ -264,6 +266,7 @@ def cycle(
     from gep.context import CycleRequest, hide_agent_cmd, open_cycle
 
     workspace = workspace_or_here(workspace)
+    quiet_prefect_console(verbose)
     _build_cycle_models()
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
     request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
@@ -363,6 +366,7 @@ def solidify(
                                           "a patch under .gep/rescued/ (the `git apply` line that brings it back "
                                           "is printed), then only its files are put back.")] = False,
     as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Finish a cycle left awaiting changes (prompt mode): validate, then commit your change.
 
@@ -375,6 +379,7 @@ def solidify(
     from gep.context import CycleRequest, open_cycle
 
     workspace = workspace_or_here(workspace)
+    quiet_prefect_console(verbose)
     _build_cycle_models()
     # nothing awaiting changes: one line, before Prefect starts
     open_cycle(CycleRequest(workspace=workspace), resume=True, check_only=True)
