@@ -33,6 +33,7 @@ from gep.checks import (
     failure_reasons,
     protocol_violations,
 )
+from gep.commit_subject import diff_subject
 from gep.config import Settings, validation_commands
 from gep.delivering import Delivered, deliver_change
 from gep.errors import WorkspaceError
@@ -166,8 +167,9 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
     _save_stage(inp, "checking")
     checked = check_change(inp, event)
     reasons = [] if checked.empty else checked.reasons()
-    message = commit_message(str(event.intent), inp.summary, event, inp.gene, inp.mutation)
     diff = inp.tree.diff(checked.tc, C.DIFF_SNAPSHOT_CHARS)
+    summary = inp.summary or diff_subject(checked.tc.paths, diff)  # what changed, not the gene's template
+    message = commit_message(str(event.intent), summary, event, inp.gene, inp.mutation)
     if not checked.empty and not reasons and inp.approve is not None and not inp.approve(
             _review_request(event, message, checked.tc, diff)):
         reasons.append("protocol: rejected in review")
