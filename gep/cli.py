@@ -37,6 +37,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's help: paragraphs re-wrapped to the terminal, flags without a <bool> metavar
 )
 genes_app = typer.Typer(help="List and inspect genes (seed genes, workspace genes, imported genes); retire and "
                         "restore them; distil new ones from successful capsules.", no_args_is_help=True)
@@ -93,8 +94,8 @@ def _warn(warnings: list[InputWarning]) -> None:
         err.print(f"gep: warning: {w}", markup=False, highlight=False)
 
 
-def _emit_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+def _emit_json(obj: Any, indent: int | None = None) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
     sys.stdout.flush()
 
 
@@ -478,14 +479,15 @@ def show(
                                             "prefix of it).")],
     workspace: HereOpt = None,
 ) -> None:
-    """Print one recorded event (EvolutionEvent, with meta) as JSON."""
+    """Print one recorded event (EvolutionEvent, with meta) as JSON: indented on a terminal, one line when
+    piped."""
     from gep.event_ids import resolve
 
     with store_only(workspace) as (path, store):
         ev = store.get_event(resolve(event_id, store.event_ids())) if store is not None else None
     if ev is None:
         raise GepError(f"no event {event_id!r} in {path}")
-    _emit_json(ev.model_dump(mode="json"))
+    _emit_json(ev.model_dump(mode="json"), indent=2 if sys.stdout.isatty() else None)  # piped: one line
 
 
 # ------------------------------------------------------------------ genes
@@ -767,8 +769,10 @@ def main() -> None:
     usage_errors, no_args = _click_exception_types()
     try:
         code = app(standalone_mode=False)
-    except no_args as exc:
-        code = exc.exit_code  # the help was printed
+    except no_args as exc:  # `gep`, `gep genes`: the help, on stdout (click leaves it to its caller)
+        if exc.ctx is not None:
+            out.print(exc.ctx.get_help(), markup=False, highlight=False)
+        code = exc.exit_code
     except usage_errors as exc:
         err.print(f"gep: {exc.format_message()} (see `{_command_path(exc)} --help`)", markup=False,
                   highlight=False)
