@@ -28,3 +28,29 @@ def test_cycle_is_quiet_by_default_and_verbose_with_v(live_prefect: LiveServer, 
                             cwd=example_ws, base=env, timeout_s=180)
     assert loud.returncode == 0, loud.stderr
     assert "Flow run '" in loud.stderr and "INFO" in loud.stderr, loud.stderr
+
+
+@pytest.mark.timeout(600)
+def test_sigterm_stops_gep_serve_as_ctrl_c_does(live_prefect: LiveServer, example_ws: Path, tmp_path: Path):
+    """Issue 31, point 8: SIGTERM stops `gep serve` cleanly, without "coroutine ... was never awaited"."""
+    import signal
+    import time
+
+    from live_prefect import kill_group
+
+    log = tmp_path / "serve.log"
+    env = {**live_prefect.home_env, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    serving = live_prefect.spawn([str(BIN / "gep"), "serve"], cwd=example_ws, base=env, log=log)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and "Ctrl-C stops" not in log.read_text(errors="replace"):
+        assert serving.poll() is None, log.read_text()
+        time.sleep(1)
+    time.sleep(5)  # the runner is starting (SIGTERM before or after it is up takes the same path)
+    serving.send_signal(signal.SIGTERM)
+    try:
+        code = serving.wait(60)
+    finally:
+        kill_group(serving, grace_s=0)
+    text = log.read_text(errors="replace")
+    assert "never awaited" not in text and "Traceback" not in text, text
+    assert code == 0, text
