@@ -29,7 +29,7 @@ from prefect.utilities.annotations import quote
 
 from flows import reporting, states
 from flows.flowdef import gep_flow
-from flows.review import review_recorder
+from flows.review import ReviewChoice, review_recorder
 from flows.slot import lease_seconds, workspace_slot
 from gep import pipeline as P
 from gep.context import Approve, CycleContext, CycleRequest, open_cycle, reveal_agent_cmd
@@ -50,11 +50,11 @@ RECORDED: dict[str, str] = {}
 
 
 class ReviewDecision(RunInput):
-    """Shown in the Prefect UI when a review-mode cycle waits: approve commits, reject discards the change
-    (saved as a patch under .gep/rescued/); the note is kept as feedback on the cycle's gene (approve: helpful,
-    reject: not helpful)."""
+    """Shown in the Prefect UI when a review-mode cycle waits (flows/review.py says what each choice does).
+    The decision has no default: the form cannot be submitted untouched, so no choice is ever made for the
+    reviewer."""
 
-    approve: bool = False
+    decision: ReviewChoice
     note: str = ""
 
 

@@ -226,10 +226,36 @@ def cycle_markdown(event: EvolutionEvent, workspace: Path | None = None, prompt_
         lines += ["", "## Failure reasons", _md_list(m.failure_reasons)]
     if m.commit:
         lines += ["", f"## Commit\n`{m.commit}`" + (f" on `{m.branch}`" if m.branch else "")]
-    if prompt_file:
-        lines += ["", f"## Awaiting changes\nPrompt: `{prompt_file}`. Make the change, then run "
-                  f"`{solidify_command(workspace)}`."]
+    lines += ["", "## Next step", next_step(event, workspace, prompt_file)]
     return "\n".join(lines)
+
+
+def next_step(event: EvolutionEvent, workspace: Path | None, prompt_file: str | None = None) -> str:
+    """What happened, in one sentence, and the one next step that works for this outcome."""
+    import shlex
+
+    m, status = event.meta, str(event.outcome.status)
+    ws = f" --workspace {shlex.quote(str(workspace))}" if workspace else ""
+    if status == "awaiting_changes":
+        where = f"The prompt is in `{prompt_file}`. " if prompt_file else ""
+        return (f"{where}Make the change, then run `{solidify_command(workspace)}` (or give it up with "
+                f"`gep solidify{ws} --abandon`).")
+    if m.rescued_patch:
+        how = f" Bring it back with `{m.rescue_command}`." if m.rescue_command else ""
+        return f"The change was not kept: it is saved as `{m.rescued_patch}`.{how}"
+    if status == "success" and m.merge_command:
+        return f"Committed on `{m.branch}`, not merged: merge it with `{m.merge_command}`."
+    if status == "success" and m.commit:
+        from gep.event_ids import short_id
+
+        return (f"Committed `{m.commit[:12]}`. Say whether it helped: "
+                f"`gep feedback {short_id(event.id)} helpful{ws}` (or `not_helpful`).")
+    if status == "empty":
+        return "Nothing needed changing: no next step."
+    if status in ("failed", "interrupted"):
+        return ("Nothing was changed in your workspace; the reasons are above. The next cycle avoids what "
+                "failed here.")
+    return "No next step."
 
 
 def solidify_command(workspace: Path | None) -> str:
@@ -251,12 +277,14 @@ def review_gate(decision_model: type[Any], timeout_s: int = 24 * 3600,
 
     def approve(summary: Any) -> bool:
         get_run_logger().info("validation passed; waiting for approval in the Prefect UI: %s", summary)
-        form = decision_model.with_initial_data(description=review_markdown(summary), approve=False)
+        # no initial decision: the reviewer has to choose one (an untouched Submit is refused by the form)
+        form = decision_model.with_initial_data(description=review_markdown(summary))
         # _sync: the stage is sync code inside the async flow; pause from this thread, polling the API
         decision = pause_flow_run(  # type: ignore[call-overload]  # Prefect's stub omits sync_compatible's _sync
             wait_for_input=form, timeout=timeout_s, poll_interval=2, _sync=True)
+        get_run_logger().info("review: %s%s", decision.decision, f" ({decision.note})" if decision.note else "")
         if on_decision is not None:
             on_decision(summary, decision)
-        return bool(decision.approve)
+        return str(decision.decision) == "approve"
 
     return approve

@@ -4,12 +4,22 @@ description, and their decision and note kept as feedback on the cycle's gene (g
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 
 from gep.context import CycleContext
 from gep.prompt import fence
 from gep.solidify import ReviewRequest
 from gep.verdicts import record_review
+
+
+class ReviewChoice(StrEnum):
+    """A reviewer's explicit decision (the form's required field)."""
+
+    approve = "approve"  # commit it; the gene counts it helpful, with the note
+    reject = "reject"  # roll it back (a patch under .gep/rescued/); not helpful, the note in the reviewer's words
+    ask_for_changes = "ask for changes"  # not committed (the patch is kept), nothing counts against the gene
+
 
 FORM_DIFF_CHARS = 6_000  # the form is read in a browser; the full diff stays in the capsule or the repository
 FORM_FILES = 50
@@ -27,15 +37,20 @@ def review_markdown(request: ReviewRequest) -> str:
         f"# Review {request.event_id}", "", f"**{request.message.splitlines()[0]}**", "",
         f"Validation passed. {request.files} file(s), {request.lines} line(s) changed:", *files, "",
         opening + diff.rstrip("\n") + closing,
-        "Approve to commit it, reject to roll it back. Your note is kept with your verdict (approve: helpful, "
-        "reject: not helpful) and the next cycles on this gene can recall it."])
+        "Choose a decision (there is no default): **approve** commits it; **reject** rolls it back (the change is "
+        "saved as a patch under `.gep/rescued/`) and counts as not helpful for the gene, your note kept as your "
+        "words; **ask for changes** keeps it out too (the patch is saved) without counting against the gene, "
+        "your note logged with the run. The next cycles on this gene can recall an approve or reject note."])
 
 
 def review_recorder(ctx: CycleContext) -> Callable[[ReviewRequest, Any], None]:
     """What the review gate calls with the reviewer's decision: it becomes feedback with their note."""
 
     def recorded(request: ReviewRequest, decision: Any) -> None:
-        record_review(ctx.store, request.event_id, approved=bool(decision.approve), note=str(decision.note or ""),
-                      now=ctx.clock(), author="reviewer (Prefect UI)")
+        choice = ReviewChoice(decision.decision)
+        if choice is ReviewChoice.ask_for_changes:
+            return  # not a verdict on the gene: the note is in the run's log (flows/reporting.review_gate)
+        record_review(ctx.store, request.event_id, approved=choice is ReviewChoice.approve,
+                      note=str(decision.note or ""), now=ctx.clock(), author="reviewer (Prefect UI)")
 
     return recorded

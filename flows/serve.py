@@ -84,5 +84,25 @@ def serve_workspace(request: ServeRequest, *, api_url: str, say: Callable[[str],
             name=manual_name, parameters=request.params, description=f"Run one GEP cycle on {request.workspace} now")
         say(f"serving evolution-cycle/{scheduled_name} (cron {request.cron}, UTC) and "
             f"evolution-cycle/{manual_name}; Ctrl-C stops")
-        # returns on Ctrl-C after Prefect stops the runner cleanly
-        serve(scheduled, manual)  # type: ignore[arg-type]  # from sync code to_deployment returns the deployment
+        # returns on Ctrl-C after Prefect stops the runner cleanly; SIGTERM takes the same path
+        _sigterm_as_ctrl_c()
+        try:
+            serve(scheduled, manual)  # type: ignore[arg-type]  # from sync code to_deployment returns the deployment
+        except KeyboardInterrupt:  # before the runner started: nothing to stop
+            pass
+
+
+def _raise_interrupt(*_args: object, **_kwargs: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _sigterm_as_ctrl_c() -> None:
+    """Prefect's runner answers SIGTERM by calling its async stop from sync code inside its event loop, which
+    prints "coroutine 'Runner.astop' was never awaited" and stops nothing: in this process (the `gep serve`
+    command) SIGTERM is handled as Ctrl-C instead, which Prefect stops cleanly (both deployments paused)."""
+    import signal
+
+    from prefect.runner import Runner
+
+    Runner.handle_sigterm = _raise_interrupt  # type: ignore[method-assign]
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # until the runner installs its own

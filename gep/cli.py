@@ -21,6 +21,8 @@ from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
 from gep.errors import GepError
 from gep.json_safe import dumps_finite
+from gep.prefect_console import VerboseOpt, quiet_prefect_console
+from gep.workspace_arg import WorkspaceOpt, checked_top, workspace_or_here
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
@@ -35,6 +37,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's help: paragraphs re-wrapped to the terminal, flags without a <bool> metavar
 )
 genes_app = typer.Typer(help="List and inspect genes (seed genes, workspace genes, imported genes); retire and "
                         "restore them; distil new ones from successful capsules.", no_args_is_help=True)
@@ -43,15 +46,13 @@ server_app = typer.Typer(help="One local Prefect server in the background: every
                          "its UI shows them.", no_args_is_help=True)
 app.add_typer(server_app, name="server")
 
-# when piped, rich assumes 80 columns and truncates ids: give tables room instead
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+# when piped, rich assumes 80 columns and truncates ids: give tables room instead (unless COLUMNS says)
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 err = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace: a git repository an agent works in.")]
-HereOpt = Annotated[Path | None, typer.Option("--workspace", "-w", help="The workspace: a git repository an agent "
-                                              "works in (default: the one the current directory is in).")]
+HereOpt = WorkspaceOpt  # every command defaults to the repository the current directory is in
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")]
 
 
@@ -95,8 +96,8 @@ def _warn(warnings: list[InputWarning]) -> None:
         err.print(f"gep: warning: {w}", markup=False, highlight=False)
 
 
-def _emit_json(obj: Any) -> None:
-    sys.stdout.write(dumps_finite(obj) + "\n")  # a NaN in the store prints as null, never invalid JSON
+def _emit_json(obj: Any, indent: int | None = None) -> None:
+    sys.stdout.write(dumps_finite(obj, indent=indent) + "\n")  # a NaN in the store prints as null, never invalid JSON
     sys.stdout.flush()
 
 
@@ -118,21 +119,9 @@ def _open_store(workspace: Path) -> Any:
 
 
 def _workspace_dir(workspace: Path | None) -> Path:
-    """The workspace named by --workspace, else the git work tree the current directory is in."""
-    import subprocess
-
-    if workspace is None:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
-        if top.returncode != 0 or not top.stdout.strip():
-            raise GepError(f"{Path.cwd()} is not inside a git repository: run this in a workspace or pass "
-                           "--workspace DIR")
-        return Path(top.stdout.strip()).resolve()
-    path = workspace.expanduser()
-    if not path.exists():
-        raise GepError(f"workspace {path} does not exist")
-    if not path.is_dir():
-        raise GepError(f"workspace {path} is not a directory")
-    return path.resolve()
+    """The workspace named by --workspace (a repository's top), else the git work tree the current directory
+    is in."""
+    return checked_top(workspace)
 
 
 @contextmanager
@@ -246,7 +235,7 @@ AgentCmdOpt = Annotated[str | None, typer.Option("--agent-cmd", help="External a
 @app.command()
 @friendly
 def cycle(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     mutator: MutatorOpt = None,
     agent_cmd: AgentCmdOpt = None,
     strategy: StrategyOpt = None,
@@ -263,6 +252,7 @@ def cycle(
                                               "the exchanges the rules found nothing in (needs "
                                               "ANTHROPIC_API_KEY; as llm_signals = true in gep.toml).")] = False,
     as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Run one evolution cycle on a workspace, as a Prefect flow run.
 
@@ -278,6 +268,8 @@ def cycle(
     """
     from gep.context import CycleRequest, hide_agent_cmd, open_cycle
 
+    workspace = workspace_or_here(workspace)
+    quiet_prefect_console(verbose)
     _build_cycle_models()
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
     request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
@@ -358,24 +350,26 @@ def _print_event(event: Any, ws: Path) -> None:
 def _not_solidified(event: Any, ws: Path) -> typer.Exit:
     """A person's change that did not pass (or could not be validated): kept, still awaiting; one line."""
     m = event.meta
+    q = shlex.quote(str(ws))  # the commands below run as printed, from anywhere
     if m.not_run:
         return fail(f"{m.not_run}; nothing was rolled back: your edits are as they were, the cycle still "
-                    f"awaits changes (run `gep solidify --workspace {ws}` again)", 2)
+                    f"awaits changes (run `gep solidify --workspace {q}` again)", 2)
     return fail(f"validation failed (attempt {m.solidify_attempts}); your edits are kept and the cycle still "
-                f"awaits changes: fix them and run `gep solidify --workspace {ws}` again, or give up with "
-                f"`gep solidify --workspace {ws} --abandon` (your change is saved as a patch)", 1)
+                f"awaits changes: fix them and run `gep solidify --workspace {q}` again, or give up with "
+                f"`gep solidify --workspace {q} --abandon` (your change is saved as a patch)", 1)
 
 
 @app.command()
 @friendly
 def solidify(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     summary: Annotated[str | None, typer.Option("--summary", "-m", help="One line describing your change: the "
                                                 "commit subject (default: the mutation's expected effect).")] = None,
     abandon: Annotated[bool, typer.Option("--abandon", help="Give the pending cycle up: your change is saved as "
                                           "a patch under .gep/rescued/ (the `git apply` line that brings it back "
                                           "is printed), then only its files are put back.")] = False,
     as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Finish a cycle left awaiting changes (prompt mode): validate, then commit your change.
 
@@ -387,6 +381,8 @@ def solidify(
     """
     from gep.context import CycleRequest, open_cycle
 
+    workspace = workspace_or_here(workspace)
+    quiet_prefect_console(verbose)
     _build_cycle_models()
     # nothing awaiting changes: one line, before Prefect starts
     open_cycle(CycleRequest(workspace=workspace), resume=True, check_only=True)
@@ -406,7 +402,7 @@ def solidify(
 
 @app.command()
 @friendly
-def recover(workspace: WorkspaceOpt) -> None:
+def recover(workspace: WorkspaceOpt = None) -> None:
     """Clean up after crashed cycles and record their outcomes.
 
     Your working tree was never changed by a dead cycle. Its clone is removed (its change saved as a patch),
@@ -414,7 +410,7 @@ def recover(workspace: WorkspaceOpt) -> None:
     its commit is on a branch, awaiting changes again when `gep solidify` was interrupted, else interrupted."""
     from gep.api import recover as do_recover
 
-    done = do_recover(workspace)
+    done = do_recover(workspace_or_here(workspace))
     for line in [*done.warnings, *done.actions]:
         _show(line)
     for r in done.runs:
@@ -445,12 +441,16 @@ def history(
     limit: Annotated[int, typer.Option(min=1, help="How many events, newest first.")] = 20,
     show_all: Annotated[bool, typer.Option("--all", help="Also list the runs that recorded no cycle: "
                                            "skipped scheduled ticks and refused runs (from Prefect).")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Also the flow run's link, state and duration (shown "
+                                       "anyway from 120 columns).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List recorded cycles newest first, joined with their Prefect flow runs.
 
-    Columns: event id, outcome, intent, gene, whether its committed fix held (verified / did not hold, as the
-    next cycles saw the logs), the flow run (a link to the run in the Prefect UI), its state and duration.
+    Columns: the event's short id (what `gep show`, `gep feedback` take; a link to its flow run where the
+    terminal shows links), outcome, intent, gene, whether its committed fix held (verified / did not hold, as
+    the next cycles saw the logs) and the run's duration; --wide (or 120 columns) adds the flow run's link
+    and state. The last line sums the cycles listed up.
     Flow-run states come from PREFECT_API_URL or gep's background server in one request when it answers,
     and show as "-" otherwise. --json prints the EvolutionEvent objects, each with a `flow_run` object when
     Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
@@ -466,13 +466,12 @@ def history(
         _emit_json(view.as_json())
         return
     if not view.rows:
-        out.print(f"no cycles recorded in {path} yet (start one with: gep cycle --workspace "
-                  f"{shlex.quote(str(path))})", markup=False, highlight=False)
+        out.print(f"no cycles recorded in {path} yet (start one with `gep cycle --workspace "
+                  f"{shlex.quote(str(path))}`)", markup=False, highlight=False)
         return
-    table = Table("event", "outcome", "intent", "gene", "fix", "flow run", "state", "duration", show_lines=False)
-    for row in view.rows:
-        table.add_row(*row)
-    out.print(table)
+    from gep.history_table import print_history
+
+    print_history(out, view.rows, events, wide)
     for e in events:  # a commit kept on its branch: the command that merges it
         if e.meta.merge_command:
             _show(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
@@ -483,15 +482,19 @@ def history(
 @app.command()
 @friendly
 def show(
-    event_id: Annotated[str, typer.Argument(help="An event id as `gep history` lists it (evt_...).")],
+    event_id: Annotated[str, typer.Argument(help="An event id as `gep history` lists it (or any unique "
+                                            "prefix of it).")],
     workspace: HereOpt = None,
 ) -> None:
-    """Print one recorded event (EvolutionEvent, with meta) as JSON."""
+    """Print one recorded event (EvolutionEvent, with meta) as JSON: indented on a terminal, one line when
+    piped."""
+    from gep.event_ids import resolve
+
     with store_only(workspace) as (path, store):
-        ev = store.get_event(event_id) if store is not None else None
+        ev = store.get_event(resolve(event_id, store.event_ids())) if store is not None else None
     if ev is None:
         raise GepError(f"no event {event_id!r} in {path}")
-    _emit_json(ev.model_dump(mode="json"))
+    _emit_json(ev.model_dump(mode="json"), indent=2 if sys.stdout.isatty() else None)  # piped: one line
 
 
 # ------------------------------------------------------------------ genes
@@ -581,7 +584,7 @@ def genes_show(
 def import_cmd(
     assets_dir: Annotated[Path, typer.Argument(help="Folder with genes.json, capsules.json, "
                                                "failed_capsules.json, events.jsonl (reference format).")],
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     allow_mismatch: Annotated[bool, typer.Option("--allow-mismatch", help="Import assets whose asset_id does "
                                                  "not match their content (listed) instead of rejecting them.")] = False,
 ) -> None:
@@ -594,7 +597,7 @@ def import_cmd(
 
     if not assets_dir.is_dir():
         raise GepError(f"{assets_dir}: not a directory")
-    with _open_store(workspace) as store:
+    with _open_store(workspace_or_here(workspace)) as store:
         report = import_assets(store, assets_dir, allow_mismatch=allow_mismatch)
     out.print(report.summary(), markup=False, highlight=False)
 
@@ -604,7 +607,7 @@ def import_cmd(
 def export_cmd(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write genes.json, capsules.json, "
                                             "failed_capsules.json and events.jsonl into.")],
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Export the store as the reference implementation's asset files (existing files there are replaced).
 
@@ -612,7 +615,7 @@ def export_cmd(
     """
     from gep.assets import export_assets
 
-    with _open_store(workspace) as store:
+    with _open_store(workspace_or_here(workspace)) as store:
         report = export_assets(store, out_dir)
     out.print(report.summary(), markup=False, highlight=False)
 
@@ -634,7 +637,7 @@ def capture(ctx: typer.Context) -> None:
 @app.command("signals")
 @friendly
 def signals_cmd(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     date: Annotated[str | None, typer.Option(help="Only this day (YYYY-MM-DD, UTC).")] = None,
     type_: Annotated[str | None, typer.Option("--type", help="Only this type: preference, emotion, "
                                               "correction, approval or style.")] = None,
@@ -649,8 +652,7 @@ def signals_cmd(
     from gep.behavior import SIGNAL_TYPES
     from gep.behavior_files import read_signals
 
-    if not workspace.is_dir():
-        raise GepError(f"{workspace}: not a directory")
+    workspace = _workspace_dir(workspace)
     if type_ is not None and type_ not in SIGNAL_TYPES:
         raise GepError(f"--type must be one of {', '.join(SIGNAL_TYPES)}, not {type_!r}")
     try:
@@ -676,7 +678,7 @@ def signals_cmd(
 @app.command()
 @friendly
 def serve(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     cron: Annotated[str, typer.Option(help="Schedule (cron, UTC).")] = "*/30 * * * *",
     mutator: MutatorOpt = None,
     strategy: StrategyOpt = None,
@@ -694,7 +696,7 @@ def serve(
     from gep.errors import ConfigError
     from gep.git import open_repo
 
-    ws = open_repo(workspace)
+    ws = open_repo(workspace_or_here(workspace))
     from flows.serve import START_SERVER, ServeRequest, serve_workspace
 
     # the deployments' parameters keep the agent command redacted; this process runs their flow runs
@@ -774,8 +776,10 @@ def main() -> None:
     usage_errors, no_args = _click_exception_types()
     try:
         code = app(standalone_mode=False)
-    except no_args as exc:
-        code = exc.exit_code  # the help was printed
+    except no_args as exc:  # `gep`, `gep genes`: the help, on stdout (click leaves it to its caller)
+        if exc.ctx is not None:
+            out.print(exc.ctx.get_help(), markup=False, highlight=False)
+        code = exc.exit_code
     except usage_errors as exc:
         err.print(f"gep: {exc.format_message()} (see `{_command_path(exc)} --help`)", markup=False,
                   highlight=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
@@ -139,13 +140,15 @@ def new_event_id(now: datetime) -> str:
 
 
 def pending_message(ws_path: Path, event_id: str) -> str:
+    ws = shlex.quote(shown(ws_path))  # every suggestion runs as printed, from anywhere
     return (f"cycle {event_id} is still awaiting changes on {shown(ws_path)}: finish it with "
-            f"'gep solidify --workspace {shown(ws_path)}', give it up with 'gep solidify --abandon', "
-            "or start over with --abandon-pending")
+            f"`gep solidify --workspace {ws}`, give it up with `gep solidify --workspace {ws} --abandon`, "
+            f"or start over with `gep cycle --workspace {ws} --abandon-pending`")
 
 
 def no_pending_message(ws_path: Path) -> str:
-    return f"no cycle is awaiting changes on {shown(ws_path)} (start one with `gep cycle`)"
+    return (f"no cycle is awaiting changes on {shown(ws_path)} (start one with "
+            f"`gep cycle --workspace {shlex.quote(shown(ws_path))}`)")
 
 
 def mutator_name(request: CycleRequest, settings: Settings, env: Mapping[str, str]) -> str:

@@ -19,6 +19,20 @@ from gep import prefect_api as api
 from gep.models import EvolutionEvent
 
 
+class HistoryRow(BaseModel):
+    """One line of `gep history`: a recorded cycle, or (--all) a run that recorded none."""
+
+    id: str  # as people type it (gep.event_ids)
+    outcome: str
+    intent: str = "-"
+    gene: str = "-"
+    fix: str = "-"
+    run: str = "-"  # the run's UI link, else its id
+    link: str | None = None
+    state: str = "-"
+    duration: str = "-"
+
+
 class HistoryView(BaseModel):
     events: list[EvolutionEvent]
     runs: dict[str, api.FlowRunInfo] = {}
@@ -55,19 +69,27 @@ class HistoryView(BaseModel):
         return view
 
     @property
-    def rows(self) -> list[tuple[str, ...]]:
-        """Table rows, newest first: recorded cycles and (--all) the runs that recorded none."""
-        dated: list[tuple[datetime, tuple[str, ...]]] = []
+    def rows(self) -> list[HistoryRow]:
+        """Table rows, newest first: recorded cycles and (--all) the runs that recorded none; a run that
+        finished a cycle (gep solidify) is shown as that, with the cycle's id."""
+        from gep.event_ids import short_ids
+
+        names = short_ids(e.id for e in self.events)
+        by_run = {e.meta.flow_run_id: e for e in self.events if e.meta.flow_run_id}
+        dated: list[tuple[datetime, HistoryRow]] = []
         for e in self.events:
             r = self.runs.get(e.meta.flow_run_id or "")
-            dated.append((_when(e.meta.at), (e.id, outcome_shown(e), str(e.intent),
-                                             ",".join(e.genes_used) or "-", fix_shown(e),
-                                             _run_cell(r, e.meta.flow_run_id), r.state if r else "-",
-                                             _duration(r))))
+            dated.append((_when(e.meta.at), HistoryRow(
+                id=names[e.id], outcome=outcome_shown(e), intent=str(e.intent),
+                gene=",".join(e.genes_used) or "-", fix=fix_shown(e), run=_run_cell(r, e.meta.flow_run_id),
+                link=r.link if r else None, state=r.state if r else "-", duration=_duration(r))))
         for r in self.others:
             outcome = r.tag("outcome") or r.state.lower()
-            dated.append((_aware(r.start), ("-", outcome, "-", "-", "-", _run_cell(r, r.id), r.state,
-                                            _duration(r))))
+            finished = by_run.get(r.tag("cycle-run") or "")
+            solidify = finished is not None or r.name.startswith("solidify ")
+            dated.append((_aware(r.start), HistoryRow(
+                id=names[finished.id] if finished else "-", outcome=f"solidify: {outcome}" if solidify else outcome,
+                run=_run_cell(r, r.id), link=r.link, state=r.state, duration=_duration(r))))
         dated.sort(key=lambda d: d[0], reverse=True)
         return [row for _, row in dated[: self.limit]]
 

@@ -50,6 +50,6 @@ def finite(obj: Any) -> Any:
     return root[0]
 
 
-def dumps_finite(obj: Any) -> str:
-    """One line of standard JSON (non-finite numbers as null)."""
-    return json.dumps(finite(obj), ensure_ascii=False, allow_nan=False)
+def dumps_finite(obj: Any, indent: int | None = None) -> str:
+    """Standard JSON (non-finite numbers as null): one line, or indented by ``indent``."""
+    return json.dumps(finite(obj), ensure_ascii=False, allow_nan=False, indent=indent)

@@ -34,6 +34,7 @@ from gep.checks import (
     failure_reasons,
     protocol_violations,
 )
+from gep.commit_subject import diff_subject
 from gep.config import Settings, validation_commands
 from gep.delivering import Delivered, deliver_change
 from gep.errors import WorkspaceError
@@ -170,8 +171,9 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
     except WorkspaceError as exc:  # the engine's own git could not read the change (issue 32)
         return unreadable_change(inp, event, f"git: the engine could not read the change: {exc}")
     reasons = [] if checked.empty else checked.reasons()
-    message = commit_message(str(event.intent), inp.summary, event, inp.gene, inp.mutation)
     diff = inp.tree.diff(checked.tc, C.DIFF_SNAPSHOT_CHARS)
+    summary = inp.summary or diff_subject(checked.tc.paths, diff)  # what changed, not the gene's template
+    message = commit_message(str(event.intent), summary, event, inp.gene, inp.mutation)
     if not checked.empty and not reasons and inp.approve is not None and not inp.approve(
             _review_request(event, message, checked.tc, diff)):
         reasons.append("protocol: rejected in review")

@@ -341,7 +341,7 @@ def solidify_stage(ctx: CycleContext, state: CycleState) -> CycleState:
         return state
     assert ctx.tree is not None and state.event is not None
     assert state.gene is not None and state.mutation is not None
-    summary = state.summary or default_summary(state.gene, state.mutation)
+    summary = state.summary or ""  # nobody wrote one: solidify derives it from the diff
     result = solidify(SolidifyInput(
         tree=ctx.tree, store=ctx.store, settings=bounded(ctx.settings, ctx.deadline), run=ctx.run, event=state.event,
         gene=state.gene, mutation=state.mutation, summary=summary, branch=_branch(ctx), now=ctx.clock,

@@ -157,7 +157,7 @@ def console_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
 def test_usage_errors_are_one_line(repo: Path):
     console_error(console("history", "--workspace", str(repo), "--limit", "0"), "--limit", "gep history --help")
     console_error(console("history", "--workspace", str(repo), "--limit", "many"), "--limit")
-    console_error(console("cycle"), "--workspace")
+    console_error(console("cycle", "--workspace"), "--workspace")  # no argument
     console_error(console("bogus"), "bogus")
     console_error(console("genes", "bogus"), "bogus")
     helped = console()

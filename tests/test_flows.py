@@ -296,7 +296,7 @@ def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_pa
     assert git(example_ws, "log", "-1", "--format=%s").strip() == "initial"  # nothing committed yet
     # while it waits, the run is already named for its gene (an agent or review cycle takes a while)
     assert flow_run(run_id).name.startswith("cycle-0001 repair gene_repair_from_errors")
-    resume_flow_run(run_id, run_input={"approve": approve, "note": "reviewed"})
+    resume_flow_run(run_id, run_input={"decision": "approve" if approve else "reject", "note": "reviewed"})
     t.join(120)
     event = result["event"]
     if approve:

@@ -170,7 +170,9 @@ def test_the_daily_token_budget_skips_claude_cycles_until_the_next_utc_day(tmp_p
         next_day = claude(day + timedelta(days=1, seconds=5))
         assert next_day.outcome.status != "skipped" and len(fake.requests) > asked
     shown = CliRunner().invoke(app, ["history", "--workspace", str(ws)], env={"COLUMNS": "250"}).stdout
-    assert any(skipped.id in line and "skipped" in line for line in shown.splitlines()), shown
+    from gep.event_ids import short_id  # history shows the id people type
+
+    assert any(line.startswith(short_id(skipped.id)) and "skipped" in line for line in shown.splitlines()), shown
 
 
 # ------------------------------------------------------------------ prune after each cycle, capsule origin

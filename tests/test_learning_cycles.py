@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 
 from gep import CycleRequest, run_cycle
 from gep.cli import app
+from gep.event_ids import short_id
 from gep.feedback import FeedbackKind, Observation, feedback_stats
 from gep.learning import learn_outcome
 from gep.memory import LessonCategory
@@ -80,7 +81,7 @@ def test_a_fixed_error_is_not_repaired_from_old_lines_and_is_again_when_it_recur
     assert f"strong memory from just now: {REPAIR}'s fix for [" in prompt and "did not hold" in prompt
     assert third.meta.lessons_recalled == [lessons[2].id]
     table = CliRunner().invoke(app, ["history", "--workspace", str(ws)], env={"COLUMNS": "250"})
-    row = next(line for line in table.stdout.splitlines() if fixed.id in line)
+    row = next(line for line in table.stdout.splitlines() if short_id(fixed.id) in line)  # the id people type
     assert "did not hold" in row, table.stdout
     shown = json.loads(CliRunner().invoke(app, ["history", "--workspace", str(ws), "--json"]).stdout)
     assert {e["id"]: e["meta"].get("fix_verdict") for e in shown}[fixed.id] == "did_not_hold"

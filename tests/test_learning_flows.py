@@ -57,9 +57,9 @@ def review_form(run_id: str) -> str:
         return client.read_flow_run_input(run_id, key)
 
 
-@pytest.mark.parametrize("approve", [False, True])
+@pytest.mark.parametrize("decision", ["reject", "approve", "ask for changes"])
 def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_server, ws: Path, tmp_path: Path,
-                                                                      approve: bool) -> None:
+                                                                      decision: str) -> None:
     from prefect.flow_runs import resume_flow_run
 
     from flows.cycle import evolution_cycle
@@ -76,15 +76,26 @@ def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_se
     form = review_form(run_id)
     assert "`stats.py`" in form and "```diff" in form
     assert "-    return sum(values) / (len(values) - 1)" in form and "+    return sum(values) / len(values)" in form
+    assert "there is no default" in form
+    # Submit untouched: no decision is made for the reviewer (the form's decision is required)
+    with pytest.raises(RuntimeError, match="'decision' is a required property"):
+        resume_flow_run(run_id, run_input={"note": ""})
+    assert flow_run(run_id).state_name == "Paused" and runner.is_alive()
+    approve = decision == "approve"
     note = "right fix, and the log said so" if approve else "hides the empty-list case; handle it first"
-    resume_flow_run(run_id, run_input={"approve": approve, "note": note})
+    resume_flow_run(run_id, run_input={"decision": decision, "note": note})
     runner.join(120)
     event = result["event"]
     assert event is not None and event.outcome.status == ("success" if approve else "failed")
     with store_of(ws) as store:
-        [signal] = [f for f in store.list_feedback() if f.origin == Observation.person]
-        [lesson] = [x for x in store.list_lessons(REPAIR) if x.category.value == "person"]
-    assert (signal.event_id, signal.gene_id, signal.note) == (event.id, REPAIR, note)
+        person = [f for f in store.list_feedback() if f.origin == Observation.person]
+        lessons = [x for x in store.list_lessons(REPAIR) if x.category.value == "person"]
+    if decision == "ask for changes":  # kept out, and nothing counts against the gene
+        assert person == [] and lessons == []
+        assert git(ws, "log", "-1", "--format=%s").strip() == "initial"
+        return
+    [signal], [lesson] = person, lessons
+    assert (signal.event_id, signal.gene_id, signal.note) == (event.id, REPAIR, note)  # the reviewer's words
     assert signal.kind == (FeedbackKind.helpful if approve else FeedbackKind.not_helpful)
     assert note in lesson.content
     if not approve:

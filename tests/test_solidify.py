@@ -515,3 +515,21 @@ def test_what_validation_writes_in_a_persons_tree_never_lands_there(ws_path: Pat
     assert not res.event.meta.validation_artifacts_removed and not (ws_path / "reports").exists()
     assert not (ws_path / ".gep" / "rescued" / f"{res.event.id}-validation").exists()
     assert (ws_path / "feature.py").read_text() == "VALUE = 1\n" == git(ws_path, "show", "HEAD:feature.py")
+    assert res.event.meta.validation_artifacts_removed == ["reports/out.txt"] and not (ws_path / "reports").exists()
+    kept = ws_path / ".gep" / "rescued" / f"{res.event.id}-validation" / "reports" / "out.txt"
+    assert kept.read_text() == "x"  # in a person's tree nothing is deleted: a file of theirs could be among them
+
+
+def test_a_change_nobody_summarised_is_committed_under_what_it_changed(ws_path: Path, store: Store) -> None:
+    """Issue 31, point 7: the subject comes from the diff (files and functions), not the gene's template."""
+    def fix_add(p: Path) -> None:
+        text = (p / "app.py").read_text()
+        (p / "app.py").write_text(text.replace("return a + b", "return b + a"))
+
+    assert "return a + b" in (ws_path / "app.py").read_text()
+    res = cycle(ws_path, store, fix_add, summary="")
+    assert res.event.outcome.status == "success", res.event.meta.failure_reasons
+    msg = git(ws_path, "log", "-1", "--format=%B")
+    assert msg.splitlines()[0] == "gep(repair): Update app.py: add()", msg
+    assert mutation().expected_effect not in msg.splitlines()[0]
+    assert "GEP-Gene: gene_test" in msg  # the gene stays in the trailers

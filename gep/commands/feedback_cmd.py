@@ -14,8 +14,8 @@ import typer
 
 from gep.errors import GepError
 from gep.json_safe import dumps_finite
+from gep.workspace_arg import WorkspaceOpt, workspace_or_here
 
-HERE = Path(".")
 STATS = "stats"
 VERDICTS = ("helpful", "not_helpful")
 
@@ -27,12 +27,12 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
 
 def feedback(
     target: Annotated[str, typer.Argument(metavar="EVENT_ID|stats", help="The event to judge (an id as "
-                                          "`gep history` lists it), or `stats` for the scores.")],
+                                          "`gep history` lists it, or a unique prefix), or `stats` for the scores.")],
     verdict: Annotated[str | None, typer.Argument(metavar="[helpful|not_helpful]",
                                                   help="Your verdict on the event's change.")] = None,
     note: Annotated[str | None, typer.Option("--note", help="Why (kept with the feedback and in a lesson the "
                                              "next prompt for this gene can recall).")] = None,
-    workspace: Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (default: here).")] = HERE,
+    workspace: WorkspaceOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="stats: print JSON on stdout and nothing else.")] = False,
 ) -> None:
     """Tell GEP whether a cycle's change helped, or show what feedback says about each gene.
@@ -42,6 +42,7 @@ def feedback(
     (usefulness_weight). `gep feedback stats` lists per gene the global and per-situation scores, the count
     of each signal (used, ignored, helpful, not_helpful) and the last signal's time.
     """
+    workspace = workspace_or_here(workspace)
     if target == STATS:
         if verdict is not None or note is not None:
             raise GepError("`gep feedback stats` takes no verdict or --note")
@@ -57,7 +58,10 @@ def feedback(
     from gep.verdicts import give_feedback
 
     now = utc_now()
+    from gep.event_ids import resolve
+
     with feedback_store(workspace) as store:
+        target = resolve(target, store.event_ids())
         signal = give_feedback(store, target, verdict, now=now, note=note)
         use = FeedbackIndex(store.list_feedback()).usefulness(signal.gene_id, signal.situation, now)
     typer.echo(f"recorded {verdict} on {target} ({signal.gene_id}); its usefulness here is now "

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from gep.errors import ConfigError
+from gep.prefect_console import VerboseOpt, quiet_prefect_console
 
 
 def register(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
@@ -40,6 +41,7 @@ def fleet(
                                        "run, instead of on workers: no deployment or worker needed, and several "
                                        "times faster on one machine. Waits and prints the table.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="With --here: cycles at once.")] = 4,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Evolve several workspaces at once: one cycle each, spread over the workers of the work pool.
 
@@ -67,6 +69,7 @@ def fleet(
     params = {"workspaces": paths if as_given else local_workspaces(paths), "mutator": _mutator(mutator),
               "strategy": _strategy(strategy)}
     if here:  # the cycles run in this process, which keeps the real command (runs record it redacted)
+        quiet_prefect_console(verbose)
         from flows.fleet_launch import run_here
         from gep.cli import prefect_api_for_run
 

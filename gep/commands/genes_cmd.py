@@ -11,10 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from gep.json_safe import dumps_finite
+from gep.workspace_arg import WorkspaceOpt, workspace_or_here
 
-OptionalWorkspace = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (a git repository; "
-                                                 "default: the current directory).")]
-RequiredWorkspace = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (a git repository).")]
 GeneId = Annotated[str, typer.Argument(help="A gene id as `gep genes list` lists it.")]
 
 
@@ -28,7 +26,7 @@ def add_gene_commands(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
 def retire(
     gene_id: GeneId,
     reason: Annotated[str, typer.Option("--reason", help="Why the gene is taken out of selection.")],
-    workspace: OptionalWorkspace = Path("."),
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Take a gene out of selection in this workspace for good (until `gep genes restore`).
 
@@ -39,25 +37,26 @@ def retire(
     from gep.models import utc_now
     from gep.runnable import retire_gene
 
+    workspace = workspace_or_here(workspace)
     with open_store(workspace) as store:
         known = {g.id for g in workspace_genes(Path(workspace), store)}
         status = retire_gene(store, gene_id, reason=reason, now=utc_now(), known_ids=known)
     typer.echo(f"retired {gene_id}: {status.reason}")
 
 
-def restore(gene_id: GeneId, workspace: OptionalWorkspace = Path(".")) -> None:
+def restore(gene_id: GeneId, workspace: WorkspaceOpt = None) -> None:
     """Put a retired gene back into selection (its retirement stays in its history)."""
     from gep.api import open_store
     from gep.models import utc_now
     from gep.runnable import restore_gene
 
-    with open_store(workspace) as store:
+    with open_store(workspace_or_here(workspace)) as store:
         restore_gene(store, gene_id, now=utc_now())
     typer.echo(f"restored {gene_id}")
 
 
 def distill(
-    workspace: RequiredWorkspace,
+    workspace: WorkspaceOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Analyse and synthesise, but store and log "
                                           "nothing.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON on stdout and nothing "
@@ -75,6 +74,7 @@ def distill(
     from gep.distilling import distill_workspace, run_line
     from gep.models import utc_now
 
+    workspace = workspace_or_here(workspace)
     with open_store(workspace) as store:
         settings = load_settings(workspace)
         result = distill_workspace(store, workspace=Path(workspace).resolve(), settings=settings, env=os.environ,

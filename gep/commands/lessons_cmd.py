@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gep.json_safe import dumps_finite
+from gep.workspace_arg import WorkspaceOpt, workspace_or_here
 
 if TYPE_CHECKING:
     from gep.injections import ItemScore
 
-WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (default: here).")]
 CONTENT_SHOWN = 110
 
 
@@ -32,7 +32,7 @@ def lessons_app(friendly: Callable[[Any], Any]) -> typer.Typer:
 
 
 def list_lessons(
-    workspace: WorkspaceOpt = Path("."),
+    workspace: WorkspaceOpt = None,
     topic: Annotated[str | None, typer.Option("--topic", help="Only this topic (<gene id>@<signal key>, as "
                                               "listed), or every topic of one gene (its id).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")] = False,
@@ -47,6 +47,7 @@ def list_lessons(
     from gep.memory import heads, marker
     from gep.models import utc_now
 
+    workspace = workspace_or_here(workspace)
     with read_store(workspace) as store:
         lessons = store.list_lessons()
     if topic:
@@ -84,13 +85,13 @@ def _session_use(workspace: Path) -> dict[str, ItemScore]:
 def delete(
     lesson_id: Annotated[str, typer.Argument(metavar="ID", help="A lesson id as `gep lessons list` shows it.")],
     reason: Annotated[str | None, typer.Option("--reason", help="Why it goes (kept in the audit record).")] = None,
-    workspace: WorkspaceOpt = Path("."),
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Delete one lesson. Needs a reason; the audit table keeps who, when, why and the lesson's content."""
     from gep.api import open_store
     from gep.models import utc_now
     from gep.verdicts import default_author
 
-    with open_store(workspace) as store:
+    with open_store(workspace_or_here(workspace)) as store:
         record = store.delete_lesson(lesson_id, who=default_author(), why=reason or "", at=utc_now())
     typer.echo(f"deleted lesson {record.lesson_id} (recorded: by {record.deleted_by}, because {record.reason})")

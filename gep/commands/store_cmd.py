@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-WorkspaceOpt = Annotated[Path, typer.Option("--workspace", "-w", help="The workspace (a git repository).")]
+from gep.workspace_arg import WorkspaceOpt, workspace_or_here
 
 
 def store_app(friendly: Callable[[Any], Any]) -> typer.Typer:
@@ -20,16 +20,17 @@ def store_app(friendly: Callable[[Any], Any]) -> typer.Typer:
     return app
 
 
-def _workspace(path: Path) -> Path:
+def _workspace(given: Path | None) -> Path:
     from gep.errors import WorkspaceError
 
+    path = workspace_or_here(given)
     if not path.is_dir():
         raise WorkspaceError(f"workspace {path} is not a directory")
     return path
 
 
 def prune(
-    workspace: WorkspaceOpt,
+    workspace: WorkspaceOpt = None,
     keep_days: Annotated[float | None, typer.Option("--keep-days", min=0, help="Keep events younger than this "
                                                     "many days.")] = None,
     keep_events: Annotated[int | None, typer.Option("--keep-events", min=0, help="Keep the newest this many "
@@ -45,7 +46,8 @@ def prune(
     from gep.config import load_settings
     from gep.store import PRUNE_KEEP_EVENTS, Store
 
-    settings = load_settings(_workspace(workspace))
+    workspace = _workspace(workspace)
+    settings = load_settings(workspace)
     if keep_days is None and keep_events is None:
         keep_days, keep_events = settings.prune_keep_days, settings.prune_keep_events
         if keep_days is None and keep_events is None:
@@ -56,9 +58,9 @@ def prune(
 
 
 def copy(
-    workspace: WorkspaceOpt,
     to: Annotated[str, typer.Option("--to", help="The shared database's URL "
                                     "(postgresql+psycopg2://user@host/db, or sqlite:///path).")],
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Copy a workspace's own store (.gep/gep.db) into a shared database, then verify the copy.
 

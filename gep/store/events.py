@@ -70,6 +70,12 @@ class EventsMixin(StoreBase):
             return [load(EvolutionEvent, data) for data in rows]
 
     @store_errors
+    def event_ids(self) -> list[str]:
+        """Every event id of the workspace (to resolve a short one as typed)."""
+        with self.session() as s:
+            return list(s.exec(select(EventRow.id).where(EventRow.workspace_id == self.workspace_id)).all())
+
+    @store_errors
     def last_event_id(self) -> str | None:
         with self.session() as s:
             return s.exec(select(EventRow.id).where(EventRow.workspace_id == self.workspace_id)
