@@ -515,9 +515,6 @@ def test_what_validation_writes_in_a_persons_tree_never_lands_there(ws_path: Pat
     assert not res.event.meta.validation_artifacts_removed and not (ws_path / "reports").exists()
     assert not (ws_path / ".gep" / "rescued" / f"{res.event.id}-validation").exists()
     assert (ws_path / "feature.py").read_text() == "VALUE = 1\n" == git(ws_path, "show", "HEAD:feature.py")
-    assert res.event.meta.validation_artifacts_removed == ["reports/out.txt"] and not (ws_path / "reports").exists()
-    kept = ws_path / ".gep" / "rescued" / f"{res.event.id}-validation" / "reports" / "out.txt"
-    assert kept.read_text() == "x"  # in a person's tree nothing is deleted: a file of theirs could be among them
 
 
 def test_a_change_nobody_summarised_is_committed_under_what_it_changed(ws_path: Path, store: Store) -> None:
