@@ -22,7 +22,7 @@ from gep.commands.store_cmd import store_app
 from gep.errors import GepError
 from gep.json_safe import dumps_finite
 from gep.prefect_console import VerboseOpt, quiet_prefect_console
-from gep.workspace_arg import WorkspaceOpt, checked_top, workspace_or_here
+from gep.workspace_arg import WorkspaceOpt, checked_top, folder_or_here, workspace_or_here
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
@@ -652,7 +652,7 @@ def signals_cmd(
     from gep.behavior import SIGNAL_TYPES
     from gep.behavior_files import read_signals
 
-    workspace = _workspace_dir(workspace)
+    workspace = folder_or_here(workspace)  # capture writes in any folder; what it wrote is listed there too
     if type_ is not None and type_ not in SIGNAL_TYPES:
         raise GepError(f"--type must be one of {', '.join(SIGNAL_TYPES)}, not {type_!r}")
     try:

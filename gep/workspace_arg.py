@@ -40,6 +40,18 @@ def workspace_or_here(workspace: Path | None) -> Path:
     return here() if workspace is None else workspace
 
 
+def folder_or_here(workspace: Path | None) -> Path:
+    """For commands that read what `gep capture` wrote: the folder given, any directory (Claude Code's hook
+    captures in a project whether or not it is a git repository), else :func:`here`."""
+    if workspace is None:
+        return here()
+    path = workspace.expanduser()
+    if not path.is_dir():
+        raise WorkspaceError(f"workspace {path} is not a directory" if path.exists()
+                             else f"workspace {path} does not exist")
+    return path.resolve()
+
+
 def checked_top(workspace: Path | None) -> Path:
     """A workspace for a command that reads the store: :func:`here`, or the folder given when it is the top of
     a git repository, refused in one line otherwise: the checks a cycle makes (:func:`gep.git.open_repo`), so

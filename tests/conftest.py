@@ -24,6 +24,11 @@ os.environ.pop("GEP_DATABASE_URL", None)
 # CI's machine has no global git identity: neither may the tests (a missing identity must not break a cycle)
 os.environ["GIT_CONFIG_GLOBAL"] = os.devnull
 os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+# readline (loaded with pytest) exports COLUMNS=80 and LINES behind os.environ's back, so every child run
+# without env= believed it printed to an 80-column terminal; a test that means a terminal width sets COLUMNS
+for _name in ("COLUMNS", "LINES"):
+    if _name not in os.environ:
+        os.unsetenv(_name)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "workspace"

@@ -253,7 +253,7 @@ def test_gep_signals_lists_filters_and_reports_malformed_lines(tmp_path: Path) -
     assert json.loads(runner.invoke(app, ["signals", "-w", str(tmp_path), "--json", "--date",
                                           "2026-03-15"]).stdout) == []
     for bad, needle in ((["--date", "14/03/2026"], "--date must be YYYY-MM-DD"), (["--type", "mood"], "--type"),
-                        (["-w", str(tmp_path / "nope")], "not a directory")):
+                        (["-w", str(tmp_path / "nope")], "does not exist")):
         args = ["signals", "-w", str(tmp_path), *bad] if bad[0] != "-w" else ["signals", *bad]
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
