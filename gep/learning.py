@@ -46,6 +46,7 @@ from gep.memory import (
 )
 from gep.models import EvolutionEvent, Gene
 from gep.problem_memory import merge_recalled, recall_problem
+from gep.solidify import REJECTED_IN_REVIEW
 from gep.store import Store
 from gep.verdicts import person_lesson
 
@@ -93,6 +94,8 @@ def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
     """The lesson of a finished cycle, and the implicit signal its outcome gives (empty, abandoned, rolled back)."""
     if event.outcome.status not in LEARNED or is_host_failure(event):  # the host's failure teaches nothing
         return
+    if REJECTED_IN_REVIEW in (event.meta.failure_reasons or []):
+        return  # the reviewer's not_helpful and note are the verdict: no implicit 'ignored', no failure lesson
     gene = event.genes_used[0] if event.genes_used else None
     observation = outcome_observation(event.outcome.status, event.is_empty_cycle)
     signal = implicit_signal(event_id=event.id, gene_id=gene, signals=event.signals, observation=observation,

@@ -61,6 +61,8 @@ from gep.tree import CycleTree, TreeChange
 from gep.validate import Validated, revalidation_reasons, validate_tree
 from gep.verdict import not_run
 
+REJECTED_IN_REVIEW = "protocol: rejected in review"  # the reviewer's verdict, recorded as theirs alone
+
 
 class ReviewRequest(BaseModel):
     """What a reviewer sees before approving the commit (``--review``)."""
@@ -176,7 +178,7 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
     message = commit_message(str(event.intent), summary, event, inp.gene, inp.mutation)
     if not checked.empty and not reasons and inp.approve is not None and not inp.approve(
             _review_request(event, message, checked.tc, diff)):
-        reasons.append("protocol: rejected in review")
+        reasons.append(REJECTED_IN_REVIEW)
     record_checks(inp, event, checked, reasons, len(diff))
     inp.store.add_validation_report(checked.report)
     if checked.empty:

@@ -23,6 +23,8 @@ import pytest
 from conftest import git
 from live_prefect import BIN, ROOT, LiveServer, kill_group, wait_for_flow_run_processes
 
+from gep.event_ids import short_id
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 DOC = ROOT / "docs" / "deploy.md"
@@ -245,7 +247,7 @@ def step9_results(doc: Doc, server: LiveServer, ws: Path) -> None:
     events = json_history(server, ws)
     assert [e["outcome"]["status"] for e in events] == ["failed", "abandoned", "success"]
     for e in events:
-        row = next(line for line in table.splitlines() if e["id"] in line)
+        row = next(line for line in table.splitlines() if short_id(e["id"]) in line)  # the id people type
         assert f"{server.url}/runs/flow-run/{e['meta']['flow_run_id']}" in row, table
         assert e["flow_run"]["state"] in row
     assert "Failed" in table and "Abandoned" in table and "Success" in table

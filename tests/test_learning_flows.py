@@ -100,6 +100,10 @@ def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_se
     assert note in lesson.content
     if not approve:
         assert git(ws, "log", "-1", "--format=%s").strip() == "initial"
+        with store_of(ws) as store:  # counted once, as the reviewer's word: no implicit 'ignored' as well
+            kinds = [f.kind for f in store.list_feedback() if f.event_id == event.id]
+            failures = [x for x in store.list_lessons(REPAIR) if x.category.value == "failure"]
+        assert kinds == [FeedbackKind.not_helpful] and failures == []  # and no failure lesson for a correct fix
 
 
 def test_the_feedback_flow_does_what_gep_feedback_does(prefect_server, ws: Path) -> None:
