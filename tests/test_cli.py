@@ -298,7 +298,7 @@ def test_history_does_not_wait_for_a_server_that_does_not_answer(repo: Path, mon
         silent.listen(8)
         monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{silent.getsockname()[1]}/api")
         started = time.monotonic()
-        result = run("history", "--workspace", str(repo), "--all")
+        result = run("history", "--workspace", str(repo), "--all", "--wide")  # --wide: the run's id and state
         took = time.monotonic() - started
     assert result.exit_code == 0, result.stderr
     assert took < 4, f"history waited {took:.1f} s for a silent server"
