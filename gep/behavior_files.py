@@ -2,7 +2,7 @@
 
 ``<workspace>/memory/growth/signals/YYYY-MM-DD.jsonl``: one :class:`~gep.behavior.StoredSignal` per line (the
 seed's five fields, then ``source`` and ``key``), validated before it is written; the day is the signal's UTC
-date. Files other tools write are read too: a line that is not a valid signal is skipped and counted.
+date. A folder capture creates ignores itself in git (its ``.gitignore``: ``*``; delete it to track them). Files other tools write are read too: a line that is not a valid signal is skipped and counted.
 
 ``<workspace>/.gep/behavior/``: ``seen`` ("<key> <pass>" per exchange already read, pass ``rules`` or
 ``llm``), ``lock`` (``flock``: every writer holds it, so hooks and cycles never interleave), ``capture.log``.
@@ -157,9 +157,18 @@ def _read_file(path: Path, workspace: Path) -> tuple[list[StoredSignal], int]:
     return good, bad
 
 
+def _new_folder(folder: Path) -> None:
+    """The signals folder, created ignoring itself (``.gitignore``: ``*``) so capture leaves the user's
+    ``git status`` clean; to track the signals, delete that file. A folder already there is left as it is."""
+    if folder.is_dir():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".gitignore").write_text("*\n", encoding="utf-8")
+
+
 def _append(path: Path, lines: list[str], workspace: Path) -> None:
     """Append whole lines; a file another tool left without a final newline gets one first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _new_folder(path.parent)
     prefix = ""
     try:
         with open_regular(path, within=workspace) as fh:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import subprocess
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -110,6 +111,22 @@ def test_a_new_gep_dir_ignores_itself_in_git(tmp_path: Path) -> None:
     (tmp_path / ".gep" / ".gitignore").write_text("mine\n")
     record(tmp_path, [detected("k2")])
     assert (tmp_path / ".gep" / ".gitignore").read_text() == "mine\n"  # an existing .gep/ is not touched
+
+
+def test_capture_leaves_git_status_clean_unless_the_user_tracks_the_folder(tmp_path: Path) -> None:
+    """Issue 31, point 8: capture wrote memory/growth/signals/ and left `?? memory/` in `git status`."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    record(tmp_path, [detected("k1", "correction")])
+    assert lines(tmp_path) and git_status(tmp_path) == ""
+    (signals_dir(tmp_path) / ".gitignore").unlink()  # the user opts in: the folder is theirs to commit
+    record(tmp_path, [detected("k2", "correction")])
+    assert git_status(tmp_path) == "?? memory/\n"
+    assert not (signals_dir(tmp_path) / ".gitignore").exists()  # an existing folder is not touched
+
+
+def git_status(ws: Path) -> str:
+    return subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True,
+                          check=True).stdout
 
 
 def test_a_held_lock_makes_writers_wait_then_give_up(tmp_path: Path) -> None:
