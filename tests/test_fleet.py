@@ -137,8 +137,8 @@ def test_gep_fleet_here_runs_on_this_machine_and_prints_the_table(prefect_server
     one_line_error(run("fleet", "-w", str(example_ws), "--here", "--as-given"), "--as-given", "--here")
     result = run("fleet", "-w", str(example_ws), "--here", "--mutator", "prompt", "--concurrency", "2")
     assert result.exit_code == 0, result.stdout + result.stderr
-    assert "fleet run: 1 cycle in this process" in result.stdout and "/runs/flow-run/" in result.stdout
-    assert "| Awaiting changes | evt_" in result.stdout and "Completed: 1 cycle: 1 Awaiting changes" in result.stdout
+    assert "fleet: 1 cycle in this process, up to 2 at once" in result.stdout and "/runs/flow-run/" in result.stdout
+    assert "Awaiting changes   evt_" in result.stdout and "Completed: 1 cycle: 1 Awaiting changes" in result.stdout
     assert (example_ws / ".gep" / "prompts").is_dir()
 
 

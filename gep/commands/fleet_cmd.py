@@ -78,8 +78,8 @@ def fleet(
 
     with prefect_client(api_url) as client:
         run_id = start(client, api_url, params)
-        if watch:
-            raise typer.Exit(watch_run(client, run_id))
+    if watch:
+        raise typer.Exit(watch_run(api_url, run_id))
 
 
 def local_workspaces(paths: Sequence[str]) -> list[str]:
