@@ -25,19 +25,30 @@ from gep.fleet_progress import FleetProgress, ProgressPrinter, table_text
 
 pytestmark = pytest.mark.timeout(240)
 
-SLEEP_S = 4
-# The agent fixes the example's bug, sleeping in between; it appends when it worked to a log outside the
-# workspace (argv[1]), one JSON line per run.
+SLEEP_S = 2
+MEET_S = 60
+# The agent fixes the example's bug. It first waits (up to MEET_S) until argv[2] agents have arrived (one
+# file each in a folder outside the workspaces), so agents that run at once are sure to meet whatever the
+# machine's load, and agents run one after another never do; then it works SLEEP_S and appends when it
+# worked and whether it met the others to a log outside the workspace (argv[1]), one JSON line per run.
 SLEEPY_AGENT = textwrap.dedent(f"""
     import json, os, pathlib, sys, time
     sys.stdin.read()
+    log, n = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+    arrived = log.parent / "arrived"
+    arrived.mkdir(exist_ok=True)
+    (arrived / str(os.getpid())).touch()
+    deadline = time.time() + {MEET_S}
+    while len(list(arrived.iterdir())) < n and time.time() < deadline:
+        time.sleep(0.05)
+    met = len(list(arrived.iterdir())) >= n
     start = time.time()
     time.sleep({SLEEP_S})
     p = pathlib.Path("stats.py")
     p.write_text(p.read_text().replace("(len(values) - 1)", "len(values)"))
-    line = json.dumps({{"workspace": os.getcwd(), "start": start, "end": time.time()}})
-    with open(sys.argv[1], "a") as log:
-        log.write(line + "\\n")
+    line = json.dumps({{"workspace": os.getcwd(), "start": start, "end": time.time(), "met": met}})
+    with open(log, "a") as out:
+        out.write(line + "\\n")
 """)
 
 
@@ -45,10 +56,11 @@ def workspaces(tmp_path: Path, n: int) -> list[Path]:
     return [init_repo(Path(shutil.copytree(EXAMPLE, tmp_path / f"team-{i}")), {}) for i in range(n)]
 
 
-def sleepy_agent(tmp_path: Path) -> tuple[str, Path]:
+def sleepy_agent(tmp_path: Path, meet: int) -> tuple[str, Path]:
+    """The agent's command (its agents meet once ``meet`` of them have arrived) and its log."""
     script, log = tmp_path / "sleepy.py", tmp_path / "intervals.jsonl"
     script.write_text(SLEEPY_AGENT)
-    return f"{sys.executable} {script} {log}", log
+    return f"{sys.executable} {script} {log} {meet}", log
 
 
 def test_three_cycles_here_work_at_once_each_a_subflow_of_the_named_fleet(prefect_server, tmp_path: Path):  # noqa: F811
@@ -57,7 +69,7 @@ def test_three_cycles_here_work_at_once_each_a_subflow_of_the_named_fleet(prefec
     from flows.fleet import evolve_fleet
 
     spaces = workspaces(tmp_path, 3)
-    cmd, log = sleepy_agent(tmp_path)
+    cmd, log = sleepy_agent(tmp_path, 3)
     state = run_state(evolve_fleet, workspaces=[str(w) for w in spaces], mutator="command", agent_cmd=cmd,
                       here=True, concurrency=3)
     assert state.is_completed(), state.message
@@ -65,7 +77,9 @@ def test_three_cycles_here_work_at_once_each_a_subflow_of_the_named_fleet(prefec
     intervals = [json.loads(line) for line in log.read_text().splitlines()]
     # each agent works in its cycle's clone of the workspace (WORKSPACE/.gep/worktrees/EVENT)
     assert sorted(i["workspace"].split("/.gep/")[0] for i in intervals) == sorted(str(w) for w in spaces)
-    # every agent was working while every other one was: the latest start is before the earliest end
+    # the three agents were running at once (each saw the others arrive), then worked together: the
+    # latest start is before the earliest end
+    assert all(i["met"] for i in intervals), intervals
     assert max(i["start"] for i in intervals) < min(i["end"] for i in intervals), intervals
     fleet_id = state.state_details.flow_run_id
     runs = subflow_runs(prefect_server, fleet_id)
@@ -87,7 +101,7 @@ def test_one_at_a_time_the_cycles_do_not_overlap(prefect_server, tmp_path: Path)
     from flows.fleet import evolve_fleet
 
     spaces = workspaces(tmp_path, 2)
-    cmd, log = sleepy_agent(tmp_path)
+    cmd, log = sleepy_agent(tmp_path, 1)
     state = run_state(evolve_fleet, workspaces=[str(w) for w in spaces], mutator="command", agent_cmd=cmd,
                       here=True, concurrency=1)
     assert state.is_completed(), state.message
