@@ -202,7 +202,7 @@ def test_each_cycle_ran_once_on_either_worker_and_histories_stay_apart(fleet: Fl
         assert not seen & {e["id"] for e in events}  # no event in two histories
         seen |= {e["id"] for e in events}
         # the --watch table: the workspace (its last two path parts), its cycle's state and event
-        row = next(line for line in fleet.output.splitlines() if line.startswith(f"{ws.parent.name}/{ws.name} "))
+        row = next(line for line in fleet.output.splitlines() if line.lstrip().startswith(f"{ws.parent.name}/{ws.name} "))
         assert mine[0]["id"] in row and "Awaiting changes" in row, fleet.output
         assert not (ws / ".gep" / "gep.db").exists()  # the shared PostgreSQL store, not a SQLite file
     assert [len(fleet.histories[ws]) for ws in fleet.workspaces] == [2, 1, 1, 1, 1, 2]  # A: its fix + fleet; F: killed + fleet
