@@ -11,6 +11,10 @@
                 (999), each workspace with --per-workspace events (bench/store.py's helpers). Target < 1.2.
                 Then the same number of cycles run by `gep fleet --here` (the fleet's flow in the command's own
                 process, its cycles as concurrent subflows, --concurrency 4): no process per cycle.
+  slow agent    (issue 30) --slow (40) cycles whose agent (the command mutator) takes --slow-s (5) s and fixes
+                the example's bug, by `gep fleet --here --concurrency 8`; against the same cycles one after
+                another, measured as `gep fleet --here --concurrency 1` on --slow-sequential (4) of them and
+                scaled to all (its wall time per cycle times --slow). Target: at most 0.25x.
   fleet of 100  (issue 19) --fleet (100) cycles on as many workspaces by `gep fleet --here`, one server.
                 Target < 100 s. (Dispatched to 2 process workers on this 2-core machine it took 340 s: each
                 flow run of a process worker is a new Python process, ~2 s of imports before a 0.5 s cycle.)
@@ -21,7 +25,7 @@ server keeps its own runs in a database of that PostgreSQL server too (--prefect
 Prefect server, the workers, PostgreSQL (when started here), the databases and the temp dirs are gone when
 this exits.
 
-Run: ``.venv/bin/python bench/fleet.py [--workspaces 50] [--fleet 100] [--others 999] [--limit 4]``
+Run: ``.venv/bin/python bench/fleet.py [--workspaces 50] [--slow 40] [--fleet 100] [--others 999] [--limit 4]``
 """
 
 from __future__ import annotations
@@ -52,6 +56,15 @@ from store import bench_fleet, database, loop_reads  # noqa: E402
 
 POOL = "gep-pool"
 TARGET_FLEET_S = 100.0  # issue 19; the history read's target is bench/store.py's
+TARGET_SLOW_RATIO = 0.25  # issue 30: a fleet of slow agents, to the same cycles one after another
+SLOW_CONCURRENCY = 8
+# The slow agent: reads its prompt, sleeps, fixes the example's bug (so each cycle validates and commits).
+SLOW_AGENT = """import pathlib, sys, time
+sys.stdin.read()
+time.sleep(float(sys.argv[1]))
+p = pathlib.Path("stats.py")
+p.write_text(p.read_text().replace("(len(values) - 1)", "len(values)"))
+"""
 HERE_CONCURRENCY = 4  # gep fleet --here's default
 RUN_LINK = re.compile(r"flow run: \S+/runs/flow-run/([0-9a-f-]{36})")
 
@@ -120,18 +133,21 @@ def deploy(server: LiveServer, env: dict[str, str]) -> None:
             raise SystemExit(f"prefect {' '.join(args)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
 
 
-def run_here(server: LiveServer, env: dict[str, str], paths: list[str], concurrency: int
-             ) -> tuple[float, list[float], list[float]]:
-    """`gep fleet --here`: its wall time, each cycle's run time and its time from creation to end."""
+def run_here(server: LiveServer, env: dict[str, str], paths: list[str], concurrency: int,
+             agent_cmd: str | None = None) -> tuple[float, list[float], list[float]]:
+    """`gep fleet --here` (prompt mode, or the command mutator running ``agent_cmd``): its wall time, each
+    cycle's run time and its time from creation to end."""
     args = [a for p in paths for a in ("--workspace", p)]
+    mutator = ["--mutator", "prompt"] if agent_cmd is None else ["--mutator", "command", "--agent-cmd", agent_cmd]
     started = time.perf_counter()
-    r = server.run([GEP, "fleet", *args, "--mutator", "prompt", "--here", "--concurrency", str(concurrency)],
+    r = server.run([GEP, "fleet", *args, *mutator, "--here", "--concurrency", str(concurrency)],
                    env=env, timeout_s=3600)
     wall = time.perf_counter() - started
     link = RUN_LINK.search(r.stdout)
     if r.returncode != 0 or link is None:
         raise SystemExit(f"gep fleet --here exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    run_s, total_s = cycle_times(server, link.group(1), len(paths))
+    run_s, total_s = cycle_times(server, link.group(1), len(paths),
+                                 "Awaiting changes" if agent_cmd is None else "Success")
     return wall, run_s, total_s
 
 
@@ -159,8 +175,10 @@ def run_fleet(server: LiveServer, env: dict[str, str], paths: list[str], n_worke
     return wall, run_s, total_s
 
 
-def cycle_times(server: LiveServer, fleet_run_id: str, n: int) -> tuple[list[float], list[float]]:
-    """Each cycle run of the fleet: its own run time, and the time from its creation to its end."""
+def cycle_times(server: LiveServer, fleet_run_id: str, n: int, state: str = "Awaiting changes"
+                ) -> tuple[list[float], list[float]]:
+    """Each cycle run of the fleet (every one ended in ``state``): its own run time, and the time from its
+    creation to its end."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentTaskRunId
 
     with server.client() as client:
@@ -170,9 +188,9 @@ def cycle_times(server: LiveServer, fleet_run_id: str, n: int) -> tuple[list[flo
         for i in range(0, len(tasks), 200):
             runs += client.read_flow_runs(flow_run_filter=FlowRunFilter(parent_task_run_id=FlowRunFilterParentTaskRunId(
                 any_=[t.id for t in tasks[i:i + 200]])), limit=200)
-    done = [r for r in runs if r.state_name == "Awaiting changes" and r.end_time and r.start_time]
+    done = [r for r in runs if r.state_name == state and r.end_time and r.start_time]
     if len(done) != n:
-        raise SystemExit(f"{len(done)} of {n} cycles ended awaiting changes: {[r.state_name for r in runs]}")
+        raise SystemExit(f"{len(done)} of {n} cycles ended {state}: {[r.state_name for r in runs]}")
     return ([r.total_run_time.total_seconds() for r in done],
             [(r.end_time - r.created).total_seconds() for r in done if r.created and r.end_time])
 
@@ -226,10 +244,34 @@ def bench_100(server: LiveServer, env: dict[str, str], scratch: Path, n: int) ->
     return wall < target
 
 
+def bench_slow(server: LiveServer, env: dict[str, str], scratch: Path, n: int, agent_s: float, sample: int) -> bool:
+    """A fleet whose agent takes ``agent_s``: at once (concurrency 8) against one after another (concurrency 1
+    on ``sample`` of the cycles, scaled to ``n``)."""
+    script = scratch / "slow_agent.py"
+    script.write_text(SLOW_AGENT)
+    cmd = f"{sys.executable} {script} {agent_s:g}"
+    seq_wall, seq_run, _ = run_here(server, env, workspaces(scratch, "slow-sequential", sample), 1, cmd)
+    seq = seq_wall / sample * n
+    print(f"slow agent ({agent_s:g} s), one after another (--concurrency 1): {sample} cycles in {seq_wall:.1f} s, "
+          f"{seq_wall / sample:.2f} s a cycle (run p50 {statistics.median(seq_run):.1f} s); {n} cycles: {seq:.1f} s "
+          "(scaled)", flush=True)
+    wall, run_s, total_s = run_here(server, env, workspaces(scratch, "slow", n), SLOW_CONCURRENCY, cmd)
+    ratio = wall / seq
+    ok = ratio <= TARGET_SLOW_RATIO
+    print(f"slow agent: {n} cycles, `gep fleet --here --concurrency {SLOW_CONCURRENCY}`: {wall:.1f} s, ratio to one "
+          f"after another {ratio:.2f} (target <= {TARGET_SLOW_RATIO}) {'OK' if ok else 'OVER'}; per cycle: run p50 "
+          f"{statistics.median(run_s):.1f} s, p95 {pct(run_s, 0.95):.1f} s; creation to end p50 "
+          f"{statistics.median(total_s):.1f} s", flush=True)
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workspaces", type=int, default=50, help="cycles in the 1- and 2-worker runs (0: skip)")
     ap.add_argument("--limit", type=int, default=4, help="flow runs at once per worker (prefect worker --limit)")
+    ap.add_argument("--slow", type=int, default=40, help="cycles in the slow-agent fleet (0: skip)")
+    ap.add_argument("--slow-s", type=float, default=5.0, help="seconds the slow agent takes")
+    ap.add_argument("--slow-sequential", type=int, default=4, help="slow cycles run one after another, scaled")
     ap.add_argument("--fleet", type=int, default=100, help="cycles in the issue-19 fleet (0: skip)")
     ap.add_argument("--others", type=int, default=999, help="other workspaces in the history read (0: skip)")
     ap.add_argument("--per-workspace", type=int, default=200, help="events of each workspace in the history read")
@@ -246,7 +288,7 @@ def main() -> int:
             print(f"PostgreSQL at {pg.split('@')[-1]}", flush=True)
             if args.others:
                 ok &= bench_history(pg, args.others, args.per_workspace, args.rounds)
-            if args.workspaces or args.fleet:
+            if args.workspaces or args.fleet or args.slow:
                 url = stack.enter_context(database(pg, scratch, "fleet_cycles"))
                 prefect_db = stack.enter_context(prefect_database(None if args.prefect_sqlite else pg))
                 server = stack.enter_context(LiveServer(scratch / "prefect-home", server_env=prefect_db))
@@ -257,6 +299,8 @@ def main() -> int:
                       f"deployments on {POOL}; the cycles' stores in one PostgreSQL schema", flush=True)
                 if args.workspaces:
                     bench_workers(server, env, scratch, args.workspaces, args.limit)
+                if args.slow:
+                    ok &= bench_slow(server, env, scratch, args.slow, args.slow_s, args.slow_sequential)
                 if args.fleet:
                     ok &= bench_100(server, env, scratch, args.fleet)
     finally:

@@ -31,6 +31,7 @@ from flows import reporting, states
 from flows.flowdef import gep_flow
 from flows.review import ReviewChoice, review_recorder
 from flows.slot import lease_seconds, workspace_slot
+from flows.threads import IN_THREAD, in_thread
 from gep import pipeline as P
 from gep.context import Approve, CycleContext, CycleRequest, open_cycle, reveal_agent_cmd
 from gep.errors import ConfigError, GepError, PendingCycleError
@@ -212,7 +213,13 @@ async def run_in_slot(typed: str, request: CycleRequest, resume: bool = False) -
 
 async def run_request(request: CycleRequest, resume: bool = False) -> tuple[State, reporting.RunReport]:
     """Open and run the cycle (or finish the pending one) with Prefect hooks: the run's final state, and
-    what to publish about it."""
+    what to publish about it. In a fleet run here, in a thread of its own (flows/threads.py)."""
+    if IN_THREAD.get():
+        return await in_thread(blocking_request, request, resume)
+    return blocking_request(request, resume)
+
+
+def blocking_request(request: CycleRequest, resume: bool) -> tuple[State, reporting.RunReport]:
     pending = [] if resume or not request.abandon_pending else pending_event_ids(request.workspace)
     try:
         ctx = open_cycle(request, resume=resume)

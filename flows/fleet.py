@@ -10,7 +10,12 @@ Here (`here=True`, `gep fleet --here`): the cycles are subflows run in the fleet
 and gep before a cycle of about half a second), so on one machine this runs a fleet several times faster;
 dispatching pays when the workers are on other machines.
 
-Either way the fleet reports a table artifact: workspace, run, final state, event and outcome. Never two
+Here, each cycle's blocking pipeline runs in a thread of its own (flows/threads.py), so the cycles truly
+overlap: their agents, validations and waits on the server.
+
+While it runs, the fleet's progress artifact (`gep-fleet-progress`) says how many cycles are done, running
+and failed; `gep fleet` shows the same in the terminal. The run is named like the cycles: `fleet-0007,
+12 workspaces`. Either way the fleet reports a table artifact: workspace, run, final state, event and outcome. Never two
 cycles on one workspace: each cycle holds its workspace's global concurrency slot (flows/slot.py), wherever
 it runs; a workspace listed twice runs twice, one after the other.
 """
@@ -20,20 +25,28 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from functools import partial
 from typing import Annotated, Any
 from uuid import UUID
 
 from prefect import flow, get_client, get_run_logger
-from prefect.artifacts import MarkdownArtifact
+from prefect.artifacts import MarkdownArtifact, acreate_progress_artifact, aupdate_progress_artifact
 from prefect.client.schemas.filters import (
     ArtifactFilter,
     ArtifactFilterFlowRunId,
     ArtifactFilterKey,
+    FlowFilter,
+    FlowFilterName,
     FlowRunFilter,
     FlowRunFilterId,
+    FlowRunFilterParentTaskRunId,
+    TaskRunFilter,
+    TaskRunFilterFlowRunId,
 )
 from prefect.client.schemas.objects import FlowRun, State
+from prefect.context import FlowRunContext
 from prefect.deployments.flow_runs import arun_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import get_current_settings
@@ -42,6 +55,7 @@ from pydantic import Field
 
 from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
 from flows.report_artifact import publish_fleet
+from flows.threads import IN_THREAD
 from gep.context import hide_agent_cmd, reveal_agent_cmd
 from gep.errors import ConfigError
 from gep.fleet import (
@@ -55,6 +69,7 @@ from gep.fleet import (
     missing_deployment,
     summary,
 )
+from gep.fleet_progress import FleetProgress
 from gep.prefect_api import run_link
 
 WAIT_S = 6 * 3600.0  # the bound on the fleet's wait: a cycle may first wait up to 30 min for its slot
@@ -62,9 +77,13 @@ POLL_S = 1.0  # one request for every run's state per poll
 PAGE = 200  # the server's largest page of flow runs or artifacts
 HERE_CONCURRENCY = 4  # cycles at once in a fleet run here: they wait on the server and git half the time
 EVENT_IN_DESCRIPTION = re.compile(r"^GEP cycle (\S+) on ")  # flows/reporting.py's cycle artifact
+FLEET_FLOW = "evolve-fleet"
+PROGRESS_ARTIFACT = "gep-fleet-progress"
+# Who else hears the fleet's progress in this process: `gep fleet --here` sets it to its terminal line.
+PROGRESS_SINK: ContextVar[Callable[[FleetProgress], None] | None] = ContextVar("gep_fleet_progress", default=None)
 
 
-@flow(name="evolve-fleet", validate_parameters=True, log_prints=False)
+@flow(name=FLEET_FLOW, validate_parameters=True, log_prints=False)
 async def evolve_fleet(
     workspaces: list[str],
     mutator: Mutator = "auto",
@@ -95,11 +114,15 @@ async def evolve_fleet(
         try:
             paths = check_workspaces(workspaces)
             params = {"mutator": mutator, "strategy": strategy, "agent_cmd": _shown_cmd(agent_cmd, here)}
+            await name_run(client, len(paths))
+            progress = await Progress.start(client, len(paths))
             if here:
-                runs = await run_here(client, paths, params, scheduled, concurrency)
-                logger.info("%d cycles run in this process, %d at a time", len(paths), concurrency)
+                started = time.monotonic()
+                runs = await run_here(client, paths, params, scheduled, concurrency, progress)
+                logger.info("%d cycles run in this process, %d at a time, in %.1f s", len(paths),
+                            min(concurrency, len(paths)), time.monotonic() - started)
             else:
-                runs = await run_dispatched(client, deployment, paths, params, api_url)
+                runs = await run_dispatched(client, deployment, paths, params, api_url, progress)
         except ConfigError as exc:
             logger.error(str(exc))
             return Failed(message=str(exc))
@@ -125,8 +148,56 @@ def _shown_cmd(agent_cmd: str, here: bool) -> str:
     return hide_agent_cmd(check_agent_cmd(reveal_agent_cmd(agent_cmd) or "")) or ""
 
 
+async def name_run(client: Any, workspaces: int) -> None:
+    """Name this run like the cycles: ``fleet-0007, 12 workspaces`` (the 7th fleet run on the server)."""
+    ctx = FlowRunContext.get()
+    if ctx is None or ctx.flow_run is None:
+        return
+    number = await client.count_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[FLEET_FLOW])))
+    await client.update_flow_run(ctx.flow_run.id, name=f"fleet-{number:04d}, {workspaces} "
+                                                       f"workspace{'s' if workspaces != 1 else ''}")
+
+
+class Progress:
+    """The fleet run's progress artifact (and PROGRESS_SINK), updated as the counts change."""
+
+    def __init__(self, client: Any, total: int, artifact_id: UUID | None) -> None:
+        self.client, self.artifact_id = client, artifact_id
+        self.last = FleetProgress(total=total)
+        self.lock = asyncio.Lock()
+
+    @classmethod
+    async def start(cls, client: Any, total: int) -> Progress:
+        first = FleetProgress(total=total)
+        artifact_id = await acreate_progress_artifact(0.0, key=PROGRESS_ARTIFACT, description=first.text())
+        progress = cls(client, total, artifact_id)
+        progress.tell(first)
+        return progress
+
+    def tell(self, counts: FleetProgress) -> None:
+        sink = PROGRESS_SINK.get()
+        if sink is not None:
+            sink(counts)
+
+    async def update(self, counts: Callable[[], FleetProgress]) -> None:
+        """The counts as ``counts()`` gives them now (in order: the lock keeps an older update from landing
+        last)."""
+        async with self.lock:
+            now = counts()
+            if now == self.last:
+                return
+            self.last = now
+            self.tell(now)
+            if self.artifact_id is not None:
+                try:
+                    await aupdate_progress_artifact(self.artifact_id, now.percent, description=now.text(),
+                                                    client=self.client)
+                except Exception as exc:  # noqa: BLE001 - a progress figure never stops the fleet
+                    get_run_logger().warning("could not update the fleet's progress: %s", exc)
+
+
 async def run_dispatched(client: Any, deployment: str, workspaces: Sequence[str], params: dict[str, Any],
-                         api_url: str | None) -> list[FlowRun | Exception]:
+                         api_url: str | None, progress: Progress | None = None) -> list[FlowRun | Exception]:
     """Each workspace's cycle as a run of ``deployment`` for the workers; the runs once final (or as they are
     after WAIT_S). ConfigError when the deployment does not exist."""
     try:
@@ -135,22 +206,38 @@ async def run_dispatched(client: Any, deployment: str, workspaces: Sequence[str]
         raise ConfigError(missing_deployment(deployment, api_url)) from None
     started = await dispatch(client, deployment, workspaces, params)
     get_run_logger().info("%d cycles dispatched to %s", sum(isinstance(r, FlowRun) for r in started), deployment)
-    final = await wait_for(client, [r.id for r in started if isinstance(r, FlowRun)], WAIT_S)
+    final = await wait_for(client, [r.id for r in started if isinstance(r, FlowRun)], WAIT_S, progress)
     return [final.get(r.id, r) if isinstance(r, FlowRun) else r for r in started]
 
 
 async def run_here(client: Any, workspaces: Sequence[str], params: dict[str, Any], scheduled: bool,
-                   concurrency: int) -> list[FlowRun | Exception]:
-    """Each workspace's cycle as a subflow of this run, at most ``concurrency`` at once; each cycle's run as
-    the server has it at its end (a cycle that could not run at all: the exception)."""
+                   concurrency: int, progress: Progress | None = None) -> list[FlowRun | Exception]:
+    """Each workspace's cycle as a subflow of this run, at most ``concurrency`` at once, each pipeline in a
+    thread of its own; each cycle's run as the server has it at its end (a cycle that could not run at all:
+    the exception)."""
     gate = asyncio.Semaphore(concurrency)
+    running: list[str] = []
+    ended: list[str | None] = []  # the final state types
+
+    def counts() -> FleetProgress:
+        return FleetProgress.of(len(workspaces), [*ended, *running])
 
     async def one(workspace: str) -> UUID:
+        IN_THREAD.set(True)  # this task's context: its cycle's pipeline runs in a thread
         async with gate:
-            if scheduled:
-                state = await scheduled_cycle(workspace=workspace, **params, return_state=True)
-            else:
-                state = await evolution_cycle(workspace=workspace, **params, return_state=True)
+            running.append("RUNNING")
+            if progress:
+                await progress.update(counts)
+            final_type = "CRASHED"  # unless the cycle returns a state
+            try:
+                cycle = scheduled_cycle if scheduled else evolution_cycle
+                state: State = await cycle(workspace=workspace, **params, return_state=True)
+                final_type = state.type.value
+            finally:
+                running.pop()
+                ended.append(final_type)
+                if progress:
+                    await progress.update(counts)
         if state.state_details.flow_run_id is None:
             raise RuntimeError(f"the cycle ended {state.name} without a flow run: {state.message}")
         return state.state_details.flow_run_id
@@ -189,11 +276,15 @@ async def dispatch(client: Any, deployment: str, workspaces: Sequence[str],
     return runs
 
 
-async def wait_for(client: Any, ids: Sequence[UUID], within_s: float) -> dict[UUID, FlowRun]:
+async def wait_for(client: Any, ids: Sequence[UUID], within_s: float,
+                   progress: Progress | None = None) -> dict[UUID, FlowRun]:
     """The runs once all are final, or as they are when ``within_s`` has passed (one request a poll)."""
     deadline = time.monotonic() + within_s
     while True:
         runs = {r.id: r for r in await read_runs(client, ids)}
+        if progress:
+            types = [r.state_type.value if r.state_type else None for r in runs.values()]
+            await progress.update(partial(FleetProgress.of, progress.last.total, types))
         if all(r.state is not None and r.state.is_final() for r in runs.values()) or time.monotonic() > deadline:
             return runs
         await asyncio.sleep(POLL_S)
@@ -239,3 +330,32 @@ async def event_ids(client: Any, ids: Sequence[UUID]) -> dict[UUID, str]:
         if match and artifact.flow_run_id is not None:
             events[artifact.flow_run_id] = match.group(1)
     return events
+
+
+async def subflow_runs(client: Any, fleet_run_id: UUID) -> list[FlowRun]:
+    """The fleet run's cycle runs (the flow runs whose parent task run is one of its task runs), oldest
+    first."""
+    tasks: list[Any] = []
+    while len(tasks) % PAGE == 0:
+        page = await client.read_task_runs(task_run_filter=TaskRunFilter(
+            flow_run_id=TaskRunFilterFlowRunId(any_=[fleet_run_id])), limit=PAGE, offset=len(tasks))
+        tasks += page
+        if not page:
+            break
+    ids = [t.id for t in tasks]
+    pages = [ids[i:i + PAGE] for i in range(0, len(ids), PAGE)]
+    found = await asyncio.gather(*(client.read_flow_runs(flow_run_filter=FlowRunFilter(
+        parent_task_run_id=FlowRunFilterParentTaskRunId(any_=p)), limit=len(p)) for p in pages))
+    return sorted((r for page in found for r in page), key=lambda r: r.created or r.expected_start_time)
+
+
+async def fleet_report(client: Any, fleet_run: FlowRun, api_url: str | None) -> list[FleetRow]:
+    """The fleet's table as the server has it now: a row per listed workspace, its cycle run matched by
+    its ``workspace`` parameter (a workspace listed twice: its runs in the order they were created)."""
+    workspaces = [str(w).strip() for w in (fleet_run.parameters or {}).get("workspaces") or []]
+    by_workspace: dict[str, list[FlowRun]] = {}
+    for run in await subflow_runs(client, fleet_run.id):
+        by_workspace.setdefault(str(run.parameters.get("workspace", "")).strip(), []).append(run)
+    runs: list[FlowRun | Exception] = [by_workspace[w].pop(0) if by_workspace.get(w) else
+                                       RuntimeError("no cycle run was created") for w in workspaces]
+    return await fleet_rows(client, workspaces, runs, api_url)

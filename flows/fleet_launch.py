@@ -4,10 +4,11 @@ flow in this process, its cycles as its subflows."""
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from uuid import UUID
 
 import typer
 
@@ -46,45 +47,94 @@ def start(client: Any, api_url: str, params: dict[str, Any]) -> str:
                    f"(`prefect worker start --pool {pool}`)", err=True)
     run = client.create_flow_run_from_deployment(fleet_deployment.id, parameters=params)
     n = len(params["workspaces"])
-    typer.echo(f"fleet run {run.name}: {n} cycle{'s' if n != 1 else ''} as runs of {CYCLE_DEPLOYMENT}")
+    typer.echo(f"fleet run started: {n} cycle{'s' if n != 1 else ''} as runs of {CYCLE_DEPLOYMENT}")
     typer.echo(f"  flow run: {run_link(api_url, str(run.id))}")
     return str(run.id)
 
 
 def run_here(api_url: str, params: dict[str, Any]) -> int:
-    """Run the evolve-fleet flow in this process (``here``: its cycles as subflows); print its table.
-    0 when every cycle finished, else 1."""
-    from flows.fleet import evolve_fleet
+    """Run the evolve-fleet flow in this process (``here``: its cycles as subflows), its progress on stderr;
+    print its table. 0 when every cycle finished, else 1."""
+    from flows.fleet import PROGRESS_SINK, evolve_fleet
     from flows.runtime import foreground_run, run_flow
+    from gep.fleet_progress import FleetProgress, ProgressPrinter
     from gep.prefect_api import run_link
 
+    n = len(params["workspaces"])
+    typer.echo(f"fleet: {n} cycle{'s' if n != 1 else ''} in this process, up to {params['concurrency']} at once")
+    printer = ProgressPrinter()
+
+    def show(counts: FleetProgress) -> None:
+        printer.show(counts.text())
+
     call: Any = evolve_fleet(**params, here=True, return_state=True)  # a coroutine: the flow is async
-    with foreground_run(api_url):
-        state = run_flow(call)
+    token = PROGRESS_SINK.set(show)
+    try:
+        with foreground_run(api_url):
+            state = run_flow(call)
+    finally:
+        PROGRESS_SINK.reset(token)
+        printer.end()
     run_id = state.state_details.flow_run_id
     if run_id is None:
         raise GepError(f"the fleet did not run: {state.message}")
-    n = len(params["workspaces"])
-    typer.echo(f"fleet run: {n} cycle{'s' if n != 1 else ''} in this process")
     typer.echo(f"  flow run: {run_link(api_url, str(run_id))}")
-    with prefect_client(api_url) as client:
-        return watch_run(client, str(run_id))
+    return report(api_url, str(run_id))
 
 
-def watch_run(client: Any, run_id: str) -> int:
-    """Wait for the fleet's run; print its table. 0 when it completed, else 1."""
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+def watch_run(api_url: str, run_id: str) -> int:
+    """Wait for the fleet's run, its progress on stderr from the start; print its table. 0 when it
+    completed, else 1."""
+    from gep.fleet_progress import ProgressPrinter
 
-    from gep.fleet import FLEET_ARTIFACT
+    printer = ProgressPrinter()
+    try:
+        asyncio.run(_watch(api_url, run_id, printer))
+    finally:
+        printer.end()
+    return report(api_url, run_id)
 
-    while True:
-        run = client.read_flow_run(run_id)
-        if run.state is not None and run.state.is_final():
-            break
-        time.sleep(WATCH_POLL_S)
-    tables = client.read_artifacts(artifact_filter=ArtifactFilter(
-        flow_run_id=ArtifactFilterFlowRunId(any_=[run.id]), key=ArtifactFilterKey(any_=[FLEET_ARTIFACT])))
-    if tables:
-        typer.echo(tables[0].data)
-    typer.echo(f"{run.state_name}: {run.state.message or ''}".rstrip(": "))
-    return 0 if run.state.is_completed() else 1
+
+async def _watch(api_url: str, run_id: str, printer: Any) -> None:
+    from prefect import get_client
+    from prefect.settings import temporary_settings
+
+    from flows.fleet import subflow_runs
+    from gep.fleet_progress import FleetProgress
+
+    with temporary_settings(updates={"api.url": api_url}):
+        async with get_client() as client:
+            while True:
+                run = await client.read_flow_run(UUID(run_id))
+                if run.state is not None and run.state.is_final():
+                    return
+                label = run.name if run.name.startswith("fleet-") else "fleet run"
+                if run.state_type is None or run.state_type.value in ("SCHEDULED", "PENDING"):
+                    printer.show(f"{label}: {run.state_name}, waiting for a worker to pick it up")
+                else:
+                    total = len((run.parameters or {}).get("workspaces") or [])
+                    types = [c.state_type.value if c.state_type else None for c in await subflow_runs(client, run.id)]
+                    printer.show(f"{label}: {FleetProgress.of(total, types).text()}")
+                await asyncio.sleep(WATCH_POLL_S)
+
+
+def report(api_url: str, run_id: str) -> int:
+    """Print the fleet's table as the server has it (80 columns) and its final state. 0 when it completed."""
+
+    from prefect import get_client
+    from prefect.settings import temporary_settings
+
+    from flows.fleet import fleet_report
+    from gep.fleet_progress import table_text
+
+    async def read() -> tuple[Any, list[Any]]:
+        with temporary_settings(updates={"api.url": api_url}):
+            async with get_client() as client:
+                run = await client.read_flow_run(UUID(run_id))
+                return run, await fleet_report(client, run, api_url)
+
+    run, rows = asyncio.run(read())
+    if rows:
+        typer.echo(table_text(rows))
+    typer.echo(f"{run.name}: {run.state_name}: {run.state.message or ''}".rstrip(": "))
+    return 0 if run.state is not None and run.state.is_completed() else 1

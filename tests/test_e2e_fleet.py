@@ -1,11 +1,11 @@
-"""A fleet on real parts: the session's Prefect server, one PostgreSQL store, two process workers, six
-workspaces (copies of the example, real git repositories), `prefect deploy` from this repository's
+"""A fleet on real parts: the session's Prefect server, one PostgreSQL store, two process workers (as on two
+hosts: separate processes, each started in a working directory of its own), six workspaces (copies of the example, real git repositories), `prefect deploy` from this repository's
 prefect.yaml and `gep fleet --watch`, the prompt mutator.
 
 Before the fleet: workspace A's cycle is finished by hand (a committed fix, its capsule in the shared store),
 and a cycle on workspace F is killed with SIGKILL while it holds F's concurrency slot (lease: 60 s, the
 shortest the server takes). The fleet then runs one cycle on each of the six: every cycle once, on either
-worker, each history apart, A's capsule reused by the others with its origin on their events, and F's cycle
+worker, cycles on different workspaces at once on the two workers, each history apart, A's capsule reused by the others with its origin on their events, and F's cycle
 waiting out the dead cycle's lease, then running.
 """
 
@@ -50,6 +50,7 @@ class Fleet:
     fix: EvolutionEvent  # A's committed fix, before the fleet
     slot_held_at: datetime  # when the killed cycle held F's slot
     output: str  # `gep fleet --watch`
+    progress: str  # its stderr: the progress lines
     fleet_run_id: str
     worker_logs: list[str]
     histories: dict[Path, list[dict]]  # `gep history --json` of each workspace, after the fleet
@@ -122,10 +123,13 @@ def fleet(live_prefect: LiveServer, tmp_path_factory: pytest.TempPathFactory) ->
         fix = committed_fix(workspaces[0], {**os.environ, **env})
         deploy(server, env, tmp)
         logs = [tmp / f"worker-{n}.log" for n in (1, 2)]
+        homes = [tmp / f"host-{n}" for n in (1, 2)]  # each worker's working directory, as on its own host
+        for home in homes:
+            home.mkdir()
         workers = [server.spawn([str(BIN / "prefect"), "worker", "start", "--pool", POOL, "--limit", "3",
-                                 "--name", f"fleet-worker-{n}"], log=log,
+                                 "--name", f"fleet-worker-{n}"], log=log, cwd=home,
                                 env={**env, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "5"})
-                   for n, log in zip((1, 2), logs, strict=True)]
+                   for n, log, home in zip((1, 2), logs, homes, strict=True)]
         try:
             args = [a for ws in workspaces for a in ("--workspace", str(ws))]
             r = server.run([str(BIN / "gep"), "fleet", *args, "--mutator", "prompt", "--watch"], env=env,
@@ -145,7 +149,7 @@ def fleet(live_prefect: LiveServer, tmp_path_factory: pytest.TempPathFactory) ->
         assert run_id, r.stdout
         with ThreadPoolExecutor(len(workspaces)) as pool:  # `gep history` of each, at once
             histories = dict(zip(workspaces, pool.map(lambda ws: history(server, env, ws), workspaces), strict=True))
-        yield Fleet(server, env, workspaces, fix, held_at, r.stdout, run_id.group(1), texts, histories)
+        yield Fleet(server, env, workspaces, fix, held_at, r.stdout, r.stderr, run_id.group(1), texts, histories)
 
 
 def history(server: LiveServer, env: dict[str, str], ws: Path) -> list[dict]:
@@ -169,15 +173,21 @@ def cycle_runs(f: Fleet) -> dict[str, object]:
     return by_ws
 
 
-def test_each_cycle_ran_once_on_either_worker_and_histories_stay_apart(fleet: Fleet):
-    runs = cycle_runs(fleet)
+def runs_by_worker(f: Fleet) -> dict[str, list[str]]:
+    """Each flow run the workers ran (its id): the workers that ran it, from their logs."""
     ran_by: dict[str, list[str]] = {}
-    for n, text in enumerate(fleet.worker_logs, 1):
+    for n, text in enumerate(f.worker_logs, 1):
         aborted = set(ABORTED.findall(text))
         for worker, run_id in SUBMITTED.findall(text):
             assert worker == f"fleet-worker-{n}"
             if run_id not in aborted:
                 ran_by.setdefault(run_id, []).append(worker)
+    return ran_by
+
+
+def test_each_cycle_ran_once_on_either_worker_and_histories_stay_apart(fleet: Fleet):
+    runs = cycle_runs(fleet)
+    ran_by = runs_by_worker(fleet)
     ids = {str(r.id) for r in runs.values()}
     assert ids | {fleet.fleet_run_id} == set(ran_by), ran_by  # the fleet's run and its cycles, nothing else
     assert all(len(w) == 1 for w in ran_by.values()), ran_by  # each run on one worker, once
@@ -191,12 +201,37 @@ def test_each_cycle_ran_once_on_either_worker_and_histories_stay_apart(fleet: Fl
         assert run.state_name == "Awaiting changes" == mine[0]["flow_run"]["state"]
         assert not seen & {e["id"] for e in events}  # no event in two histories
         seen |= {e["id"] for e in events}
-        # the --watch table: the workspace, its cycle's run (linked), state and event
-        row = next(line for line in fleet.output.splitlines() if f"`{ws}`" in line)
-        assert mine[0]["id"] in row and "Awaiting changes" in row and str(run.id) in row, fleet.output
+        # the --watch table: the workspace (its last two path parts), its cycle's state and event
+        row = next(line for line in fleet.output.splitlines() if line.lstrip().startswith(f"{ws.parent.name}/{ws.name} "))
+        assert mine[0]["id"] in row and "Awaiting changes" in row, fleet.output
         assert not (ws / ".gep" / "gep.db").exists()  # the shared PostgreSQL store, not a SQLite file
     assert [len(fleet.histories[ws]) for ws in fleet.workspaces] == [2, 1, 1, 1, 1, 2]  # A: its fix + fleet; F: killed + fleet
     assert "Completed: 6 cycles: 6 Awaiting changes" in fleet.output
+
+
+def test_the_two_workers_ran_cycles_on_different_workspaces_at_once(fleet: Fleet):
+    """Two workers in their own directories, one pool, one store: while one worker ran a cycle, the other
+    ran another workspace's. F's cycle is left out: most of it is waiting for its slot."""
+    runs = [r for ws, r in cycle_runs(fleet).items() if ws != str(fleet.workspaces[-1])]
+    worker = {r.id: runs_by_worker(fleet)[str(r.id)][0] for r in runs}
+    assert all(r.start_time and r.end_time for r in runs)
+    overlapping = [(a.parameters["workspace"], b.parameters["workspace"]) for a in runs for b in runs
+                   if worker[a.id] < worker[b.id] and a.start_time < b.end_time and b.start_time < a.end_time]
+    assert overlapping, [(r.parameters["workspace"], worker[r.id], r.start_time, r.end_time) for r in runs]
+
+
+def test_watch_shows_progress_then_a_terminal_table(fleet: Fleet):
+    """`gep fleet --watch` (output not a terminal: a line per change) from the start to 6/6 done, then the
+    table for an 80-column terminal, not markdown."""
+    lines = [line for line in fleet.progress.splitlines() if line.startswith(("fleet-", "fleet run"))]
+    assert lines, fleet.progress
+    counts = [line for line in lines if " done, " in line]
+    assert counts and counts[-1].split(": ", 1)[1].startswith("6/6 done, 0 running, 0 failed, "), lines
+    assert any(" running, " in line and not line.split(": ", 1)[1].startswith("6/6") for line in counts), lines
+    out = fleet.output
+    assert "|" not in out and "---" not in out, out
+    assert all(len(line) <= 80 for line in out.splitlines() if "flow run: " not in line), out
+    assert out.splitlines()[-1].startswith("fleet-") and ", 6 workspaces: Completed: " in out.splitlines()[-1]
 
 
 def test_a_capsule_of_workspace_a_is_reused_by_the_others_with_its_origin(fleet: Fleet):

@@ -35,28 +35,34 @@ def fleet(
                                                   "each workspace's gep.toml).")] = None,
     as_given: Annotated[bool, typer.Option("--as-given", help="Send the paths unchecked, as typed: they are "
                                            "paths on the workers' machines, not on this one.")] = False,
-    watch: Annotated[bool, typer.Option("--watch", help="Wait until every cycle finished; print each "
-                                        "workspace's run, state and event.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Wait until every cycle finished, showing "
+                                        "progress; print each workspace's state and event.")] = False,
     here: Annotated[bool, typer.Option("--here", help="Run the cycles in this process, as subflows of the fleet's "
                                        "run, instead of on workers: no deployment or worker needed, and several "
                                        "times faster on one machine. Waits and prints the table.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="With --here: cycles at once.")] = 4,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Evolve several workspaces at once: one cycle each, spread over the workers of the work pool.
+    """Evolve several workspaces at once: one cycle each, spread over the workers
+    of the work pool.
 
-    Starts a run of the evolve-fleet deployment; each workspace's cycle is then a flow run of
-    evolution-cycle/evolve-now that any worker polling the pool picks up, on any machine, never two at once
-    on one workspace (a workspace listed twice runs twice, one after the other). Needs a Prefect server
-    (PREFECT_API_URL, or `gep server start`), the deployments (`prefect deploy --all` from the gep
-    checkout) and a worker (`prefect worker start --pool gep-pool`): docs/deploy.md, steps 1-4 and 10.
-    Prints the fleet run's link.
+    Starts a run of the evolve-fleet deployment; each workspace's cycle is then a
+    flow run of evolution-cycle/evolve-now that any worker polling the pool picks
+    up, on any machine, never two at once on one workspace (a workspace listed
+    twice runs twice, one after the other). Needs a Prefect server
+    (PREFECT_API_URL, or `gep server start`), the deployments (`prefect deploy
+    --all` from the gep checkout) and a worker (`prefect worker start --pool
+    gep-pool`): docs/deploy.md, steps 1-4 and 10. Prints the fleet run's link.
 
-    With --here, the fleet runs on this machine instead: its run and each cycle's run (a subflow of it) are
-    on the server `gep cycle` uses (PREFECT_API_URL, or gep's background server, started if need be).
+    With --here, the fleet runs on this machine instead: its run and each cycle's
+    run (a subflow of it) are on the server `gep cycle` uses (PREFECT_API_URL, or
+    gep's background server, started if need be).
 
-    Exit status: 0 started (--watch, --here: every cycle finished); 1 the fleet failed or could not start;
-    2 bad input.
+    --watch and --here show the fleet's progress on stderr (done, running,
+    failed, elapsed), then its table.
+
+    Exit status: 0 started (--watch, --here: every cycle finished); 1 the fleet
+    failed or could not start; 2 bad input.
     """
     from gep.context import hide_agent_cmd
     from gep.fleet import check_agent_cmd, check_workspaces
@@ -81,8 +87,8 @@ def fleet(
 
     with prefect_client(api_url) as client:
         run_id = start(client, api_url, params)
-        if watch:
-            raise typer.Exit(watch_run(client, run_id))
+    if watch:
+        raise typer.Exit(watch_run(api_url, run_id))
 
 
 def local_workspaces(paths: Sequence[str]) -> list[str]:
