@@ -56,6 +56,7 @@ from gep.fleet import (
     summary,
 )
 from gep.prefect_api import run_link
+from gep.request import CycleRequest, ScheduledRequest
 
 WAIT_S = 6 * 3600.0  # the bound on the fleet's wait: a cycle may first wait up to 30 min for its slot
 POLL_S = 1.0  # one request for every run's state per poll
@@ -148,9 +149,10 @@ async def run_here(client: Any, workspaces: Sequence[str], params: dict[str, Any
     async def one(workspace: str) -> UUID:
         async with gate:
             if scheduled:
-                state = await scheduled_cycle(workspace=workspace, **params, return_state=True)
+                state = await scheduled_cycle(request=ScheduledRequest(workspace=workspace, **params),
+                                              return_state=True)
             else:
-                state = await evolution_cycle(workspace=workspace, **params, return_state=True)
+                state = await evolution_cycle(request=CycleRequest(workspace=workspace, **params), return_state=True)
         if state.state_details.flow_run_id is None:
             raise RuntimeError(f"the cycle ended {state.name} without a flow run: {state.message}")
         return state.state_details.flow_run_id
@@ -183,7 +185,7 @@ async def dispatch(client: Any, deployment: str, workspaces: Sequence[str],
         try:
             # run_deployment's async form; timeout=0: create the run and return, the poll below waits
             runs.append(await arun_deployment(deployment, client=client, timeout=0, tags=["fleet"],
-                                              parameters={**params, "workspace": workspace}))
+                                              parameters={"request": {**params, "workspace": workspace}}))
         except Exception as exc:  # noqa: BLE001 - one run that could not be created does not stop the fleet
             runs.append(exc)
     return runs

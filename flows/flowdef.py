@@ -3,6 +3,12 @@
 - Parameters that are JSON already (the cycle's are str, int and bool) go to the server as they are.
   Prefect's generic encoder gives the same values, but it imports FastAPI to do it (~0.2 s of a
   `gep cycle` process); any other value still goes through it.
+- A flow whose parameter is a typed request (``request_model``: gep/request.py) gets it checked into that
+  model before it runs, a bad field failing the run with one line. Runs made by deployments and schedules
+  registered before the request was one parameter still carry the old flat fields (``workspace``,
+  ``mutator``, ..., with "" and -1 for "not set"): the flow's signature keeps those names, hidden from its
+  Run form (Prefect binds a run's parameters to the signature before anything else sees them), and they
+  are folded into the request here, not refused.
 - No result persistence. A cycle's outcome is its event in gep's store and its run's state, name, tags and
   artifacts; nothing reads a flow's result back from storage. Saying so up front also spares the run a
   request asking the server for a default result storage.
@@ -14,27 +20,76 @@ from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from prefect import Flow
+from pydantic import BaseModel
+
+from gep.errors import ConfigError
+from gep.request import parse_request
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 JSON_SCALARS = (str, int, float, bool, type(None))
+# the flat parameters of the cycle flows before the request was one parameter; -1 was "random seed"
+FLAT_FIELDS = ("workspace", "mutator", "strategy", "agent_cmd", "abandon_pending", "branch", "review", "seed",
+               "llm_signals")
 
 
 class GepFlow(Flow[P, R]):
-    """A Prefect flow whose JSON parameters are sent without Prefect's generic (FastAPI) encoder."""
+    """A Prefect flow whose JSON parameters are sent without Prefect's generic (FastAPI) encoder, and whose
+    ``request`` parameter (when it has a ``request_model``) is checked, and folded from the old flat shape."""
+
+    request_model: type[BaseModel] | None = None
 
     def serialize_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
         # type(), not isinstance: a str enum or an int subclass takes the generic path, as before
         if all(type(value) in JSON_SCALARS for value in parameters.values()):
             return dict(parameters)
+        if all(type(value) in JSON_SCALARS or isinstance(value, BaseModel) for value in parameters.values()):
+            return {k: form_values(v) if isinstance(v, BaseModel) else v for k, v in parameters.items()}
         return super().serialize_parameters(parameters)
 
+    def validate_parameters(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        if self.request_model is not None:
+            parameters = {"request": self._request(dict(parameters))}
+        return super().validate_parameters(parameters)
 
-def gep_flow(name: str, **options: Any) -> Callable[[Callable[P, R]], GepFlow[P, R]]:
-    """``@flow(name=..., validate_parameters=True, persist_result=False, **options)`` as a :class:`GepFlow`."""
+    def _request(self, parameters: dict[str, Any]) -> BaseModel:
+        """The run's request: given as such, or folded from an old run's flat fields (which win over a new
+        deployment's request: they were given for this run); one line if neither."""
+        assert self.request_model is not None
+        flat = {k: v for k in FLAT_FIELDS if (v := parameters.pop(k, None)) is not None}
+        request = parameters.pop("request", None)
+        if request is None and not flat:
+            raise ConfigError("parameter 'request' is missing: fill in the workspace field of the Run form")
+        if not flat:
+            return parse_request(self.request_model, request)
+        given = request.model_dump() if isinstance(request, BaseModel) else dict(request or {})
+        return parse_request(self.request_model, {**given, **fold_flat(flat)})
+
+
+def form_values(model: BaseModel) -> dict[str, Any]:
+    """What a run records of a request: the fields its Run form shows (those left unset omitted, so the run
+    can be copied into a new one), in JSON."""
+    shown = model.model_json_schema().get("properties", {})
+    return model.model_dump(mode="json", include=set(shown), exclude_none=True)
+
+
+def fold_flat(fields: dict[str, Any]) -> dict[str, Any]:
+    """An old run's flat parameters as the request's fields ("" and -1 meant "not set")."""
+    fields = dict(fields)
+    if fields.get("seed") == -1:
+        del fields["seed"]
+    return fields
+
+
+def gep_flow(name: str, request_model: type[BaseModel] | None = None,
+             **options: Any) -> Callable[[Callable[P, R]], GepFlow[P, R]]:
+    """``@flow(name=..., validate_parameters=True, persist_result=False, **options)`` as a :class:`GepFlow`;
+    ``request_model``: the model of its ``request`` parameter."""
 
     def make(fn: Callable[P, R]) -> GepFlow[P, R]:
-        return GepFlow(fn=fn, name=name, validate_parameters=True, persist_result=False, **options)
+        made = GepFlow(fn=fn, name=name, validate_parameters=True, persist_result=False, **options)
+        made.request_model = request_model
+        return made
 
     return make
