@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -54,24 +55,41 @@ class GepFlow(Flow[P, R]):
         return super().validate_parameters(parameters)
 
     def _request(self, parameters: dict[str, Any]) -> BaseModel:
-        """The run's request: given as such, or folded from an old run's flat fields (which win over a new
-        deployment's request: they were given for this run); one line if neither."""
-        assert self.request_model is not None
-        flat = {k: v for k in FLAT_FIELDS if (v := parameters.pop(k, None)) is not None}
+        """The run's request: given as such, or with an old run's flat fields folded in; one line if neither,
+        or if a field comes both ways with different values (the server merges a deployment's parameters
+        with the run's, so one of them may be a default: which one cannot be told, and the wrong workspace
+        must never be evolved)."""
+        model = self.request_model
+        assert model is not None
+        flat = fold_flat({k: v for k in FLAT_FIELDS if (v := parameters.pop(k, None)) is not None})
         request = parameters.pop("request", None)
         if request is None and not flat:
             raise ConfigError("parameter 'request' is missing: fill in the workspace field of the Run form")
         if not flat:
-            return parse_request(self.request_model, request)
+            return parse_request(model, request)
         given = request.model_dump() if isinstance(request, BaseModel) else dict(request or {})
-        return parse_request(self.request_model, {**given, **fold_flat(flat)})
+        for name in flat.keys() & given.keys():
+            if _field(model, name, flat[name]) != _field(model, name, given[name]):
+                raise ConfigError(f"parameter {name!r} is given twice, on its own and inside 'request', with "
+                                  "different values: give it once (a deployment made before the request was one "
+                                  "parameter: deploy it again)")
+        return parse_request(model, {**given, **flat})
+
+
+def _field(model: type[BaseModel], name: str, value: Any) -> Any:
+    """``value`` as the request's field ``name`` holds it (names and blanks normalised)."""
+    return getattr(parse_request(model, {"workspace": "/", name: value}), name)
 
 
 def form_values(model: BaseModel) -> dict[str, Any]:
     """What a run records of a request: the fields its Run form shows (those left unset omitted, so the run
     can be copied into a new one), in JSON."""
-    shown = model.model_json_schema().get("properties", {})
-    return model.model_dump(mode="json", include=set(shown), exclude_none=True)
+    return model.model_dump(mode="json", include=_form_fields(type(model)), exclude_none=True)
+
+
+@functools.cache
+def _form_fields(model: type[BaseModel]) -> set[str]:
+    return set(model.model_json_schema().get("properties", {}))
 
 
 def fold_flat(fields: dict[str, Any]) -> dict[str, Any]:

@@ -397,12 +397,17 @@ def test_a_bad_request_is_refused_in_one_line():
     folded = evolution_cycle.validate_parameters({"request": {"workspace": "/srv/ws"}, "mutator": "command",
                                                   "seed": -1, "agent_cmd": "my-agent"})
     assert folded["request"] == CycleRequest(workspace=Path("/srv/ws"), mutator="command", agent_cmd="my-agent")
+    same = evolution_cycle.validate_parameters({"request": {"workspace": "/srv/ws", "mutator": "prompt"},
+                                                "workspace": "/srv/ws/", "mutator": "PROMPT", "review": True})
+    assert same["request"] == CycleRequest(workspace=Path("/srv/ws"), mutator="prompt", review=True)
     assert isinstance(scheduled_cycle.validate_parameters({"workspace": "/srv/ws"})["request"], ScheduledRequest)
     for bad, words in [({"request": {"workspace": "/srv/ws", "mutator": "claude"}}, "unknown mutator 'claude'"),
                        ({"workspace": "/srv/ws", "strategy": "fast"}, "unknown strategy 'fast'"),
                        ({"request": {"workspace": "/srv/ws", "seed": -2}}, "parameter 'seed"),
                        ({"request": {"workspace": "{{ $GEP_WORKSPACE }}"}}, "parameter 'workspace' is empty"),
-                       ({}, "parameter 'request' is missing")]:
+                       ({}, "parameter 'request' is missing"),
+                       # a new fleet's request for workspace b, merged with an old deployment's flat default a
+                       ({"request": {"workspace": "/srv/b"}, "workspace": "/srv/a"}, "'workspace' is given twice")]:
         with pytest.raises(ConfigError, match=words) as caught:
             evolution_cycle.validate_parameters(bad)
         assert "\n" not in str(caught.value), str(caught.value)
