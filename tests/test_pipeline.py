@@ -24,6 +24,24 @@ def test_the_stage_order_is_written_once() -> None:
     assert P.RESUME_AT in stage_names()
 
 
+def test_the_context_holds_resources_and_the_state_what_the_stages_make(example_ws: Path) -> None:
+    """One object per job: what a stage produces is never written on the context."""
+    from gep.context import CycleContext, open_cycle
+    from gep.cycle_state import CycleState
+
+    assert set(CycleContext.model_fields) == {"request", "settings", "workspace", "store", "event_id", "cycle_number",
+                                              "seed", "started_at", "clock", "env", "stack", "opened"}
+    assert {"run", "tree", "notes", "recovered", "approve", "abandoned"} <= set(CycleState.model_fields)
+    ctx, state = open_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env={})
+    try:
+        assert state.run is None and state.notes == [] and state.tree is None
+        done = P.run_pipeline(ctx, state)
+        assert done is state and state.run is not None and state.run.status == "awaiting_changes"
+        assert state.tree is not None and state.event is not None and state.event.id == ctx.event_id
+    finally:
+        ctx.close()
+
+
 def test_removing_a_stage_from_the_list_changes_what_a_cycle_does(example_ws: Path, monkeypatch) -> None:
     """The runner reads STAGES itself: without 'extract signals' there is nothing to repair."""
     monkeypatch.setattr(P, "STAGES", [s for s in P.STAGES if s.name != "extract signals"])
