@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gep.abandon import abandon_run, abandoned_line
-from gep.config import Settings, load_settings
+from gep.config import CONFIG_FILE, Settings, load_settings
 from gep.cycle_state import CycleState
 from gep.errors import ConfigError, PendingCycleError, WorkspaceError
 from gep.git import Repo, open_repo, workspace_lock
@@ -190,8 +190,17 @@ def _check_pending(store: Store, repo: Repo, request: CycleRequest, *, resume: b
 
 # What check_cycle(keep=True) opened, for the open_cycle of the same request in this process (`gep cycle`
 # checks before Prefect starts, then its flow run opens the cycle): the repository is opened and gep.toml
-# read once. Only with the process's own environment, taken once.
-_CHECKED: dict[tuple[object, ...], tuple[Repo, Settings]] = {}
+# read once. Only with the process's own environment, taken once, and only while gep.toml is unchanged
+# (the run may have waited for another cycle's slot meanwhile).
+_CHECKED: dict[tuple[object, ...], tuple[Repo, Settings, tuple[int, ...] | None]] = {}
+
+
+def _toml_stamp(workspace: Path) -> tuple[int, ...] | None:
+    try:
+        st = (workspace / CONFIG_FILE).stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _checked_key(request: CycleRequest, resume: bool) -> tuple[object, ...]:
@@ -211,7 +220,7 @@ def check_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str
     with Store.for_workspace(repo.path, settings) as store:
         _check_pending(store, repo, request, resume=resume)
     if keep and env is os.environ:
-        _CHECKED[_checked_key(request, resume)] = repo, settings
+        _CHECKED[_checked_key(request, resume)] = repo, settings, _toml_stamp(repo.path)
 
 
 def open_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str, str] | None = None,
@@ -220,7 +229,10 @@ def open_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str,
     opening did; ``resume``: the cycle awaiting changes, ready for the solidify stage)."""
     env = os.environ if env is None else env
     checked = _CHECKED.pop(_checked_key(request, resume), None) if env is os.environ else None
-    repo, settings = checked or open_workspace(request, env, resume=resume)
+    if checked is not None and checked[2] == _toml_stamp(checked[0].path):
+        repo, settings = checked[0], checked[1]
+    else:
+        repo, settings = open_workspace(request, env, resume=resume)
     store = Store.for_workspace(repo.path, settings)
     stack = ExitStack()
     stack.callback(store.close)

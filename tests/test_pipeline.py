@@ -134,3 +134,34 @@ def test_recovered_has_one_type() -> None:
     """The ids a cycle's start recovered; what recovery itself noted is another field."""
     assert EventMeta.model_fields["recovered"].annotation == (list[str] | None)
     assert EventMeta.model_fields["recovery"].annotation is not None
+
+
+def test_a_checked_request_is_opened_once_unless_gep_toml_changed(example_ws: Path, monkeypatch) -> None:
+    """`gep cycle` checks, then its run opens the cycle: the check's repository and settings are taken over
+    (one git probe, one gep.toml read), not when gep.toml changed meanwhile, and only once."""
+    import gep.config
+    import gep.git.repo
+    from gep.context import check_cycle, open_cycle
+
+    probes: list[Path] = []
+    reads: list[Path] = []
+    probe, from_toml = gep.git.repo._probe, gep.config._from_toml
+    monkeypatch.setattr(gep.git.repo, "_probe", lambda p: probes.append(p) or probe(p))
+    monkeypatch.setattr(gep.config, "_from_toml", lambda p: reads.append(p) or from_toml(p))
+    toml = example_ws / "gep.toml"
+    toml.write_text('validation = ["python -m compileall -q ."]\n')
+    request = CycleRequest(workspace=example_ws, mutator="prompt", seed=1)
+
+    def opened() -> tuple[int, int]:
+        ctx, _ = open_cycle(request)
+        ctx.close()
+        return len(probes), len(reads)
+
+    check_cycle(request, keep=True)
+    assert opened() == (1, 1)
+    assert opened() == (2, 2)  # taken once: a second cycle opens its own
+    check_cycle(request, keep=True)
+    toml.write_text('validation = ["python -m compileall -q ."]\nlock_timeout_s = 5\n')
+    assert opened() == (4, 4)  # gep.toml changed since the check: read again
+    check_cycle(request, keep=False)
+    assert opened() == (6, 6)
