@@ -17,10 +17,12 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from prefect import Flow
+from prefect.utilities.callables import parameter_schema
 from pydantic import BaseModel
 
 from gep.errors import ConfigError
@@ -108,6 +110,14 @@ def gep_flow(name: str, request_model: type[BaseModel] | None = None,
     def make(fn: Callable[P, R]) -> GepFlow[P, R]:
         made = GepFlow(fn=fn, name=name, validate_parameters=True, persist_result=False, **options)
         made.request_model = request_model
+        if request_model is not None:
+            # The function's request defaults to None only so that an old run's flat fields bind; the schema
+            # Prefect draws the Run form from (and deployments register) shows it required.
+            sig = inspect.signature(fn, eval_str=True)  # the annotations as Prefect reads them
+            params = [p.replace(default=inspect.Parameter.empty) if p.name == "request" else p
+                      for p in sig.parameters.values()]
+            made.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+            made.parameters = parameter_schema(made)
         return made
 
     return make

@@ -555,6 +555,7 @@ def test_the_run_form_offers_choices_and_no_null_toggles():
         props = schema["properties"]
         if fn is not evolve_fleet:
             assert list(props) == ["request"], props  # the old flat parameters are bound, not shown
+            assert schema["required"] == ["request"] and "default" not in props["request"]
             model = schema["definitions"][props["request"]["$ref"].split("/")[-1]]
             props = fields[fn] = model["properties"]
             assert model["required"] == ["workspace"]
