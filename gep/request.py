@@ -127,5 +127,5 @@ def error_line(exc: ValidationError) -> str:
     err = exc.errors()[0]
     if err["type"] == "value_error":
         return str(err["ctx"]["error"])
-    field = ".".join(str(p) for p in err["loc"])
+    field = err["loc"][0] if err["loc"] else "request"  # a field's name, not the union member that failed
     return f"parameter '{field}': {err['msg']}"

@@ -403,7 +403,7 @@ def test_a_bad_request_is_refused_in_one_line():
     assert isinstance(scheduled_cycle.validate_parameters({"workspace": "/srv/ws"})["request"], ScheduledRequest)
     for bad, words in [({"request": {"workspace": "/srv/ws", "mutator": "claude"}}, "unknown mutator 'claude'"),
                        ({"workspace": "/srv/ws", "strategy": "fast"}, "unknown strategy 'fast'"),
-                       ({"request": {"workspace": "/srv/ws", "seed": -2}}, "parameter 'seed"),
+                       ({"request": {"workspace": "/srv/ws", "seed": -2}}, "parameter 'seed': Input should be greater"),
                        ({"request": {"workspace": "{{ $GEP_WORKSPACE }}"}}, "parameter 'workspace' is empty"),
                        ({}, "parameter 'request' is missing"),
                        # a new fleet's request for workspace b, merged with an old deployment's flat default a
