@@ -77,11 +77,10 @@ def engine_runs(parent: Path, runs: int) -> tuple[list[float], dict[str, list[fl
     for i in range(runs):
         ws = fresh_workspace(parent, f"engine-{i}")
         t0 = time.perf_counter()
-        ctx = open_cycle(CycleRequest(workspace=ws, mutator="prompt"))
+        ctx, opened = open_cycle(CycleRequest(workspace=ws, mutator="prompt"))
         stages["open (store, lock, recover)"].append(time.perf_counter() - t0)
-        assert ctx is not None
         try:
-            state = P.run_pipeline(ctx, hooks=Timed())
+            state = P.run_pipeline(ctx, opened, hooks=Timed())
             assert state.event is not None and state.event.outcome.status == "awaiting_changes", state.event
         finally:
             t = time.perf_counter()
@@ -187,6 +186,7 @@ def child(runs: int, profile: bool) -> None:
     from flows.cycle import evolution_cycle
     from flows.runtime import api_url_in_process, foreground_run
     from gep.models import EvolutionEvent
+    from gep.request import CycleRequest
 
     import_s = time.perf_counter() - t
     spent = instrument()
@@ -210,7 +210,8 @@ def child(runs: int, profile: bool) -> None:
             t = time.perf_counter()
             with foreground_run(api_url_in_process()):  # the settings `gep cycle` and `gep fleet --here` run with
                 # a flow whose function returns a State gives its result to a direct caller: the event
-                event = cast(EvolutionEvent, asyncio.run(evolution_cycle(workspace=str(ws), mutator="prompt")))
+                request = CycleRequest(workspace=ws, mutator="prompt")
+                event = cast(EvolutionEvent, asyncio.run(evolution_cycle(request=request)))
             walls.append(time.perf_counter() - t)
             counts.append({k: seen[k] - start[k] for k in seen})
             if prof is not None:

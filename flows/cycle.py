@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 from prefect import Task, get_run_logger, task
@@ -26,6 +26,7 @@ from prefect.input import RunInput
 from prefect.logging.handlers import APILogHandler
 from prefect.states import Cancelled
 from prefect.utilities.annotations import quote
+from pydantic.json_schema import SkipJsonSchema
 
 from flows import reporting, states
 from flows.flowdef import gep_flow
@@ -33,17 +34,17 @@ from flows.review import ReviewChoice, review_recorder
 from flows.slot import lease_seconds, workspace_slot
 from flows.threads import IN_THREAD, in_thread
 from gep import pipeline as P
-from gep.context import Approve, CycleContext, CycleRequest, open_cycle, reveal_agent_cmd
+from gep.context import CycleContext, open_cycle, reveal_agent_cmd
+from gep.cycle_state import Approve
 from gep.errors import ConfigError, GepError, PendingCycleError
 from gep.models import EvolutionEvent, OutcomeStatus
-from gep.mutators import default_mutator
+from gep.request import CycleRequest, ScheduledRequest
+from gep.request import Mutator as Mutator  # the Run form's choices, for `gep serve` and the fleet
+from gep.request import Strategy as Strategy
 from gep.stages import CycleState
 
 SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
 
-# The Run form shows these as dropdowns; "auto" leaves the choice to gep.toml and the environment.
-Mutator = Literal["auto", "anthropic", "command", "prompt"]
-Strategy = Literal["auto", "balanced", "innovate", "harden", "repair-only", "early-stabilize", "steady-state"]
 
 # The last event each workspace recorded in this process: the CLI reads it from the store when Prefect
 # fails after the outcome was recorded (a server that died mid-run must not turn a success into exit 1).
@@ -115,84 +116,47 @@ def current_flow_run_id() -> str | None:
     return str(ctx.flow_run.id) if ctx and ctx.flow_run else None
 
 
-@gep_flow(name="evolution-cycle", log_prints=False)
-async def evolution_cycle(
-    workspace: str,
-    mutator: Mutator = "auto",
-    strategy: Strategy = "auto",
-    agent_cmd: str = "",
-    abandon_pending: bool = False,
-    branch: str = "",
-    review: bool = False,
-    seed: int = -1,
-    llm_signals: bool = False,
-) -> State:
+# An old run's flat field: bound, then folded into the request before the flow runs (flows/flowdef.py)
+Flat = SkipJsonSchema[Any]
+
+
+@gep_flow(name="evolution-cycle", log_prints=False, request_model=CycleRequest)
+async def evolution_cycle(request: CycleRequest | SkipJsonSchema[None] = None, workspace: Flat = None,
+                          mutator: Flat = None, strategy: Flat = None, agent_cmd: Flat = None,
+                          abandon_pending: Flat = None, branch: Flat = None, review: Flat = None, seed: Flat = None,
+                          llm_signals: Flat = None) -> State:
     """Run one GEP evolution cycle on a workspace (a git repository an agent works in).
 
     Args:
-        workspace: Path of the workspace (a git repository with at least one commit) on the worker's machine.
-        mutator: Who makes the change: "anthropic" (Claude through tools; needs ANTHROPIC_API_KEY), "command"
-            (an external agent CLI, see agent_cmd) or "prompt" (writes the GEP prompt and waits for
-            `gep solidify`). auto: anthropic when ANTHROPIC_API_KEY is set, else prompt (or gep.toml's).
-        strategy: Strategy preset: balanced, innovate, harden, repair-only, early-stabilize or steady-state.
-            auto: chosen from GEP_STRATEGY, early cycles and saturation.
-        agent_cmd: The external agent command for mutator "command", e.g. "claude -p" (split like a shell
-            would, run without a shell; the prompt arrives on stdin and in GEP_PROMPT_FILE). Empty: gep.toml's.
-        abandon_pending: Give up a cycle still awaiting changes (its change saved as a patch under .gep/rescued/)
-            and record it as abandoned, then run.
-        branch: Commit on this evolution branch instead of the current one. Empty: the current branch.
-        review: Pause for approval in the Prefect UI after validation passes, before committing.
-        seed: Random seed for selection and mutation, to replay a cycle (its event's meta.seed). -1: random.
-        llm_signals: Also ask Claude for behavioural signals in the exchanges the rules found nothing in
-            (needs ANTHROPIC_API_KEY). Off: as llm_signals in the workspace's gep.toml.
+        request: The workspace, who makes the change and how (`gep cycle` fills it in from its options).
     """
-    request = form_request(workspace, mutator, strategy, agent_cmd,
-                           abandon_pending=abandon_pending, branch=branch.strip() or None, review=review,
-                           seed=seed if seed >= 0 else None, llm_signals=llm_signals or None)
-    return await run_in_slot(workspace, request)
+    assert request is not None  # GepFlow.validate_parameters made it, or refused the run
+    return await run_in_slot(_for_this_run(request))
 
 
-@gep_flow(name="evolution-cycle", log_prints=False)
-async def scheduled_cycle(
-    workspace: str,
-    mutator: Mutator = "auto",
-    strategy: Strategy = "auto",
-    agent_cmd: str = "",
-) -> State:
+@gep_flow(name="evolution-cycle", log_prints=False, request_model=ScheduledRequest)
+async def scheduled_cycle(request: ScheduledRequest | SkipJsonSchema[None] = None, workspace: Flat = None,
+                          mutator: Flat = None, strategy: Flat = None, agent_cmd: Flat = None) -> State:
     """A scheduled GEP evolution cycle: under steady state most ticks are skipped with a recorded reason.
 
     Args:
-        workspace: Path of the workspace (a git repository with at least one commit) on the worker's machine.
-        mutator: Who makes the change: "anthropic", "command" or "prompt"; auto: anthropic when
-            ANTHROPIC_API_KEY is set, else prompt (or gep.toml's).
-        strategy: Strategy preset: balanced, innovate, harden, repair-only, early-stabilize or steady-state.
-            auto: chosen from GEP_STRATEGY, early cycles and saturation.
-        agent_cmd: The external agent command for mutator "command", e.g. "claude -p". Empty: gep.toml's.
+        request: The workspace, who makes the change and how.
     """
-    return await run_in_slot(workspace, form_request(workspace, mutator, strategy, agent_cmd, scheduled=True))
+    assert request is not None
+    fields = request.model_dump(include=set(ScheduledRequest.model_fields))
+    return await run_in_slot(_for_this_run(CycleRequest(**fields, scheduled=True)))
 
 
-def form_request(workspace: str, mutator: str, strategy: str, agent_cmd: str, **extra: Any) -> CycleRequest:
-    """The engine's request from the Run form's fields ("auto" and empty fields leave the choice to it)."""
-    return CycleRequest(workspace=Path(workspace.strip() or ".").expanduser(), mutator=_choice(mutator),
-                        strategy=_choice(strategy), agent_cmd=reveal_agent_cmd(agent_cmd.strip()) or None,
-                        flow_run_id=current_flow_run_id(), **extra)
+def _for_this_run(request: CycleRequest) -> CycleRequest:
+    """The request with this flow run's id, and the agent command the CLI hid from Prefect's records."""
+    return request.model_copy(update={"agent_cmd": reveal_agent_cmd(request.agent_cmd),
+                                      "flow_run_id": current_flow_run_id()})
 
 
-def _choice(value: str | None) -> str | None:
-    value = (value or "").strip()
-    return None if value in ("", "auto") else value
-
-
-async def run_in_slot(typed: str, request: CycleRequest, resume: bool = False) -> State:
-    """Run the request holding the workspace's slot; an empty or unrendered workspace is refused first.
-
-    The run's report goes out while the slot is released: both are requests to the server."""
-    if not typed.strip() or "{{" in typed:
-        # Path("") is ".", the flow's working directory: the engine's own checkout. Never evolve that.
-        return await refuse(None, ConfigError("parameter 'workspace' is empty: deploy with "
-                                              "GEP_WORKSPACE=/path/to/workspace or fill in the workspace field "
-                                              "of the Run form"))
+async def run_in_slot(request: CycleRequest, resume: bool = False) -> State:
+    """Run the request holding the workspace's slot (an empty or unrendered workspace never gets here: the
+    request refuses it). The run's report goes out while the slot is released: both are requests to the
+    server."""
     try:
         lease_s = lease_seconds()
     except ConfigError as exc:
@@ -220,26 +184,24 @@ async def run_request(request: CycleRequest, resume: bool = False) -> tuple[Stat
 
 
 def blocking_request(request: CycleRequest, resume: bool) -> tuple[State, reporting.RunReport]:
-    pending = [] if resume or not request.abandon_pending else pending_event_ids(request.workspace)
     try:
-        ctx = open_cycle(request, resume=resume)
+        ctx, opened = open_cycle(request, resume=resume)
     except PendingCycleError as exc:
         if request.scheduled:  # a person is working on the pending cycle: ticks wait, they do not fail
             return skip(request.workspace, [], str(exc))
         return refuse_report(request.workspace, exc)
     except GepError as exc:
         return refuse_report(request.workspace, exc)
-    assert ctx is not None
-    hooks = FlowHooks(early_label=ctx.request.review or _mutator(ctx) != "prompt")
+    hooks = FlowHooks(early_label=ctx.request.review or ctx.mutator != "prompt")
     try:
-        state = P.resume_state(ctx) if resume else None
+        state = opened
         try:
             # one sync client for every stage task: an async flow has none, and each task would build its own
             with SyncClientContext.get_or_create():
                 state = P.run_pipeline(ctx, state, hooks, start=P.RESUME_AT if resume else None)
         except P.CycleFailed as failed:  # recorded, and the failing task's traceback is in its log
             state = failed.state
-        abandoned = [e for e in (ctx.store.get_event(i) for i in pending)
+        abandoned = [e for e in (ctx.store.get_event(i) for i in state.abandoned)
                      if e is not None and e.outcome.status == OutcomeStatus.abandoned]
     finally:
         ctx.close()
@@ -253,21 +215,6 @@ def blocking_request(request: CycleRequest, resume: bool) -> tuple[State, report
                                     prompt_file=state.result.prompt_file if state.result else None,
                                     abandoned=abandoned)
     return states.outcome_state(state.event), report
-
-
-def _mutator(ctx: CycleContext) -> str:
-    return (ctx.request.mutator or ctx.settings.mutator or default_mutator(ctx.env)).strip().lower()
-
-
-def pending_event_ids(workspace: Path) -> list[str]:
-    """The cycles awaiting changes that this run is about to abandon (their runs are updated after)."""
-    from gep.api import open_store
-
-    try:
-        with open_store(workspace) as store:
-            return [r.event_id for r in store.open_runs() if r.status == "awaiting_changes"]
-    except GepError:
-        return []  # the run itself reports what is wrong
 
 
 def refuse_report(workspace: Path | None, exc: GepError) -> tuple[State, reporting.RunReport]:

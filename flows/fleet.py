@@ -71,6 +71,7 @@ from gep.fleet import (
 )
 from gep.fleet_progress import FleetProgress
 from gep.prefect_api import run_link
+from gep.request import CycleRequest, ScheduledRequest
 
 WAIT_S = 6 * 3600.0  # the bound on the fleet's wait: a cycle may first wait up to 30 min for its slot
 POLL_S = 1.0  # one request for every run's state per poll
@@ -230,8 +231,13 @@ async def run_here(client: Any, workspaces: Sequence[str], params: dict[str, Any
                 await progress.update(counts)
             final_type = "CRASHED"  # unless the cycle returns a state
             try:
-                cycle = scheduled_cycle if scheduled else evolution_cycle
-                state: State = await cycle(workspace=workspace, **params, return_state=True)
+                state: State
+                if scheduled:
+                    state = await scheduled_cycle(request=ScheduledRequest(workspace=workspace, **params),
+                                                  return_state=True)
+                else:
+                    state = await evolution_cycle(request=CycleRequest(workspace=workspace, **params),
+                                                  return_state=True)
                 final_type = state.type.value
             finally:
                 running.pop()
@@ -270,7 +276,7 @@ async def dispatch(client: Any, deployment: str, workspaces: Sequence[str],
         try:
             # run_deployment's async form; timeout=0: create the run and return, the poll below waits
             runs.append(await arun_deployment(deployment, client=client, timeout=0, tags=["fleet"],
-                                              parameters={**params, "workspace": workspace}))
+                                              parameters={"request": {**params, "workspace": workspace}}))
         except Exception as exc:  # noqa: BLE001 - one run that could not be created does not stop the fleet
             runs.append(exc)
     return runs

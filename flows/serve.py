@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from pydantic import BaseModel
 
 from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
+from flows.flowdef import form_values
 from gep.errors import ConfigError
 from gep.prefect_api import workspace_key
+from gep.request import ScheduledRequest, parse_request
 
 START_SERVER = ("start one with `gep server start` (or `prefect server start` and "
                 "PREFECT_API_URL=http://127.0.0.1:4200/api)")
@@ -36,7 +38,7 @@ class ServeRequest(BaseModel):
 
     workspace: Path
     cron: str
-    params: dict[str, str]
+    params: dict[str, Any]  # the deployments' parameters: {"request": the Run form's fields}
 
     @classmethod
     def checked(cls, workspace: Path, *, cron: str, mutator: str | None, strategy: str | None,
@@ -47,8 +49,9 @@ class ServeRequest(BaseModel):
             CronSchedule(cron=cron)
         except ValueError:
             raise ConfigError(f"--cron {cron!r} is not a cron expression (e.g. '*/30 * * * *')") from None
-        params = {"workspace": str(workspace), "mutator": _choice("--mutator", mutator, Mutator),
-                  "strategy": _choice("--strategy", strategy, Strategy), "agent_cmd": agent_cmd or ""}
+        fields = {"workspace": str(workspace), "mutator": _choice("--mutator", mutator, Mutator),
+                  "strategy": _choice("--strategy", strategy, Strategy), "agent_cmd": agent_cmd}
+        params = {"request": form_values(parse_request(ScheduledRequest, fields))}
         return cls(workspace=workspace, cron=cron, params=params)
 
 

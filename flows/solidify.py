@@ -5,13 +5,12 @@ updates that run's outcome tag, state and cycle artifact when it ends (flows/rep
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect.client.schemas.objects import State
 
-from flows.cycle import current_flow_run_id, run_in_slot
+from flows.cycle import current_flow_run_id, refuse, run_in_slot
 from flows.flowdef import gep_flow
-from gep.context import CycleRequest
+from gep.errors import ConfigError
+from gep.request import CycleRequest, parse_request
 
 
 @gep_flow(name="evolution-solidify")
@@ -25,7 +24,9 @@ async def solidify_pending(workspace: str, summary: str = "", abandon: bool = Fa
         abandon: Give the pending cycle up instead: the change is saved as a patch under .gep/rescued/, then
             only its files are put back.
     """
-    request = CycleRequest(workspace=Path(workspace.strip() or ".").expanduser(), summary=summary or None,
-                           abandon_pending=abandon,
-                           flow_run_id=current_flow_run_id())
-    return await run_in_slot(workspace, request, resume=True)
+    try:  # an empty or unrendered workspace: one line
+        request = parse_request(CycleRequest, {"workspace": workspace, "summary": summary or None,
+                                               "abandon_pending": abandon, "flow_run_id": current_flow_run_id()})
+    except ConfigError as exc:
+        return await refuse(None, exc)
+    return await run_in_slot(request, resume=True)

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gep.api import open_store, recover
     from gep.config import Settings, load_settings
-    from gep.context import CycleRequest
     from gep.errors import GepError
     from gep.models import EvolutionEvent
     from gep.pipeline import run_cycle, solidify_pending
+    from gep.request import CycleRequest
     from gep.store import Store
 
 _EXPORTS = {
-    "CycleRequest": "gep.context",
+    "CycleRequest": "gep.request",
     "EvolutionEvent": "gep.models",
     "GepError": "gep.errors",
     "Settings": "gep.config",

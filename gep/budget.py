@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta
 
 from gep.context import CycleContext
+from gep.cycle_state import CycleState
 from gep.memory_graph import parse_at
 from gep.models import EvolutionEvent, Outcome, OutcomeStatus, iso
 from gep.outcomes import event_base
@@ -69,10 +70,10 @@ def budget_spent(ctx: CycleContext) -> str | None:
     return daily_budget_spent(ctx, "Claude-driven cycles run") if claude_driven(ctx) else None
 
 
-def record_skipped(ctx: CycleContext, reason: str, behavior: BehaviorRecord | None = None) -> EvolutionEvent:
+def record_skipped(ctx: CycleContext, state: CycleState, reason: str, behavior: BehaviorRecord | None = None) -> EvolutionEvent:
     """A cycle that did not run: its event says why (no gene, no change, not a cycle for the loop rules), and
     what its behavioural capture did before the gate stopped it."""
-    event = event_base(ctx)
+    event = event_base(ctx, state)
     event.meta.behavior = behavior
     event.outcome = Outcome(status=OutcomeStatus.skipped, score=0.0)
     event.meta.skip_reason = reason

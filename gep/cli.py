@@ -266,27 +266,25 @@ def cycle(
 
     Exit status: 0 for success, empty or awaiting changes; 1 when the cycle failed; 2 for bad input.
     """
-    from gep.context import CycleRequest, hide_agent_cmd, open_cycle
+    from gep.context import check_cycle, hide_agent_cmd
+    from gep.request import CycleRequest, parse_request
 
     workspace = workspace_or_here(workspace)
     quiet_prefect_console(verbose)
     _build_cycle_models()
     # refuse bad input (workspace, gep.toml, mutator, strategy, a pending cycle) before Prefect starts
-    request = CycleRequest(workspace=workspace, mutator=mutator or None, strategy=strategy or None,
-                           agent_cmd=agent_cmd or None, abandon_pending=abandon_pending, branch=branch or None,
-                           llm_signals=llm_signals or None)
-    open_cycle(request, check_only=True)
+    request = parse_request(CycleRequest, dict(
+        workspace=workspace, mutator=mutator, strategy=strategy, agent_cmd=agent_cmd,
+        abandon_pending=abandon_pending, branch=branch, review=review, seed=seed, llm_signals=llm_signals))
+    check_cycle(request, keep=True)  # the flow's run takes over the opened workspace
     ws = checked_path(workspace)
+    # the flow run's parameters keep the agent command redacted
+    request = request.model_copy(update={"workspace": ws, "agent_cmd": hide_agent_cmd(request.agent_cmd)})
 
     def call() -> Any:
         from flows.cycle import evolution_cycle
 
-        # the flow run's parameters keep the agent command redacted
-        return evolution_cycle(workspace=str(ws), mutator=(mutator or "auto").strip().lower(),
-                               strategy=(strategy or "auto").strip().lower().replace("_", "-"),
-                               agent_cmd=hide_agent_cmd(agent_cmd) or "", abandon_pending=abandon_pending,
-                               branch=branch or "", review=review, seed=-1 if seed is None else seed,
-                               llm_signals=llm_signals, return_state=True)
+        return evolution_cycle(request=request, return_state=True)
 
     event, api_url = _run_flow(call, ws, as_json)
     _print_outcome(event, as_json, ws, api_url)
@@ -379,13 +377,14 @@ def solidify(
     The flow run that started the cycle is updated with its final outcome.
     Exit status: 0 committed (or abandoned), 1 validation failed, 2 bad input or validation could not run.
     """
-    from gep.context import CycleRequest, open_cycle
+    from gep.context import check_cycle
+    from gep.request import CycleRequest
 
     workspace = workspace_or_here(workspace)
     quiet_prefect_console(verbose)
     _build_cycle_models()
     # nothing awaiting changes: one line, before Prefect starts
-    open_cycle(CycleRequest(workspace=workspace), resume=True, check_only=True)
+    check_cycle(CycleRequest(workspace=workspace), resume=True, keep=True)
     ws = checked_path(workspace)
 
     def call() -> Any:

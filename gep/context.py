@@ -1,10 +1,12 @@
 """Opening a cycle: the request checked, the workspace, its settings and store, the lock, crash recovery.
 
 :func:`open_cycle` is the one way in, for a new cycle and for finishing one that awaits changes
-(``resume=True``); ``check_only=True`` finds what it would refuse without taking the lock or recording
-anything (the CLI calls it before starting Prefect). A refused start stores nothing. The context carries the
-clock, the environment and the seed, so every stage reads time, settings and randomness from one place and
-a cycle can be replayed. Settings are read here, once, before any mutator runs (whatever a change does to
+(``resume=True``); :func:`check_cycle` finds what it would refuse without taking the lock or recording
+anything (the CLI calls it before starting Prefect). A refused start stores nothing. The context holds the
+cycle's resources only: the clock, the environment and the seed, the settings, the store, the repository
+and the lock, so every stage reads time, settings and randomness from one place and a cycle can be
+replayed; what opening found (recovery notes; finishing: the pending run and its plan) starts the
+cycle's ``CycleState`` (gep/cycle_state.py). Settings are read here, once, before any mutator runs (whatever a change does to
 gep.toml cannot widen what this cycle runs); a cycle that awaits changes keeps them on its run record.
 """
 
@@ -23,7 +25,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gep.abandon import abandon_run, abandoned_line
-from gep.config import Settings, load_settings
+from gep.config import CONFIG_FILE, Settings, load_settings
+from gep.cycle_state import CycleState
 from gep.errors import ConfigError, PendingCycleError, WorkspaceError
 from gep.git import Repo, open_repo, workspace_lock
 from gep.git.filters import check_filters
@@ -34,34 +37,15 @@ from gep.models import CycleRun, utc_now
 from gep.mutators import MUTATORS, default_mutator
 from gep.mutators.command import split_command
 from gep.recovery import recover_workspace
+from gep.request import CycleRequest, chosen
 from gep.sandbox import ChangeOrigin, validation_refusal
 from gep.sanitize import redact_command
-from gep.solidify import ReviewRequest
 from gep.store import Store
 from gep.strategy import resolve_strategy
 from gep.tree import CycleTree
 
 Clock = Callable[[], datetime]
-Approve = Callable[[ReviewRequest], bool]
 ORIGINS: dict[str, ChangeOrigin] = {"anthropic": "model", "command": "agent", "prompt": "person"}
-
-
-class CycleRequest(BaseModel):
-    """What a user (CLI, Prefect form, schedule) asks of one cycle, or of finishing a pending one."""
-
-    workspace: Path
-    mutator: str | None = None
-    strategy: str | None = None
-    agent_cmd: str | None = None
-    abandon_pending: bool = False  # a new cycle: give up the pending one first; finishing: give it up
-    branch: str | None = None
-    review: bool = False
-    drift: bool = False
-    seed: int | None = None
-    scheduled: bool = False  # a scheduled tick: under steady state most ticks are skipped
-    llm_signals: bool | None = None  # the Claude signal pass (gep/llm_signals.py); None: as gep.toml says
-    summary: str | None = None  # finishing a pending cycle: the commit subject
-    flow_run_id: str | None = None
 
 
 class CycleContext(BaseModel):
@@ -79,12 +63,7 @@ class CycleContext(BaseModel):
     started_at: datetime
     clock: Clock = utc_now
     env: Mapping[str, str] = Field(default_factory=dict)
-    stack: ExitStack = Field(default_factory=ExitStack)
-    run: CycleRun | None = None
-    tree: CycleTree | None = None  # where the change is made and checked (from the begin stage on)
-    recovered: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)  # what opening the cycle did: recovery, abandoning
-    approve: Approve | None = None  # review mode: asked before committing (the flow pauses for a person)
+    stack: ExitStack = Field(default_factory=ExitStack)  # the lock and the store, released by close()
     opened: float = Field(default_factory=time.monotonic)  # when the cycle got its lock: cycle_timeout_s runs
 
     @property
@@ -106,9 +85,8 @@ class CycleContext(BaseModel):
 
     @property
     def mode(self) -> Literal["clone", "in_place"]:
-        """Where the change is made: a model or an agent in a clone, a person (prompt mode) in their tree."""
-        if self.run is not None:
-            return self.run.mode
+        """Where a new cycle's change is made: a model or an agent in a clone, a person (prompt mode) in their
+        tree (a pending cycle's is on its run record)."""
         return "in_place" if self.mutator == "prompt" else "clone"
 
     def close(self) -> None:
@@ -152,7 +130,7 @@ def no_pending_message(ws_path: Path) -> str:
 
 
 def mutator_name(request: CycleRequest, settings: Settings, env: Mapping[str, str]) -> str:
-    return (request.mutator or settings.mutator or default_mutator(env)).strip().lower()
+    return (chosen(request.mutator) or settings.mutator or default_mutator(env)).strip().lower()
 
 
 def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, str], repo: Repo) -> None:
@@ -161,12 +139,12 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
     user error, not a failed cycle that would count against a gene."""
     name = mutator_name(request, settings, env)
     if name not in MUTATORS:
-        raise ConfigError(f"unknown mutator '{request.mutator or settings.mutator}'; valid: {', '.join(MUTATORS)}")
+        raise ConfigError(f"unknown mutator '{settings.mutator}'; valid: {', '.join(MUTATORS)}")
     if name == "command":
         split_command(settings.agent_cmd)
     if name == "anthropic" and not env.get("ANTHROPIC_API_KEY"):
         raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
-    resolve_strategy(requested=request.strategy or settings.strategy, env=env, cycle_count=0, signals=[])
+    resolve_strategy(requested=chosen(request.strategy) or settings.strategy, env=env, cycle_count=0, signals=[])
     # a prompt cycle validates nothing now (`gep solidify` checks its sandbox): no bwrap probe for it
     refusal = validation_refusal(ORIGINS[name], settings) if name != "prompt" else None
     if refusal:
@@ -190,8 +168,9 @@ def open_workspace(request: CycleRequest, env: Mapping[str, str], *, resume: boo
     if resume:  # finishing keeps what the cycle was started with (stored on the run)
         settings = load_settings(repo.path, env=env)
     else:
-        settings = load_settings(repo.path, env=env, strategy=request.strategy, agent_cmd=request.agent_cmd,
-                                 mutator=request.mutator, branch=request.branch, llm_signals=request.llm_signals)
+        settings = load_settings(repo.path, env=env, strategy=chosen(request.strategy), agent_cmd=request.agent_cmd,
+                                 mutator=chosen(request.mutator), branch=request.branch,
+                                 llm_signals=request.llm_signals or None)  # off: as gep.toml says
         check_request(request, settings, env, repo)
     ensure_state_dir(repo)
     return repo, settings
@@ -212,41 +191,78 @@ def _check_pending(store: Store, repo: Repo, request: CycleRequest, *, resume: b
     return pending
 
 
-def open_cycle(request: CycleRequest, *, resume: bool = False, check_only: bool = False,
-               env: Mapping[str, str] | None = None, clock: Clock = utc_now) -> CycleContext | None:
-    """Open a cycle (lock held until ``ctx.close()``), or with ``check_only`` only raise what it would refuse
-    and return None. ``resume``: the cycle awaiting changes, ready for the solidify stage."""
+# What check_cycle(keep=True) opened, for the open_cycle of the same request in this process (`gep cycle`
+# checks before Prefect starts, then its flow run opens the cycle): the repository is opened and gep.toml
+# read once. Only with the process's own environment, taken once, and only while gep.toml is unchanged
+# (the run may have waited for another cycle's slot meanwhile).
+_CHECKED: dict[tuple[object, ...], tuple[Repo, Settings, tuple[int, ...] | None]] = {}
+
+
+def _toml_stamp(workspace: Path) -> tuple[int, ...] | None:
+    try:
+        st = (workspace / CONFIG_FILE).stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _checked_key(request: CycleRequest, resume: bool) -> tuple[object, ...]:
+    # what the settings and the check depend on; finishing reads gep.toml without the request's choices
+    chosen_fields = () if resume else (request.mutator, request.strategy, request.agent_cmd, request.branch,
+                                       request.llm_signals)
+    return (request.workspace.expanduser().resolve(), resume, *chosen_fields)
+
+
+def check_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str, str] | None = None,
+                keep: bool = False) -> None:
+    """Raise what :func:`open_cycle` would refuse (bad request, unusable workspace, a pending cycle in the
+    way or none to finish), without taking the lock or recording anything. ``keep``: hand the opened
+    workspace and settings to this process's next :func:`open_cycle` of the request."""
     env = os.environ if env is None else env
     repo, settings = open_workspace(request, env, resume=resume)
+    with Store.for_workspace(repo.path, settings) as store:
+        _check_pending(store, repo, request, resume=resume)
+    if keep and env is os.environ:
+        _CHECKED[_checked_key(request, resume)] = repo, settings, _toml_stamp(repo.path)
+
+
+def open_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str, str] | None = None,
+               clock: Clock = utc_now) -> tuple[CycleContext, CycleState]:
+    """Open a cycle (lock held until ``ctx.close()``): its context, and the state it starts from (what
+    opening did; ``resume``: the cycle awaiting changes, ready for the solidify stage)."""
+    env = os.environ if env is None else env
+    checked = _CHECKED.pop(_checked_key(request, resume), None) if env is os.environ else None
+    if checked is not None and checked[2] == _toml_stamp(checked[0].path):
+        repo, settings = checked[0], checked[1]
+    else:
+        repo, settings = open_workspace(request, env, resume=resume)
     store = Store.for_workspace(repo.path, settings)
     stack = ExitStack()
     stack.callback(store.close)
     try:
-        if check_only:
-            _check_pending(store, repo, request, resume=resume)
-            stack.close()
-            return None
         stack.enter_context(workspace_lock(repo, settings.lock_timeout_s))
         recovery = recover_workspace(repo, store)
-        notes = [*recovery.warnings, *recovery.actions]
+        state = CycleState(notes=[*recovery.warnings, *recovery.actions],
+                           recovered=[r.event_id for r in recovery.runs])
         if resume:
-            return _resume(request, repo, settings, store, stack, env, clock, notes)
+            return _resume(request, repo, settings, store, stack, env, clock, state)
         for run in _check_pending(store, repo, request, resume=False):
             event = abandon_run(repo, store, run, "abandoned: a new cycle was started with --abandon-pending")
-            notes.append(abandoned_line(event))
+            state.notes.append(abandoned_line(event))
+            state.abandoned.append(run.event_id)
         now = clock()
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**31)
-        return CycleContext(request=request, settings=settings, workspace=repo, store=store,
-                            event_id=new_event_id(now), cycle_number=store.count_events() + 1, seed=seed,
-                            started_at=now, clock=clock, env=env, stack=stack,
-                            recovered=[r.event_id for r in recovery.runs], notes=notes)
+        ctx = CycleContext(request=request, settings=settings, workspace=repo, store=store,
+                           event_id=new_event_id(now), cycle_number=store.count_events() + 1, seed=seed,
+                           started_at=now, clock=clock, env=env, stack=stack)
+        return ctx, state
     except BaseException:
         stack.close()
         raise
 
 
 def _resume(request: CycleRequest, repo: Repo, settings: Settings, store: Store, stack: ExitStack,
-            env: Mapping[str, str], clock: Clock, notes: list[str]) -> CycleContext:
+            env: Mapping[str, str], clock: Clock, state: CycleState) -> tuple[CycleContext, CycleState]:
     run = _check_pending(store, repo, request, resume=True)[0]
     pending = run.pending
     meta = pending.event.meta if pending.event else None
@@ -255,17 +271,29 @@ def _resume(request: CycleRequest, repo: Repo, settings: Settings, store: Store,
     ctx = CycleContext(request=request.model_copy(update={"branch": pending.branch, "review": pending.review}),
                        settings=settings, workspace=repo, store=store, event_id=run.event_id,
                        cycle_number=(meta.cycle if meta else None) or 0, seed=(meta.seed if meta else None) or 0,
-                       started_at=clock(), clock=clock, env=env, stack=stack, run=run, notes=notes)
+                       started_at=clock(), clock=clock, env=env, stack=stack)
+    state.run = run
     if request.abandon_pending:
-        return ctx  # the solidify stage gives it up (gep solidify --abandon)
+        return ctx, state  # the solidify stage gives it up (gep solidify --abandon)
     if pending.event is None or pending.gene is None or pending.mutation is None:
         raise WorkspaceError(f"the pending cycle {run.event_id} on {shown(repo.path)} has no recorded plan; "
                              f"give it up with `gep solidify --workspace {shown(repo.path)} --abandon`")
     try:
-        ctx.tree = CycleTree.resume(repo, run.event_id, run.mode)
+        state.tree = CycleTree.resume(repo, run.event_id, run.mode)
     except WorkspaceError as exc:
         raise WorkspaceError(f"{exc}; give the cycle up with `gep solidify --workspace {shown(repo.path)} "
                              "--abandon`") from None
     run.status, run.stage, run.pid = "running", "solidify", os.getpid()  # a crash from here is recovered
     store.save_run(run)
-    return ctx
+    return ctx, _with_plan(ctx, state, run)
+
+
+def _with_plan(ctx: CycleContext, state: CycleState, run: CycleRun) -> CycleState:
+    """The state a pending cycle stopped in: its plan (gene, mutation) and event, ready for ``solidify``."""
+    pending = run.pending
+    event = pending.event.model_copy(deep=True) if pending.event else None
+    if event is not None and ctx.request.flow_run_id:
+        event.meta.solidify_flow_run_id = ctx.request.flow_run_id
+    state.gene, state.mutation, state.event = pending.gene, pending.mutation, event
+    state.summary = (ctx.request.summary or "").strip()
+    return state

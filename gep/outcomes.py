@@ -9,9 +9,11 @@ from gep import constants as C
 from gep.attribution import is_host_failure
 from gep.config import RunLimits
 from gep.context import CycleContext
+from gep.cycle_state import CycleState
 from gep.errors import GepError
 from gep.models import (
     BlastRadius,
+    CycleRun,
     EvolutionEvent,
     Gene,
     Mutation,
@@ -23,21 +25,22 @@ from gep.models import (
 )
 from gep.personality import PersonalityStats, personality_key, update_stats
 from gep.records import MutatorResult
+from gep.tree import CycleTree
 
 # outcomes of a cycle that ran (the history rules and the memory graph read only these)
 TERMINAL = frozenset({OutcomeStatus.success, OutcomeStatus.failed, OutcomeStatus.empty, OutcomeStatus.abandoned,
                       OutcomeStatus.interrupted})
 
 
-def event_base(ctx: CycleContext) -> EvolutionEvent:
+def event_base(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
     """The event every outcome starts from: its id, parent and when/which cycle it was."""
     event = EvolutionEvent(id=ctx.event_id, parent=ctx.store.last_event_id())
     event.meta.at = iso(ctx.started_at)
     event.meta.cycle = ctx.cycle_number
     event.meta.seed = ctx.seed
     event.meta.flow_run_id = ctx.request.flow_run_id
-    event.meta.recovered = ctx.recovered
-    event.meta.start_notes = list(ctx.notes) or None
+    event.meta.recovered = state.recovered
+    event.meta.start_notes = list(state.notes) or None
     return event
 
 
@@ -62,27 +65,27 @@ def record_empty(ctx: CycleContext, event: EvolutionEvent, reason: str) -> Evolu
     return event
 
 
-def mark_awaiting(ctx: CycleContext, event: EvolutionEvent, gene: Gene, mutation: Mutation,
+def mark_awaiting(ctx: CycleContext, state: CycleState, event: EvolutionEvent, gene: Gene, mutation: Mutation,
                   result: MutatorResult) -> EvolutionEvent:
     """Prompt mode: keep the run open for `gep solidify` (with the settings that widen what runs, as read
     now) and record the event as awaiting changes."""
-    assert ctx.run is not None
+    run = state.run
+    assert run is not None
     record_mutator_result(event, result)
     event.outcome = Outcome(status=OutcomeStatus.awaiting_changes, score=0.0)
-    ctx.run.status = "awaiting_changes"
-    ctx.run.stage = "awaiting_changes"
-    ctx.run.awaited = True
-    ctx.run.pending = RunPending(event=event, gene=gene, mutation=mutation, review=ctx.request.review,
+    run.status = "awaiting_changes"
+    run.stage = "awaiting_changes"
+    run.awaited = True
+    run.pending = RunPending(event=event, gene=gene, mutation=mutation, review=ctx.request.review,
                                  branch=ctx.branch, limits=RunLimits.of(ctx.settings))
-    ctx.store.save_run(ctx.run)
+    ctx.store.save_run(run)
     ctx.store.add_event(event)
     return event
 
 
-def _end_tree(ctx: CycleContext, event: EvolutionEvent) -> None:
+def _end_tree(ctx: CycleContext, tree: CycleTree | None, event: EvolutionEvent) -> None:
     """The cycle failed before its change was checked: a clone is discarded (its change saved as a patch
     that the event names); a prompt-mode baseline is dropped (nothing of the person's is touched)."""
-    tree = ctx.tree
     if tree is None:
         return
     try:
@@ -103,30 +106,29 @@ def _end_tree(ctx: CycleContext, event: EvolutionEvent) -> None:
         tree.close()
 
 
-def _await_again(ctx: CycleContext, event: EvolutionEvent, reason: str) -> EvolutionEvent:
+def _await_again(ctx: CycleContext, run: CycleRun, event: EvolutionEvent, reason: str) -> EvolutionEvent:
     """`gep solidify` broke on something else than the change: the person's edits stay, the cycle awaits."""
-    assert ctx.run is not None
     event.outcome = Outcome(status=OutcomeStatus.awaiting_changes, score=0.0)
     event.meta.add_failure(reason)
     event.meta.solidify_attempts = (event.meta.solidify_attempts or 0) + 1
     ctx.store.add_event(event)
-    ctx.run.status, ctx.run.stage = "awaiting_changes", "awaiting_changes"
-    ctx.run.pending.event, ctx.run.pending.solidify = event.model_copy(deep=True), None
-    ctx.store.save_run(ctx.run)
+    run.status, run.stage = "awaiting_changes", "awaiting_changes"
+    run.pending.event, run.pending.solidify = event.model_copy(deep=True), None
+    ctx.store.save_run(run)
     return event
 
 
-def fail_cycle(ctx: CycleContext, event: EvolutionEvent | None, reason: str) -> EvolutionEvent:
+def fail_cycle(ctx: CycleContext, state: CycleState, event: EvolutionEvent | None, reason: str) -> EvolutionEvent:
     """A stage raised or the mutator failed: end whatever the cycle made and record the failure (never a
     hung run). Before the plan there is no event yet: one is made, with no gene to blame. A person's change
     that awaited `gep solidify` is never failed away: it keeps awaiting, with the reason."""
-    event = event or event_base(ctx)
-    run = ctx.run
+    event = event or event_base(ctx, state)
+    run = state.run
     if run is not None and run.status == "running" and run.mode == "in_place" and run.awaited:
-        return _await_again(ctx, event, reason)
+        return _await_again(ctx, run, event, reason)
     event.meta.add_failure(reason)
     if run is not None and run.status == "running":
-        _end_tree(ctx, event)
+        _end_tree(ctx, state.tree, event)
         ctx.store.close_run(run.event_id)
     event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
     if event.meta.empty_cycle is None:

@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 from gep import deadline
 from gep import stages as S
-from gep.context import Approve, Clock, CycleContext, CycleRequest, open_cycle
+from gep.context import Clock, CycleContext, CycleRequest, open_cycle
+from gep.cycle_state import Approve
 from gep.models import EvolutionEvent, utc_now
 from gep.outcomes import describe_error
 
@@ -77,7 +78,7 @@ def run_pipeline(ctx: CycleContext, state: S.CycleState | None = None, hooks: Ho
     Raises :class:`CycleFailed` (after recording the failed cycle) when a stage raised."""
     hooks = hooks or Hooks()
     state = state or S.CycleState()
-    ctx.approve = hooks.approver(ctx) if ctx.request.review else None
+    state.approve = hooks.approver(ctx) if ctx.request.review else None
     stages = list(STAGES)
     names = [s.name for s in stages]
     stages = stages[names.index(start):] if start else stages
@@ -110,10 +111,9 @@ def run_cycle(request: CycleRequest, env: Mapping[str, str] | None = None, clock
 
     Raises GepError for a request refused before the cycle started; a stage's failure is recorded and
     returned as a failed event."""
-    ctx = open_cycle(request, env=env, clock=clock)
-    assert ctx is not None
+    ctx, state = open_cycle(request, env=env, clock=clock)
     try:
-        return run_pipeline(ctx, hooks=hooks).event
+        return run_pipeline(ctx, state, hooks=hooks).event
     except CycleFailed as failed:
         return failed.state.event
     finally:
@@ -124,22 +124,11 @@ def solidify_pending(request: CycleRequest, env: Mapping[str, str] | None = None
                      hooks: Hooks | None = None) -> EvolutionEvent | None:
     """Finish the cycle awaiting changes on ``request.workspace``: check, then commit; a failed change stays
     and the cycle keeps awaiting (``request.abandon_pending``: give it up, saved as a patch)."""
-    ctx = open_cycle(request, resume=True, env=env, clock=clock)
-    assert ctx is not None
+    ctx, state = open_cycle(request, resume=True, env=env, clock=clock)
     try:
-        return run_pipeline(ctx, resume_state(ctx), hooks=hooks, start=RESUME_AT).event
+        return run_pipeline(ctx, state, hooks=hooks, start=RESUME_AT).event
     except CycleFailed as failed:
         return failed.state.event
     finally:
         ctx.close()
 
-
-def resume_state(ctx: CycleContext) -> S.CycleState:
-    """The state a pending cycle stopped in: its plan (gene, mutation) and event, ready for ``solidify``."""
-    assert ctx.run is not None
-    pending = ctx.run.pending
-    event = pending.event.model_copy(deep=True) if pending.event else None
-    if event is not None and ctx.request.flow_run_id:
-        event.meta.solidify_flow_run_id = ctx.request.flow_run_id
-    return S.CycleState(gene=pending.gene, mutation=pending.mutation, event=event,
-                        summary=(ctx.request.summary or "").strip())

@@ -12,17 +12,16 @@ import random
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from gep import constants as C
 from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
 from gep.attribution import learns_from, mutator_host_failure, tree_edited
 from gep.avoid import avoided_genes, refresh_avoid_list
-from gep.behavior_stage import BehaviorCapture, capture_behavior, use_behavior
+from gep.behavior_stage import capture_behavior, use_behavior
 from gep.budget import budget_spent, daily_budget_spent, record_skipped
 from gep.config import Settings, validation_commands
 from gep.context import ORIGINS, CycleContext
+from gep.cycle_state import CycleState
 from gep.deadline import bounded
 from gep.feedback import FeedbackIndex
 from gep.fixes import annotate, check_fixes, reusable
@@ -54,46 +53,23 @@ from gep.outcomes import (
     record_mutator_result,
     update_personality,
 )
-from gep.personality import PersonalitySelection, PersonalityStats, select_personality
+from gep.personality import PersonalityStats, select_personality
 from gep.preconditions import unmet_preconditions
 from gep.problem_memory import for_this_problem
 from gep.prompt import PromptInput, build_prompt
-from gep.records import GenePoolRecord, HistoryRecord, MutatorResult, PersonalityRecord, SourcesRecord
+from gep.records import HistoryRecord, PersonalityRecord, SourcesRecord
+from gep.request import chosen
 from gep.resolved import ResolutionCheck
 from gep.selector import Selection, select_gene_and_capsule
-from gep.signals import HistoryAnalysis, analyze_recent_history, extract_signals
+from gep.signals import analyze_recent_history, extract_signals
 from gep.solidify import SolidifyInput, solidify
-from gep.sources import SourceBundle, collect_sources, collect_tails
+from gep.sources import collect_sources, collect_tails
 from gep.store import Store, after_cycle
-from gep.strategy import SchedulerState, StrategyPreset, resolve_strategy, should_skip_scheduled_tick
+from gep.strategy import SchedulerState, resolve_strategy, should_skip_scheduled_tick
 from gep.tree import CycleTree
 
 HISTORY_EVENTS = max(C.HISTORY_WINDOW, C.DOMINANCE_WINDOW, C.BAN_CYCLES) + 10
 NO_GENE = "no gene matched the signals (or every match is banned)"
-
-
-class CycleState(BaseModel):
-    """What the stages have found and decided so far; each stage fills in its part."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    sources: SourceBundle = Field(default_factory=SourceBundle)
-    behavior: BehaviorCapture | None = None  # behavioural signals captured from the transcripts read
-    events: list[EvolutionEvent] = Field(default_factory=list)  # recent finished cycles, oldest first
-    signals: list[str] = Field(default_factory=list)
-    fixes: ResolutionCheck | None = None  # earlier fixes against this cycle's signals (gep/fixes.py)
-    history: HistoryAnalysis = Field(default_factory=HistoryAnalysis)
-    strategy: StrategyPreset | None = None
-    selection: Selection | None = None
-    pool: GenePoolRecord | None = None  # genes not selectable here; the automatic gene, when one was needed
-    persona: PersonalitySelection | None = None
-    gene: Gene | None = None
-    mutation: Mutation | None = None
-    event: EvolutionEvent | None = None
-    result: MutatorResult | None = None
-    summary: str = ""  # finishing a pending cycle: the person's one line
-    skipped: str | None = None  # a scheduled tick that did nothing: why
-    done: bool = False  # the outcome is settled: the remaining stages are not run
 
 
 # ------------------------------------------------------------------ reading and deciding
@@ -148,7 +124,7 @@ def keep_live_problems(ctx: CycleContext, state: CycleState) -> list[str]:
 def analyse(ctx: CycleContext, state: CycleState) -> CycleState:
     """Loop rules over the recent history, and the strategy this cycle runs under (resolved once)."""
     state.history = analyze_recent_history(state.events)
-    state.strategy = resolve_strategy(requested=ctx.request.strategy or ctx.settings.strategy, env=ctx.env,
+    state.strategy = resolve_strategy(requested=chosen(ctx.request.strategy) or ctx.settings.strategy, env=ctx.env,
                                       cycle_count=ctx.cycle_number - 1, signals=state.signals)
     return state
 
@@ -159,7 +135,7 @@ def gate(ctx: CycleContext, state: CycleState) -> CycleState:
     behavior = state.behavior.record if state.behavior else None
     spent = budget_spent(ctx)
     if spent is not None:
-        state.event, state.done = record_skipped(ctx, spent, behavior), True
+        state.event, state.done = record_skipped(ctx, state, spent, behavior), True
         return state
     if not ctx.request.scheduled or state.strategy is None:
         return state
@@ -178,7 +154,7 @@ def gate(ctx: CycleContext, state: CycleState) -> CycleState:
         sched.last_skip_at = iso(ctx.clock())
         state.skipped, state.done = reason, True
         if behavior and behavior.llm and behavior.llm.metrics.total_tokens:  # Claude was asked: the budget counts it
-            state.event = record_skipped(ctx, reason, behavior)
+            state.event = record_skipped(ctx, state, reason, behavior)
     ctx.store.set_state("scheduler", sched)
     return state
 
@@ -249,7 +225,7 @@ def _persona(state: CycleState) -> PersonalityState | None:
 
 
 def draft_event(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
-    event = event_base(ctx)
+    event = event_base(ctx, state)
     event.intent = state.mutation.category if state.mutation else event.intent
     event.signals = state.signals
     event.genes_used = [state.gene.id] if state.gene else []
@@ -282,13 +258,13 @@ def begin(ctx: CycleContext, state: CycleState) -> CycleState:
     assert state.event is not None
     ctx.store.add_event(state.event)
     repo = ctx.workspace
-    ctx.run = CycleRun(event_id=state.event.id, workspace=str(repo.path), head_sha=repo.head(),
-                       branch=(repo.head_ref() or "").removeprefix("refs/heads/") or None, mode=ctx.mode,
-                       pid=os.getpid())
-    ctx.store.save_run(ctx.run)  # first: a crash while the tree is made is recovered from this record
-    ctx.tree = CycleTree.open(repo, state.event.id, ctx.settings, ctx.mode, ORIGINS[ctx.mutator])
-    ctx.run.stage = "begun"
-    ctx.store.save_run(ctx.run)
+    state.run = CycleRun(event_id=state.event.id, workspace=str(repo.path), head_sha=repo.head(),
+                         branch=(repo.head_ref() or "").removeprefix("refs/heads/") or None, mode=ctx.mode,
+                         pid=os.getpid())
+    ctx.store.save_run(state.run)  # first: a crash while the tree is made is recovered from this record
+    state.tree = CycleTree.open(repo, state.event.id, ctx.settings, ctx.mode, ORIGINS[ctx.mutator])
+    state.run.stage = "begun"
+    ctx.store.save_run(state.run)
     return state
 
 
@@ -296,7 +272,7 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     """Have the change made: by Claude or an external agent in the cycle's clone, or (prompt mode) a person
     in their own tree later."""
     assert state.event is not None and state.gene is not None and state.mutation is not None
-    assert ctx.tree is not None
+    assert state.tree is not None
     event, gene = state.event, state.gene
     use = learning_switch(ctx.settings)
     history = ([e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
@@ -315,15 +291,15 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     mutator = get_mutator(ctx.mutator, ctx.settings, ctx.env)
     event.meta.mutator = mutator.name
     state.result = mutator.apply(MutationRequest(
-        workspace=ctx.tree.path, state_dir=ctx.workspace.gep_dir, cycle_id=event.id, prompt=prompt, gene=gene,
+        workspace=state.tree.path, state_dir=ctx.workspace.gep_dir, cycle_id=event.id, prompt=prompt, gene=gene,
         settings=bounded(ctx.settings, ctx.deadline), origin=ORIGINS[ctx.mutator], forbidden_paths=forbidden,
         validation_commands=validation_commands(ctx.settings, gene.validation), deadline=ctx.deadline))
     if state.result.status == "awaiting_changes":
-        state.event, state.done = mark_awaiting(ctx, event, gene, state.mutation, state.result), True
+        state.event, state.done = mark_awaiting(ctx, state, event, gene, state.mutation, state.result), True
     elif state.result.status == "error":
         record_mutator_result(event, state.result)
-        event.meta.host_failure = mutator_host_failure(state.result, edited=tree_edited(ctx.tree))
-        state.event, state.done = fail_cycle(ctx, event, f"mutator: {state.result.error}"), True
+        event.meta.host_failure = mutator_host_failure(state.result, edited=tree_edited(state.tree))
+        state.event, state.done = fail_cycle(ctx, state, event, f"mutator: {state.result.error}"), True
     else:
         record_mutator_result(event, state.result)
         state.summary = state.result.summary
@@ -333,26 +309,27 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
 def solidify_stage(ctx: CycleContext, state: CycleState) -> CycleState:
     """Check the change, then commit and deliver it or end the cycle without it, and store the outcome
     (``gep solidify --abandon``: give the pending change up, saved as a patch)."""
-    assert ctx.run is not None
-    if ctx.request.abandon_pending and ctx.run.status == "awaiting_changes":
-        event = abandon_run(ctx.workspace, ctx.store, ctx.run, "abandoned with `gep solidify --abandon`")
-        ctx.notes.append(abandoned_line(event))
+    assert state.run is not None
+    if ctx.request.abandon_pending and state.run.status == "awaiting_changes":
+        event = abandon_run(ctx.workspace, ctx.store, state.run, "abandoned with `gep solidify --abandon`")
+        state.notes.append(abandoned_line(event))
         state.event, state.done = event, True
         return state
-    assert ctx.tree is not None and state.event is not None
+    assert state.tree is not None and state.event is not None
     assert state.gene is not None and state.mutation is not None
     summary = state.summary or ""  # nobody wrote one: solidify derives it from the diff
     result = solidify(SolidifyInput(
-        tree=ctx.tree, store=ctx.store, settings=bounded(ctx.settings, ctx.deadline), run=ctx.run, event=state.event,
-        gene=state.gene, mutation=state.mutation, summary=summary, branch=_branch(ctx), now=ctx.clock,
-        approve=ctx.approve))
+        tree=state.tree, store=ctx.store, settings=bounded(ctx.settings, ctx.deadline), run=state.run, event=state.event,
+        gene=state.gene, mutation=state.mutation, summary=summary, branch=_branch(ctx, state), now=ctx.clock,
+        approve=state.approve))
     state.event, state.done = result.event, True
     return state
 
 
-def _branch(ctx: CycleContext) -> str | None:
+def _branch(ctx: CycleContext, state: CycleState) -> str | None:
     """The branch a clone's commit goes to when the user named one; prompt mode commits on the person's HEAD."""
-    return ctx.branch if ctx.mode == "clone" else None
+    mode = state.run.mode if state.run is not None else ctx.mode
+    return ctx.branch if mode == "clone" else None
 
 
 def default_summary(gene: Gene, mutation: Mutation) -> str:
@@ -375,5 +352,5 @@ def record(ctx: CycleContext, state: CycleState) -> CycleState:
 
 def fail(ctx: CycleContext, state: CycleState, reason: str) -> CycleState:
     """A stage raised: end what the cycle made (a clone's change saved as a patch) and record the failure."""
-    state.event, state.done = fail_cycle(ctx, state.event, reason), True
+    state.event, state.done = fail_cycle(ctx, state, state.event, reason), True
     return state

@@ -208,8 +208,7 @@ def test_gep_solidify_runs_with_the_settings_the_cycle_started_with(example_ws: 
     assert pending is not None and pending.outcome.status == "awaiting_changes"
     (example_ws / "gep.toml").write_text('sandbox = "none"\ncommand_allowlist = ["python", "sh"]\n'
                                          'validation = ["sh evil.sh"]\n')
-    ctx = open_cycle(CycleRequest(workspace=example_ws), resume=True, env=dict(os.environ))
-    assert ctx is not None
+    ctx, _ = open_cycle(CycleRequest(workspace=example_ws), resume=True, env=dict(os.environ))
     try:
         assert (ctx.settings.sandbox, ctx.settings.validation) == ("auto", ["python -m compileall -q ."])
         assert "sh" not in ctx.settings.command_allowlist

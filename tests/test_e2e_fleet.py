@@ -167,7 +167,7 @@ def cycle_runs(f: Fleet) -> dict[str, object]:
         runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
             parent_task_run_id=FlowRunFilterParentTaskRunId(any_=[t.id for t in tasks])), limit=50)
     assert len(tasks) == len(f.workspaces) == len(runs)
-    by_ws = {r.parameters["workspace"]: r for r in runs}
+    by_ws = {r.parameters["request"]["workspace"]: r for r in runs}
     assert sorted(by_ws) == sorted(str(ws) for ws in f.workspaces)  # each workspace's cycle: one run
     assert all(r.deployment_id == runs[0].deployment_id and "fleet" in r.tags for r in runs)
     return by_ws

@@ -167,16 +167,19 @@ def check_deployments(server: LiveServer, ws: Path) -> None:
         assert d.work_pool_name == "gep-pool" and d.description
         assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(ROOT)}}]
     for d in (scheduled, manual):
-        assert d.parameters == {"workspace": str(ws)}
-        # what the UI's Run -> Custom run form shows: descriptions, dropdowns, workspace required
+        assert d.parameters == {"request": {"workspace": str(ws)}}
+        # what the UI's Run -> Custom run form shows: the request's fields with descriptions, dropdowns,
+        # workspace required
         schema = d.parameter_openapi_schema
-        props = schema["properties"]
+        assert list(schema["properties"]) == ["request"]
+        model = schema["definitions"][schema["properties"]["request"]["$ref"].split("/")[-1]]
+        props = model["properties"]
         for name in ("workspace", "mutator", "strategy"):
             assert props[name].get("description"), f"{d.name}: no description for {name}"
         assert "prompt" in props["mutator"]["description"] and "balanced" in props["strategy"]["description"]
-        assert schema["required"] == ["workspace"] and '"null"' not in json.dumps(schema)
+        assert model["required"] == ["workspace"] and '"null"' not in json.dumps(schema)
         assert "scheduled" not in props
-    assert "review" in manual.parameter_openapi_schema["properties"]
+    assert "review" in manual.parameter_openapi_schema["definitions"]["CycleRequest"]["properties"]
     assert fleet.parameter_openapi_schema["required"] == ["workspaces"]
     [sched] = scheduled.schedules
     assert sched.schedule.cron == "*/30 * * * *" and sched.active
@@ -195,7 +198,8 @@ def step5_ui_run(server: LiveServer, ws: Path, worker_log: Path):
     """The UI's Run -> Custom run button: a run of evolve-now with the form's parameters."""
     with server.client() as client:
         manual = client.read_deployment_by_name("evolution-cycle/evolve-now")
-        run = client.create_flow_run_from_deployment(manual.id, parameters={"workspace": str(ws), "mutator": "prompt"})
+        run = client.create_flow_run_from_deployment(manual.id, parameters={"request": {"workspace": str(ws),
+                                                                                      "mutator": "prompt"}})
     done = wait_for_run(server, run.id, worker_log)
     assert done.state_name == "Awaiting changes" and done.state_type.value == "COMPLETED", done.state
     assert done.name.startswith("cycle-0001 repair gene_repair_from_errors"), done.name

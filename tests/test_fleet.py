@@ -122,10 +122,10 @@ def test_a_fleet_run_here_runs_each_cycle_as_its_subflow_never_two_on_one_worksp
     runs = subflow_runs(prefect_server, state.state_details.flow_run_id)
     assert sorted(r.state_name for r in runs) == ["Awaiting changes", "Awaiting changes", "Failed"]
     refused = next(r for r in runs if r.state_name == "Failed")
-    assert refused.parameters["workspace"] == str(example_ws) and "still awaiting changes" in refused.state.message
+    assert refused.parameters["request"]["workspace"] == str(example_ws) and "still awaiting changes" in refused.state.message
     waiting = [r for r in runs if r.state_name == "Awaiting changes"]
-    assert {r.parameters["workspace"] for r in waiting} == {str(example_ws), str(other)}
-    first = next(r for r in waiting if r.parameters["workspace"] == str(example_ws))
+    assert {r.parameters["request"]["workspace"] for r in waiting} == {str(example_ws), str(other)}
+    first = next(r for r in waiting if r.parameters["request"]["workspace"] == str(example_ws))
     # one at a time on a workspace: the second waited (Running) for the slot the first held to its end
     assert first.end_time <= refused.end_time
     table = fleet_table(prefect_server, state.state_details.flow_run_id)

@@ -15,6 +15,7 @@ import pytest
 from conftest import git, init_repo
 
 from gep.models import EvolutionEvent
+from gep.request import CycleRequest
 from gep.store import Store
 
 pytestmark = pytest.mark.timeout(300)
@@ -55,7 +56,10 @@ def prefect_server(live_prefect):
 
 
 def run_state(flow_fn, **params):
-    """A flow called as the CLI calls it: to its final state."""
+    """A flow called as the CLI calls it: to its final state. A cycle flow gets ``params`` as its request's
+    fields (checked into the request as the JSON of a run from a deployment would be)."""
+    if getattr(flow_fn, "request_model", None) is not None and "request" not in params:
+        params = {"request": params}
     result = flow_fn(**params, return_state=True)
     return asyncio.run(result) if asyncio.iscoroutine(result) else result
 
@@ -124,7 +128,7 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
     from gep.errors import PendingCycleError
 
     with pytest.raises(PendingCycleError):
-        asyncio.run(evolution_cycle(workspace=str(example_ws), mutator="prompt"))
+        asyncio.run(evolution_cycle(request=CycleRequest(workspace=example_ws, mutator="prompt")))
 
     # the human makes the change, then solidify commits it
     stats = example_ws / "stats.py"
@@ -154,12 +158,16 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
 def test_the_run_keeps_the_parameters_it_was_called_with(prefect_server, example_ws: Path):
     """The parameters the server records (the UI shows them, a rerun reuses them) are the call's, with
     their JSON types (flows/flowdef.py sends JSON values without Prefect's FastAPI encoder)."""
-    params = {"workspace": str(example_ws), "mutator": "prompt", "strategy": "auto", "agent_cmd": "",
-              "abandon_pending": False, "branch": "", "review": False, "seed": 11, "llm_signals": False}
-    event = cycle(**params)
+    from flows.cycle import evolution_cycle
+    from flows.states import event_of
+
+    event = event_of(run_state(evolution_cycle, request=CycleRequest(workspace=example_ws, mutator="prompt", seed=11)))
     assert event.meta.seed == 11
-    recorded = flow_run(event.meta.flow_run_id).parameters
-    assert recorded == params and type(recorded["seed"]) is int and type(recorded["review"]) is bool
+    recorded = flow_run(event.meta.flow_run_id).parameters["request"]
+    # the Run form's fields; those left unset (agent command, branch) are omitted, so a rerun can reuse them
+    assert recorded == {"workspace": str(example_ws), "mutator": "prompt", "strategy": "auto",
+                        "abandon_pending": False, "review": False, "seed": 11, "llm_signals": False}
+    assert type(recorded["seed"]) is int and type(recorded["review"]) is bool
 
 
 def test_command_agent_fix_commits(prefect_server, example_ws: Path, tmp_path: Path):
@@ -352,6 +360,83 @@ def test_cli_cycle_json_prints_only_the_event(prefect_server, example_ws: Path):
     assert "Traceback" not in again.stderr
 
 
+def test_a_run_with_the_old_flat_parameters_still_runs(prefect_server, example_ws: Path):
+    """A run a deployment or schedule made before the request was one parameter carries the flat fields, with
+    "" and -1 for "not set": the flow folds them into the request and runs the cycle, as a worker would."""
+    from prefect import get_client
+    from prefect.flow_engine import run_flow
+
+    from flows.cycle import evolution_cycle, scheduled_cycle
+    from flows.states import event_of
+
+    old = {"workspace": str(example_ws), "mutator": "prompt", "strategy": "auto", "agent_cmd": "",
+           "abandon_pending": False, "branch": "", "review": False, "seed": -1, "llm_signals": False}
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(evolution_cycle, parameters=old)
+        assert run.parameters == old
+    state = asyncio.run(run_flow(evolution_cycle, flow_run=run, return_type="state"))
+    event = event_of(state)
+    assert event is not None and event.outcome.status == "awaiting_changes" and event.meta.seed is not None
+    assert event.meta.flow_run_id == str(run.id)
+    with get_client(sync_client=True) as client:  # an old scheduled tick: skipped while the cycle awaits
+        tick = client.create_flow_run(scheduled_cycle, parameters={"workspace": str(example_ws), "mutator": "prompt",
+                                                                   "strategy": "auto", "agent_cmd": ""})
+    state = asyncio.run(run_flow(scheduled_cycle, flow_run=tick, return_type="state"))
+    assert state.is_completed() and state.name == "Skipped", state
+
+
+def test_a_bad_request_is_refused_in_one_line():
+    from flows.cycle import evolution_cycle, scheduled_cycle
+    from gep.errors import ConfigError
+    from gep.request import ScheduledRequest
+
+    checked = evolution_cycle.validate_parameters({"request": {"workspace": "/srv/ws", "mutator": " Prompt ",
+                                                               "strategy": "repair_only", "branch": " "}})
+    assert checked["request"] == CycleRequest(workspace=Path("/srv/ws"), mutator="prompt", strategy="repair-only")
+    # an old run's flat fields win over the request a new deployment gives by default
+    folded = evolution_cycle.validate_parameters({"request": {"workspace": "/srv/ws"}, "mutator": "command",
+                                                  "seed": -1, "agent_cmd": "my-agent"})
+    assert folded["request"] == CycleRequest(workspace=Path("/srv/ws"), mutator="command", agent_cmd="my-agent")
+    same = evolution_cycle.validate_parameters({"request": {"workspace": "/srv/ws", "mutator": "prompt"},
+                                                "workspace": "/srv/ws/", "mutator": "PROMPT", "review": True})
+    assert same["request"] == CycleRequest(workspace=Path("/srv/ws"), mutator="prompt", review=True)
+    assert isinstance(scheduled_cycle.validate_parameters({"workspace": "/srv/ws"})["request"], ScheduledRequest)
+    for bad, words in [({"request": {"workspace": "/srv/ws", "mutator": "claude"}}, "unknown mutator 'claude'"),
+                       ({"workspace": "/srv/ws", "strategy": "fast"}, "unknown strategy 'fast'"),
+                       ({"request": {"workspace": "/srv/ws", "seed": -2}}, "parameter 'seed': Input should be greater"),
+                       ({"request": {"workspace": "{{ $GEP_WORKSPACE }}"}}, "parameter 'workspace' is empty"),
+                       ({}, "parameter 'request' is missing"),
+                       # a new fleet's request for workspace b, merged with an old deployment's flat default a
+                       ({"request": {"workspace": "/srv/b"}, "workspace": "/srv/a"}, "'workspace' is given twice")]:
+        with pytest.raises(ConfigError, match=words) as caught:
+            evolution_cycle.validate_parameters(bad)
+        assert "\n" not in str(caught.value), str(caught.value)
+
+
+def test_gep_cycle_opens_the_workspace_and_reads_its_settings_once(prefect_server, example_ws: Path,
+                                                                   tmp_path: Path, monkeypatch):
+    """The CLI checks the request before Prefect starts; the flow's run takes over what the check opened
+    instead of opening the repository and reading gep.toml again (git probes and file reads counted)."""
+    from typer.testing import CliRunner
+
+    import gep.config
+    import gep.git.repo
+    from gep.cli import app
+
+    (example_ws / "gep.toml").write_text('validation = ["python -m compileall -q ."]\n')
+    probes: list[Path] = []
+    reads: list[Path] = []
+    probe, from_toml = gep.git.repo._probe, gep.config._from_toml
+    monkeypatch.setattr(gep.git.repo, "_probe", lambda p: probes.append(p) or probe(p))
+    monkeypatch.setattr(gep.config, "_from_toml", lambda p: reads.append(p) or from_toml(p))
+    result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "command",
+                                      "--agent-cmd", agent(tmp_path, "fix", FIX_AGENT)])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    [event] = events(example_ws)
+    assert event.outcome.status == "success"
+    assert probes == [example_ws.resolve()] and reads == [example_ws.resolve() / "gep.toml"], (probes, reads)
+
+
 def test_cli_failed_cycle_prints_the_event_and_exits_1(prefect_server, example_ws: Path, tmp_path: Path):
     from typer.testing import CliRunner
 
@@ -394,7 +479,7 @@ def test_empty_workspace_parameter_is_refused(prefect_server):
 
     for bad in ("", "  ", "{{ $GEP_WORKSPACE }}"):
         with pytest.raises(ConfigError, match="workspace"):
-            asyncio.run(evolution_cycle(workspace=bad, mutator="prompt"))
+            asyncio.run(evolution_cycle(request={"workspace": bad, "mutator": "prompt"}))
 
 
 def test_scheduled_tick_skips_while_a_cycle_awaits_changes(prefect_server, example_ws: Path):
@@ -430,7 +515,7 @@ def test_refused_request_fails_the_run_with_the_reason_and_records_nothing(prefe
     state = run_state(evolution_cycle, workspace=str(example_ws), mutator="claude")
     assert state.is_failed() and "mutator" in state.message
     with pytest.raises(ConfigError, match="agent command"):
-        asyncio.run(evolution_cycle(workspace=str(example_ws), mutator="command"))
+        asyncio.run(evolution_cycle(request=CycleRequest(workspace=example_ws, mutator="command")))
     state = run_state(evolution_cycle, workspace=str(example_ws), mutator="command")
     assert state.is_failed() and state.name == "Failed" and "agent command" in state.message
     run = flow_run(state.state_details.flow_run_id)
@@ -450,8 +535,9 @@ def test_refused_request_fails_the_run_with_the_reason_and_records_nothing(prefe
 
 
 def test_the_run_form_offers_choices_and_no_null_toggles():
-    """What the UI's Run form is built from: dropdowns for mutator and strategy, no "None" type toggles,
-    and no `scheduled` switch on the manual entry."""
+    """What the UI's Run form is built from: the cycle flows' one parameter, the request, with dropdowns for
+    mutator and strategy, a description for every field, no "None" type toggles, no field only the engine
+    sets (scheduled, the flow run's id, the commit subject), and none of the old flat parameters."""
     from prefect.utilities.callables import parameter_schema
 
     from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
@@ -461,16 +547,28 @@ def test_the_run_form_offers_choices_and_no_null_toggles():
 
     assert set(typing.get_args(Mutator)) == {"auto", *MUTATORS}
     assert set(typing.get_args(Strategy)) == {"auto", *PRESETS}
+    fields = {}
     for fn in (evolution_cycle, scheduled_cycle, evolve_fleet):
         schema = parameter_schema(fn).model_dump_for_openapi()
         text = json.dumps(schema)
         assert '"null"' not in text and "anyOf" not in text, (fn.name, text)
+        props = schema["properties"]
+        if fn is not evolve_fleet:
+            assert list(props) == ["request"], props  # the old flat parameters are bound, not shown
+            assert schema["required"] == ["request"] and "default" not in props["request"]
+            model = schema["definitions"][props["request"]["$ref"].split("/")[-1]]
+            props = fields[fn] = model["properties"]
+            assert model["required"] == ["workspace"]
+            assert all(p.get("description") for p in props.values()), props
         for name in ("mutator", "strategy"):
-            prop = schema["properties"][name]
+            prop = props[name]
             choices = prop.get("enum") or schema["definitions"][prop["$ref"].split("/")[-1]]["enum"]
             assert "prompt" in choices or "balanced" in choices
-    manual = parameter_schema(evolution_cycle).model_dump_for_openapi()["properties"]
-    assert "scheduled" not in manual and "scheduled" not in parameter_schema(scheduled_cycle).model_dump_for_openapi()["properties"]
+            assert prop["default"] == "auto"
+    assert set(fields[scheduled_cycle]) == {"workspace", "mutator", "strategy", "agent_cmd"}
+    assert set(fields[evolution_cycle]) == {"workspace", "mutator", "strategy", "agent_cmd", "abandon_pending",
+                                            "branch", "review", "seed", "llm_signals"}
+    assert fields[evolution_cycle]["seed"]["type"] == "integer" and fields[evolution_cycle]["review"]["type"] == "boolean"
 
 
 def test_a_cycle_waits_for_the_workspace_slot_and_gives_up_cancelled(prefect_server, example_ws: Path,
@@ -546,7 +644,7 @@ def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(pr
     assert f"{event.id} kept on {branch}: git -C {example_ws} merge {branch}" in history.stdout
     # the key stays out of the flow run's parameters, the event and the run record
     params = flow_run(event.meta.flow_run_id).parameters
-    assert key not in str(params) and "--api-key [REDACTED]" in params["agent_cmd"]
+    assert key not in str(params) and "--api-key [REDACTED]" in params["request"]["agent_cmd"]
     assert key not in event.model_dump_json() and "[REDACTED]" in event.meta.mutator_result.rationale
     from sqlalchemy import text
 

@@ -32,20 +32,28 @@ import json, sys
 from prefect import Flow
 from flows.cycle import evolution_cycle, scheduled_cycle
 from flows.solidify import solidify_pending
-params = {PARAMS!r}
-ours = evolution_cycle.serialize_parameters(params)
+from gep.request import CycleRequest
+request = CycleRequest(workspace="/w/ws", mutator="prompt", review=True, seed=7, flow_run_id="not-a-form-field")
+ours = evolution_cycle.serialize_parameters({{"request": request}})
 print(json.dumps(ours))
 print("fastapi" in sys.modules)
 print([f.persist_result for f in (evolution_cycle, scheduled_cycle, solidify_pending)])
-print(json.dumps(Flow.serialize_parameters(evolution_cycle, params)) == json.dumps(ours))
+print(json.dumps(Flow.serialize_parameters(evolution_cycle, ours)) == json.dumps(ours))
+print(CycleRequest.model_validate(ours["request"]) == request.model_copy(update={{"flow_run_id": None}}))
+flat = {PARAMS!r}
+print(json.dumps(evolution_cycle.serialize_parameters(flat)) == json.dumps(flat))
 """).splitlines()
     import json
 
-    sent = json.loads(out[0])
-    assert sent == PARAMS and type(sent["seed"]) is int and type(sent["review"]) is bool
+    sent = json.loads(out[0])["request"]
+    assert sent == {"workspace": "/w/ws", "mutator": "prompt", "strategy": "auto", "abandon_pending": False,
+                    "review": True, "seed": 7, "llm_signals": False}  # the form's fields, unset ones omitted
+    assert type(sent["seed"]) is int and type(sent["review"]) is bool
     assert out[1] == "False", "the cycle's parameters went through Prefect's FastAPI encoder"
     assert out[2] == "[False, False, False]"
     assert out[3] == "True", "not what Prefect's own encoder sends"
+    assert out[4] == "True", "the recorded request does not give the same request back"
+    assert out[5] == "True", "an old run's flat parameters are not sent as they are"
 
 
 class Mode(enum.StrEnum):
@@ -112,7 +120,7 @@ from gep.prebuild import _types
 name = lambda c: f"{c.__module__}.{c.__qualname__}"
 late = [(name(c), name(h)) for c in models for f in c.__pydantic_fields__.values() for h in _types(f.annotation)
         if h in models and h is not c and {name(h), name(c)} <= set(built) and built.index(name(h)) > built.index(name(c))]
-print(not late and built.index("gep.context.CycleRequest") < built.index("gep.context.CycleContext") or late)
+print(not late and built.index("gep.request.CycleRequest") < built.index("gep.context.CycleContext") or late)
 """).split()
     n, calls, distinct, left, again, order = out
     assert int(n) > 100 and int(calls) == int(distinct) == int(n)  # each model built once

@@ -18,6 +18,7 @@ from test_flows import FIX_AGENT, agent, flow_run
 from flows.states import event_of
 from gep.feedback import FeedbackKind, Observation
 from gep.models import EvolutionEvent
+from gep.request import CycleRequest
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -66,8 +67,8 @@ def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_se
 
     result: dict[str, EvolutionEvent | None] = {}
     def cycle() -> None:  # a rejected change is a Failed run: its state carries the event
-        state = asyncio.run(evolution_cycle(workspace=str(ws), mutator="command", review=True,
-                                            agent_cmd=agent(tmp_path, "fix", FIX_AGENT), return_state=True))
+        request = CycleRequest(workspace=ws, mutator="command", review=True, agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
+        state = asyncio.run(evolution_cycle(request=request, return_state=True))
         result["event"] = event_of(state)
 
     runner = threading.Thread(target=cycle)

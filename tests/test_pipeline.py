@@ -24,6 +24,24 @@ def test_the_stage_order_is_written_once() -> None:
     assert P.RESUME_AT in stage_names()
 
 
+def test_the_context_holds_resources_and_the_state_what_the_stages_make(example_ws: Path) -> None:
+    """One object per job: what a stage produces is never written on the context."""
+    from gep.context import CycleContext, open_cycle
+    from gep.cycle_state import CycleState
+
+    assert set(CycleContext.model_fields) == {"request", "settings", "workspace", "store", "event_id", "cycle_number",
+                                              "seed", "started_at", "clock", "env", "stack", "opened"}
+    assert {"run", "tree", "notes", "recovered", "approve", "abandoned"} <= set(CycleState.model_fields)
+    ctx, state = open_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env={})
+    try:
+        assert state.run is None and state.notes == [] and state.tree is None
+        done = P.run_pipeline(ctx, state)
+        assert done is state and state.run is not None and state.run.status == "awaiting_changes"
+        assert state.tree is not None and state.event is not None and state.event.id == ctx.event_id
+    finally:
+        ctx.close()
+
+
 def test_removing_a_stage_from_the_list_changes_what_a_cycle_does(example_ws: Path, monkeypatch) -> None:
     """The runner reads STAGES itself: without 'extract signals' there is nothing to repair."""
     monkeypatch.setattr(P, "STAGES", [s for s in P.STAGES if s.name != "extract signals"])
@@ -116,3 +134,34 @@ def test_recovered_has_one_type() -> None:
     """The ids a cycle's start recovered; what recovery itself noted is another field."""
     assert EventMeta.model_fields["recovered"].annotation == (list[str] | None)
     assert EventMeta.model_fields["recovery"].annotation is not None
+
+
+def test_a_checked_request_is_opened_once_unless_gep_toml_changed(example_ws: Path, monkeypatch) -> None:
+    """`gep cycle` checks, then its run opens the cycle: the check's repository and settings are taken over
+    (one git probe, one gep.toml read), not when gep.toml changed meanwhile, and only once."""
+    import gep.config
+    import gep.git.repo
+    from gep.context import check_cycle, open_cycle
+
+    probes: list[Path] = []
+    reads: list[Path] = []
+    probe, from_toml = gep.git.repo._probe, gep.config._from_toml
+    monkeypatch.setattr(gep.git.repo, "_probe", lambda p: probes.append(p) or probe(p))
+    monkeypatch.setattr(gep.config, "_from_toml", lambda p: reads.append(p) or from_toml(p))
+    toml = example_ws / "gep.toml"
+    toml.write_text('validation = ["python -m compileall -q ."]\n')
+    request = CycleRequest(workspace=example_ws, mutator="prompt", seed=1)
+
+    def opened() -> tuple[int, int]:
+        ctx, _ = open_cycle(request)
+        ctx.close()
+        return len(probes), len(reads)
+
+    check_cycle(request, keep=True)
+    assert opened() == (1, 1)
+    assert opened() == (2, 2)  # taken once: a second cycle opens its own
+    check_cycle(request, keep=True)
+    toml.write_text('validation = ["python -m compileall -q ."]\nlock_timeout_s = 5\n')
+    assert opened() == (4, 4)  # gep.toml changed since the check: read again
+    check_cycle(request, keep=False)
+    assert opened() == (6, 6)

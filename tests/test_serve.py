@@ -83,13 +83,14 @@ def test_serve_registers_runs_and_stops_on_ctrl_c(live_prefect: LiveServer, tmp_
             assert f"evolution-cycle/{manual_name}" in log.read_text()  # it says what it registered
             [sched] = scheduled.schedules
             assert sched.schedule.cron == "*/30 * * * *" and sched.active
-            assert scheduled.parameters == {"workspace": str(ws), "mutator": "prompt", "strategy": "auto",
-                                            "agent_cmd": ""}
-            assert "scheduled" not in scheduled.parameter_openapi_schema["properties"]
-            assert manual.parameters["workspace"] == str(ws) and not manual.schedules
+            assert scheduled.parameters == {"request": {"workspace": str(ws), "mutator": "prompt", "strategy": "auto"}}
+            assert list(scheduled.parameter_openapi_schema["properties"]) == ["request"]
+            assert manual.parameters["request"]["workspace"] == str(ws) and not manual.schedules
 
-            # the served process runs what the UI's Run button creates
-            run = client.create_flow_run_from_deployment(manual.id, parameters={"workspace": str(ws)})
+            # the served process runs what the UI's Run button creates; here a run in the flat shape of the
+            # deployments made before the request was one parameter (its stand-ins: "" and -1 for not set)
+            old = {"workspace": str(ws), "mutator": "prompt", "agent_cmd": "", "branch": "", "seed": -1}
+            run = client.create_flow_run_from_deployment(manual.id, parameters=old)
             state = "?"
             while time.monotonic() < deadline + 60:
                 done = client.read_flow_run(run.id)
