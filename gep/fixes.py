@@ -13,13 +13,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from gep.change_scope import change_scope
 from gep.context import CycleContext
 from gep.feedback import Observation, implicit_signal
+from gep.fix_credit import Credit, credit_change, live_errors
 from gep.memory import LessonInput, build_lesson, record_lesson
 from gep.memory_graph import parse_at
 from gep.models import Capsule, EventMeta, EvolutionEvent, iso
 from gep.records import CapsuleOriginRecord, FixCheckRecord, ResolvedRecord
-from gep.resolved import FixVerdict, ResolutionCheck, ResolvedSignal, check_resolutions, resolution_for_commit
+from gep.resolved import (
+    FixVerdict,
+    ResolutionCheck,
+    ResolvedSignal,
+    check_resolutions,
+    is_specific,
+    resolution_for_commit,
+)
 from gep.sources import collect_tails, file_marks
 from gep.store import Store
 
@@ -59,14 +68,32 @@ def apply_verdict(store: Store, verdict: FixVerdict, now: datetime) -> None:
         store.upsert_capsule(capsule)
     held = verdict.verdict == "verified"
     gene = event.genes_used[0] if event.genes_used else None
-    signal = implicit_signal(event_id=event.id, gene_id=gene, signals=event.signals, at=now,
+    signals = about(event, verdict)
+    signal = implicit_signal(event_id=event.id, gene_id=gene, signals=signals, at=now,
                              observation=Observation.fix_verified if held else Observation.fix_did_not_hold)
     if signal is not None:
         store.add_feedback(signal)
     if gene is not None:
-        inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome="success",
+        inp = LessonInput(event_id=event.id, gene_id=gene, signals=signals, outcome="success",
                           fix_held=held, files_changed=event.blast_radius.files)
         record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
+
+
+def credit_of(ctx: CycleContext, event: EvolutionEvent, commit: str) -> Credit:
+    """What the committed change addressed: the errors in the logs whose code it touched (gep/fix_credit.py)."""
+    lines = [line.text for tail in collect_tails(ctx.workspace.path, ctx.settings, ctx.clock())
+             if tail.kind != "transcript" for line in tail.lines]
+    settled = [r.signal for r in event.meta.resolved or []]
+    tests_passed = bool(event.meta.validation_ok) and any("pytest" in v.cmd for v in event.meta.validation or [])
+    return credit_change(event.signals, live_errors(lines), change_scope(ctx.workspace.path, commit),
+                         tests_passed=tests_passed, settled=settled)
+
+
+def about(event: EvolutionEvent, verdict: FixVerdict) -> list[str]:
+    """The signals a verdict's feedback and lesson are filed under: the errors the change was judged on (a fix
+    triggered by ``perf_bottleneck`` that fixed an error belongs to that error), then its trigger signals."""
+    judged = [s for s in verdict.judged if is_specific(s)]
+    return list(dict.fromkeys([*judged, *event.signals]))
 
 
 def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
@@ -75,9 +102,11 @@ def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
     if event.outcome.status != "success" or not event.meta.commit or event.meta.delivery == "kept":
         return
     committed_at = parse_at(event.meta.solidified_at) or ctx.clock()
+    credit = credit_of(ctx, event, event.meta.commit)
     res = resolution_for_commit(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
-                                signals=event.signals, commit_sha=event.meta.commit, committed_at=committed_at,
-                                files=file_marks(ctx.workspace.path, ctx.settings, ctx.clock()))
+                                signals=credit.addressed, commit_sha=event.meta.commit, committed_at=committed_at,
+                                files=file_marks(ctx.workspace.path, ctx.settings, ctx.clock()),
+                                missed=credit.missed, credited=credit.credited)
     if res is not None:
         ctx.store.save_resolution(res)
 

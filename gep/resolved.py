@@ -59,6 +59,9 @@ class Resolution(BaseModel):
     commit_sha: str
     committed_at: datetime
     files: list[FileMark] = Field(default_factory=list)
+    # trigger errors whose code the change did not touch (gep/fix_credit.py): never verified by it
+    missed: list[str] = Field(default_factory=list)
+    credited: list[str] = Field(default_factory=list)  # errors it touched that did not trigger the cycle
     status: FixStatus = "pending"
     checked_at: datetime | None = None
 
@@ -78,6 +81,7 @@ class FixVerdict(BaseModel):
     commit_sha: str
     verdict: Literal["verified", "did_not_hold"]
     live_signals: list[str] = Field(default_factory=list)
+    judged: list[str] = Field(default_factory=list)  # the problems (signals) the verdict is about
     new_lines: int = 0  # lines written since the commit (0: nothing ran since; the verdict is weak evidence)
 
 
@@ -144,13 +148,15 @@ def line_shows(identity: str, line: str) -> bool:
 
 
 def resolution_for_commit(*, event_id: str, gene_id: str | None, signals: Sequence[str], commit_sha: str,
-                          committed_at: datetime, files: Sequence[FileMark]) -> Resolution | None:
-    """The record to keep when a cycle's change is committed (None when its trigger named no problem)."""
+                          committed_at: datetime, files: Sequence[FileMark], missed: Sequence[str] = (),
+                          credited: Sequence[str] = ()) -> Resolution | None:
+    """The record to keep when a cycle's change is committed (None when it addressed no problem).
+    ``signals``: what it addressed (gep/fix_credit.py: the errors it touched; else its trigger signals)."""
     addressed = list(dict.fromkeys(s for s in signals if is_addressable(s)))
-    if not addressed:
+    if not addressed and not missed:
         return None
     return Resolution(event_id=event_id, gene_id=gene_id, signals=addressed, commit_sha=commit_sha,
-                      committed_at=committed_at, files=list(files))
+                      committed_at=committed_at, files=list(files), missed=list(missed), credited=list(credited))
 
 
 def _is_old(line: TailLine, tail: FileTail, res: Resolution, marks: dict[str, FileMark]) -> bool:
@@ -197,6 +203,7 @@ def _new_text(tails: Sequence[FileTail], res: Resolution) -> _NewText:
 class _Seen(BaseModel):
     res: Resolution
     identities: dict[str, str]  # signal -> identity, for the signals the fix addressed
+    missed: dict[str, str]  # signal -> identity, for the trigger errors the change did not touch
     live: set[str]  # identities that occur in lines written after the commit
     new_lines: int
 
@@ -204,28 +211,32 @@ class _Seen(BaseModel):
 def _seen(res: Resolution, tails: Sequence[FileTail], current: set[str]) -> _Seen:
     new = _new_text(tails, res)
     ids = {s: i for s in res.signals if (i := signal_identity(s)) is not None}
-    live = {i for i in ids.values() if i not in GENERIC and any(_occurs(i, line) for line in new.lines)}
+    missed = {s: i for s in res.missed if (i := signal_identity(s)) is not None}
+    live = {i for i in [*ids.values(), *missed.values()]
+            if i not in GENERIC and any(_occurs(i, line) for line in new.lines)}
     # generic signals cost a signal extraction over the new lines: only when they matter now
     generic = [i for i in ids.values() if i in GENERIC and (res.status == "pending" or i in current)]
     if generic:
         emitted = set(new.signals())
         live |= {i for i in generic if i in emitted}
-    return _Seen(res=res, identities=ids, live=live, new_lines=len(new.lines))
+    return _Seen(res=res, identities=ids, missed=missed, live=live, new_lines=len(new.lines))
 
 
 def _verdict(seen: _Seen) -> FixVerdict | None:
+    """Judged on the specific problems it addressed, else on the trigger errors it missed (it can only have
+    failed them: a change that did not touch an error is no fix of it), else on its generic triggers."""
     res = seen.res
-    specific = [i for s, i in seen.identities.items() if is_specific(s)]
-    relevant = specific or list(seen.identities.values())
-    live = [s for s, i in seen.identities.items() if i in seen.live and i in relevant]
+    specific = {s: i for s, i in seen.identities.items() if is_specific(s)}
+    judged = specific or seen.missed or seen.identities
+    live = [s for s, i in judged.items() if i in seen.live]
     if live and res.status != "did_not_hold":
         verdict: Literal["verified", "did_not_hold"] = "did_not_hold"
-    elif not live and res.status == "pending":
+    elif not live and res.status == "pending" and not (seen.missed and not specific):
         verdict = "verified"
     else:
         return None
     return FixVerdict(event_id=res.event_id, gene_id=res.gene_id, commit_sha=res.commit_sha, verdict=verdict,
-                      live_signals=live, new_lines=seen.new_lines)
+                      live_signals=live, judged=list(judged), new_lines=seen.new_lines)
 
 
 def _ref(signal: str, res: Resolution) -> ResolvedSignal:
