@@ -49,6 +49,8 @@ MAPPING: dict[str, str] = {
     "gep.workspace_id": "gep.core.workspace_id",
     "gep.prebuild": "gep.core.prebuild",
     "gep.json_safe": "gep.core.json_safe",
+    "gep.asset_json": "gep.core.asset_json",
+    "gep.salvage": "gep.core.salvage",
     "gep.safe_regex": "gep.core.safe_regex",
     "gep.deadline": "gep.core.deadline",
     "gep.learning_switch": "gep.core.learning_switch",
