@@ -51,6 +51,7 @@ MAPPING: dict[str, str] = {
     "gep.json_safe": "gep.core.json_safe",
     "gep.asset_json": "gep.core.asset_json",
     "gep.salvage": "gep.core.salvage",
+    "gep.claude": "gep.core.claude",
     "gep.safe_regex": "gep.core.safe_regex",
     "gep.deadline": "gep.core.deadline",
     "gep.learning_switch": "gep.core.learning_switch",
