@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     import anthropic
 
 
-
 class OutOfTime(Exception):
     """The Messages API asked for a wait (or a request would run) past the cycle's time limit."""
 
