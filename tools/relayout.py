@@ -81,6 +81,9 @@ MAPPING: dict[str, str] = {
     "gep.problem_memory": "gep.learning.lessons_by_problem",
     "gep.live": "gep.learning.live_problems",
     "gep.avoid": "gep.learning.avoid",
+    "gep.agent_context": "gep.learning.agent_context",
+    "gep.injections": "gep.learning.injections",
+    "gep.context_cache": "gep.learning.context_cache",
     # validation/: running commands safely
     "gep.runner": "gep.validation.runner",
     "gep.sandbox": "gep.validation.sandbox",
@@ -128,10 +131,7 @@ MAPPING: dict[str, str] = {
     "gep.interrupt": "gep.cycle.interrupt",
     # sessions/: the agent's own sessions: the Claude Code hooks (capture, session start), what an agent is told
     "gep.capture": "gep.sessions.capture",
-    "gep.agent_context": "gep.sessions.agent_context",
-    "gep.injections": "gep.sessions.injections",
     "gep.session_context": "gep.sessions.session_start",
-    "gep.context_cache": "gep.sessions.context_cache",
     # cli/: one module per command group
     "gep.cli": "gep.cli.root",
     "gep.commands": "gep.cli",
