@@ -14,15 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-from gep.errors import GepError
 from gep.models import EvolutionEvent, ValidationReport
 from gep.records import HostFailure, MutatorResult
 from gep.verdict import cannot_run
-
-if TYPE_CHECKING:
-    from gep.tree import CycleTree
 
 # what a provider says when it is the provider's fault, as agents print it (the Messages API's own errors are
 # recognised by the mutator's line, "Messages API error 429: ...")
@@ -63,16 +58,6 @@ def mutator_host_failure(result: MutatorResult, *, edited: bool) -> HostFailure 
     if result.error.startswith(("agent command exited", "anthropic mutator failed", "cannot write the prompt")):
         return HostFailure(kind="agent_crash", reason=result.error)
     return None
-
-
-def tree_edited(tree: CycleTree | None) -> bool:
-    """Whether the agent changed anything in the cycle's tree (unknown counts as edited: the change's fault)."""
-    if tree is None:
-        return False
-    try:
-        return not tree.read().empty
-    except GepError:
-        return True
 
 
 def validation_host_failure(report: ValidationReport) -> HostFailure | None:

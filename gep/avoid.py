@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from gep.attribution import learns_from
 from gep.feedback import situation_key_signals
-from gep.models import EvolutionEvent, Gene
+from gep.models import EvolutionEvent
 from gep.problem_memory import problem_of
 
 if TYPE_CHECKING:  # the report and the session context build the list from events without the store
@@ -90,21 +90,6 @@ def build_avoid_list(events: Sequence[EvolutionEvent]) -> AvoidList:
                 else:
                     del entries[key]  # one failure then a success: nothing to avoid
     return AvoidList(entries=list(entries.values()))
-
-
-def avoided_genes(avoid: AvoidList, genes: Sequence[Gene], signals: Sequence[str],
-                  excluded: dict[str, str]) -> dict[str, str]:
-    """Genes to leave out of selection here: each active entry's gene, while another gene still matches."""
-    from gep.selector import match_score
-
-    out: dict[str, str] = {}
-    entries = avoid.on(signals)
-    for entry in entries:
-        others = [g for g in genes if g.id != entry.gene_id and g.id not in excluded and g.id not in out
-                  and match_score(g, signals) > 0]
-        if others:
-            out[entry.gene_id] = f"avoid: failed {entry.failures} times on this problem"
-    return out
 
 
 def refresh_avoid_list(store: Store) -> AvoidList:

@@ -30,7 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from gep import constants as C
-from gep.behavior import MAX_PER_DAY, Detected, StoredSignal
+from gep.behavior import MAX_PER_DAY, Detected, StoredSignal, detect_session
 from gep.inputs import (
     Unreadable,
     append_regular,
@@ -42,6 +42,7 @@ from gep.inputs import (
 )
 from gep.records import InputWarning
 from gep.sanitize import redact
+from gep.sources import SessionExchanges
 
 SIGNALS_DIR = Path("memory") / "growth" / "signals"
 STATE_DIR = Path(".gep") / "behavior"
@@ -264,3 +265,11 @@ def read_signals(workspace: Path, *, day: date | None = None, type_: str | None 
         report.signals += [s for s in good if (type_ is None or s.type == type_)
                            and (since is None or s.at >= since)]
     return report
+
+
+def capture_sessions(workspace: Path, sessions: Sequence[SessionExchanges], *, now: datetime,
+                     timeout_s: float = 5.0) -> RecordReport:
+    """Capture every exchange of the sessions a cycle read (``gep.sources.collect_exchanges``): each is
+    captured once, whether a hook already saw it or another cycle did."""
+    detected = [d for s in sessions for d in detect_session(s, now=now)]
+    return record(workspace, detected, timeout_s=timeout_s)

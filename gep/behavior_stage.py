@@ -21,8 +21,7 @@ from pydantic import BaseModel, Field
 
 from gep.approval import record_approvals
 from gep.behavior import StoredSignal, gep_signals
-from gep.behavior_files import Busy, read_signals
-from gep.capture import capture_sessions
+from gep.behavior_files import Busy, capture_sessions, read_signals
 from gep.config import Settings
 from gep.llm_signals import capture_llm
 from gep.memory_graph import parse_at

@@ -13,7 +13,7 @@ may not hold the prompt yet; the exchange key is the same either way, so a cycle
 later does not capture it again), detects its signals with the session's earlier messages, and records them
 (:mod:`gep.behavior_files`). Errors go to ``<workspace>/.gep/behavior/capture.log``.
 
-:func:`capture_sessions` does the same for every exchange a cycle reads.
+:func:`gep.behavior_files.capture_sessions` does the same for every exchange a cycle reads.
 """
 
 from __future__ import annotations
@@ -232,17 +232,6 @@ def run_hook(workspace: Path, payload: str, *, now: datetime, timeout_s: float =
     for warning in skipped:  # the hook prints nothing: its log is where a skipped file shows
         _log(workspace, f"capture: {warning}")
     return report
-
-
-def capture_sessions(workspace: Path, sessions: Sequence[SessionExchanges], *, now: datetime,
-                     timeout_s: float = 5.0) -> RecordReport:
-    """Capture every exchange of the sessions a cycle read (``gep.sources.collect_exchanges``): each is
-    captured once, whether a hook already saw it or another cycle did."""
-    from gep.behavior import detect_session
-    from gep.behavior_files import record
-
-    detected = [d for s in sessions for d in detect_session(s, now=now)]
-    return record(workspace, detected, timeout_s=timeout_s)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from gep.autogene import (
     literal_pattern,
     runnable_validation,
 )
+from gep.claude import claude_client
 from gep.config import Settings
 from gep.feedback import FeedbackKind, FeedbackSignal, Observation
 from gep.hashing import compute_asset_id
@@ -61,7 +62,6 @@ from gep.sanitize import redact
 from gep.selector import DISTILLED_PREFIX, match_pattern, pattern_refusal
 
 if TYPE_CHECKING:  # imported where used: the SDK takes ~2 s to import
-    import anthropic
     from anthropic.types import ToolParam
 
 __all__ = [
@@ -663,12 +663,8 @@ class ClaudeGeneProposer:
 
     def __init__(self, settings: Settings, env: Mapping[str, str], *, max_retries: int = C.ANTHROPIC_MAX_RETRIES,
                  timeout_s: float = C.ANTHROPIC_TIMEOUT_S) -> None:
-        import anthropic
-
         self.model = settings.model
-        self.client: anthropic.Anthropic = anthropic.Anthropic(api_key=env["ANTHROPIC_API_KEY"],
-                                          base_url=env.get("ANTHROPIC_BASE_URL") or None,
-                                          max_retries=max_retries, timeout=timeout_s)
+        self.client = claude_client(env["ANTHROPIC_API_KEY"], env, max_retries=max_retries, timeout_s=timeout_s)
 
     def propose(self, request: ProposalRequest) -> Gene:
         import anthropic

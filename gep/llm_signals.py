@@ -36,9 +36,9 @@ from gep.behavior import (
 )
 from gep.behavior_files import record, seen
 from gep.behavior_rules import agent_context, clean, is_ambiguous, is_cjk
+from gep.claude import MalformedReply, claude_client, estimate_cost, parse_reply
 from gep.config import Settings
 from gep.errors import ConfigError
-from gep.mutators.anthropic_mutator import MalformedReply, estimate_cost, parse_reply
 from gep.records import LlmPassRecord, MutatorMetrics
 from gep.sanitize import redact
 from gep.sources import SessionExchanges, TranscriptExchange
@@ -253,10 +253,9 @@ def run_llm_pass(exchanges: Sequence[TranscriptExchange], *, settings: Settings,
     result.metrics.model = settings.model
     if not exchanges:
         return result
-    import anthropic
+    import anthropic  # deferred: ~2 s of import, for its error types (the client comes from gep/claude.py)
 
-    client = anthropic.Anthropic(api_key=env.get("ANTHROPIC_API_KEY") or "", max_retries=max_retries,
-                                 base_url=env.get("ANTHROPIC_BASE_URL") or None, timeout=60.0)
+    client = claude_client(env.get("ANTHROPIC_API_KEY") or "", env, max_retries=max_retries, timeout_s=60.0)
     budget = settings.llm_signals_token_budget
     for i, ex in enumerate(exchanges):
         # a request costs at least its text (about 3 characters a token) and the reply it may write

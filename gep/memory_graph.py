@@ -36,7 +36,6 @@ Deliberate differences:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
@@ -46,6 +45,7 @@ from gep import constants as C
 from gep.attribution import is_host_failure
 from gep.models import EvolutionEvent, Gene
 from gep.problem_key import learning_key
+from gep.problem_key import normalize_error_signature as normalize_error_signature  # named here too
 
 NONE_KEY = "(none)"
 OUTCOME_STATUSES = {"success", "failed", "empty"}
@@ -62,27 +62,6 @@ def stable_hash(text: str) -> str:
         h ^= data[i] | (data[i + 1] << 8)
         h = (h * 16777619) & 0xFFFFFFFF
     return f"{h:08x}"
-
-
-_WIN_PATH = re.compile(r"[a-z]:\\[^ \n\r\t]+", re.IGNORECASE)
-_UNIX_PATH = re.compile(r"/[^ \n\r\t]+")
-_HEX = re.compile(r"\b0x[0-9a-f]+\b", re.IGNORECASE | re.ASCII)
-_NUM = re.compile(r"\b\d+\b", re.ASCII)
-_WS = re.compile(r"\s+")
-
-
-def normalize_error_signature(text: str) -> str | None:
-    """Paths, hex and numbers replaced so that the same error reads the same across runs."""
-    s = str(text or "").strip()
-    if not s:
-        return None
-    s = s.lower()
-    s = _WIN_PATH.sub("<path>", s)
-    s = _UNIX_PATH.sub("<path>", s)
-    s = _HEX.sub("<hex>", s)
-    s = _NUM.sub("<n>", s)
-    s = _WS.sub(" ", s)
-    return s[:220]
 
 
 def normalize_signals(signals: Iterable[str]) -> list[str]:

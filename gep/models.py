@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic.functional_serializers import SerializerFunctionWrapHandler
 
+from gep.asset_json import asset_json
 from gep.config import RunLimits
 from gep.records import (
     BehaviorRecord,
@@ -53,9 +54,7 @@ class GepModel(BaseModel):
 
     def to_asset(self) -> dict[str, Any]:  # JSON edge: the asset file's object
         """The JSON object written to asset files: set fields and explicit nulls, unset Nones left out
-        (the same object the store keeps, see gep.store.asset_json)."""
-        from gep.store import asset_json
-
+        (the same object the store keeps, see gep/asset_json.py)."""
         return asset_json(self)
 
 

@@ -67,14 +67,34 @@ def _file_names(text: str) -> str:
     return _PATH.sub(lambda m: f"<path>/{m.group(1)}", text)
 
 
+# the reference's normalisation (the memory graph's ``errsig`` signals keep it alone)
+_WIN_PATH = re.compile(r"[a-z]:\\[^ \n\r\t]+", re.IGNORECASE)
+_UNIX_PATH = re.compile(r"/[^ \n\r\t]+")
+_HEX = re.compile(r"\b0x[0-9a-f]+\b", re.IGNORECASE | re.ASCII)
+_NUM = re.compile(r"\b\d+\b", re.ASCII)
+_WS = re.compile(r"\s+")
+
+
+def normalize_error_signature(text: str) -> str | None:
+    """Paths, hex and numbers replaced so that the same error reads the same across runs."""
+    s = str(text or "").strip()
+    if not s:
+        return None
+    s = s.lower()
+    s = _WIN_PATH.sub("<path>", s)
+    s = _UNIX_PATH.sub("<path>", s)
+    s = _HEX.sub("<hex>", s)
+    s = _NUM.sub("<n>", s)
+    s = _WS.sub(" ", s)
+    return s[:220]
+
+
 def error_key(text: str) -> str | None:
     """The normalised text of an error line that learning keys on (None for a blank line)."""
     s = _from_json(str(text or "").strip())
     for pattern, repl in _VOLATILE:
         s = pattern.sub(repl, s)
     s = _file_names(s)
-    from gep.memory_graph import normalize_error_signature  # the memory graph keys on this module's key
-
     norm = normalize_error_signature(s.replace("<path>/", "\x00"))
     return norm.replace("\x00", "<path>/") if norm else None
 

@@ -50,6 +50,7 @@ from datetime import datetime
 from pydantic import BaseModel
 
 from gep import constants as C
+from gep.avoid import AvoidList
 from gep.behavior import DETAIL_PREFIXES
 from gep.config import Settings
 from gep.feedback import FeedbackIndex
@@ -192,6 +193,19 @@ def match_score(gene: Gene, signals: Sequence[str]) -> float:
     if score > 0 and gene.id.startswith(DISTILLED_PREFIX):
         score *= C.DISTILLED_GENE_FACTOR
     return score
+
+
+def avoided_genes(avoid: AvoidList, genes: Sequence[Gene], signals: Sequence[str],
+                  excluded: dict[str, str]) -> dict[str, str]:
+    """Genes to leave out of selection here: each active entry's gene, while another gene still matches."""
+    out: dict[str, str] = {}
+    entries = avoid.on(signals)
+    for entry in entries:
+        others = [g for g in genes if g.id != entry.gene_id and g.id not in excluded and g.id not in out
+                  and match_score(g, signals) > 0]
+        if others:
+            out[entry.gene_id] = f"avoid: failed {entry.failures} times on this problem"
+    return out
 
 
 def drift_intensity(pool_size: int, drift: bool) -> float:

@@ -15,8 +15,8 @@ from datetime import datetime
 from gep import constants as C
 from gep.abandon import abandon_run, abandoned_line
 from gep.assets import workspace_genes
-from gep.attribution import learns_from, mutator_host_failure, tree_edited
-from gep.avoid import avoided_genes, refresh_avoid_list
+from gep.attribution import learns_from, mutator_host_failure
+from gep.avoid import refresh_avoid_list
 from gep.behavior_stage import capture_behavior, use_behavior
 from gep.budget import budget_spent, daily_budget_spent, record_skipped
 from gep.config import Settings, validation_commands
@@ -60,13 +60,13 @@ from gep.prompt import PromptInput, build_prompt
 from gep.records import HistoryRecord, PersonalityRecord, SourcesRecord
 from gep.request import chosen
 from gep.resolved import ResolutionCheck
-from gep.selector import Selection, select_gene_and_capsule
+from gep.selector import Selection, avoided_genes, select_gene_and_capsule
 from gep.signals import analyze_recent_history, extract_signals
 from gep.solidify import SolidifyInput, solidify
 from gep.sources import collect_sources, collect_tails
 from gep.store import Store, after_cycle
 from gep.strategy import SchedulerState, resolve_strategy, should_skip_scheduled_tick
-from gep.tree import CycleTree
+from gep.tree import CycleTree, tree_edited
 
 HISTORY_EVENTS = max(C.HISTORY_WINDOW, C.DOMINANCE_WINDOW, C.BAN_CYCLES) + 10
 NO_GENE = "no gene matched the signals (or every match is banned)"

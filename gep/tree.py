@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from gep.config import Settings
-from gep.errors import WorkspaceError
+from gep.errors import GepError, WorkspaceError
 from gep.git import (
     Change,
     CloneRecord,
@@ -220,3 +220,12 @@ def _created_since(p: Path, started: float) -> bool:
         return False
     return st.st_mtime >= started - ARTIFACT_SLACK_S and st.st_mtime <= time.time() + ARTIFACT_SLACK_S
 
+
+def tree_edited(tree: CycleTree | None) -> bool:
+    """Whether the agent changed anything in the cycle's tree (unknown counts as edited: the change's fault)."""
+    if tree is None:
+        return False
+    try:
+        return not tree.read().empty
+    except GepError:
+        return True

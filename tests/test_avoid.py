@@ -7,8 +7,9 @@ from pathlib import Path
 
 from conftest import init_repo
 
-from gep.avoid import AvoidList, avoid_lines, avoided_genes, build_avoid_list, refresh_avoid_list
+from gep.avoid import AvoidList, avoid_lines, build_avoid_list, refresh_avoid_list
 from gep.models import BlastRadius, EventMeta, EvolutionEvent, Gene, Outcome
+from gep.selector import avoided_genes
 from gep.store import Store
 
 REPAIR, OTHER = "gene_repair", "gene_other"

@@ -12,8 +12,7 @@ import pytest
 
 from gep.assets import load_genes_dir, seed_genes_dir
 from gep.behavior import gep_signals
-from gep.behavior_files import read_signals
-from gep.capture import capture_sessions
+from gep.behavior_files import capture_sessions, read_signals
 from gep.config import Settings
 from gep.models import Capsule, Intent
 from gep.mutation import build_mutation, mutation_category

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gep.behavior_files import read_signals, seen
-from gep.capture import capture_sessions, parse_hook, run_hook
+from gep.behavior_files import capture_sessions, read_signals, seen
+from gep.capture import parse_hook, run_hook
 from gep.cli import app
 from gep.config import Settings
 from gep.sources import ENGINE_PROMPT_MARKER, collect_exchanges

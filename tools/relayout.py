@@ -48,6 +48,13 @@ MAPPING: dict[str, str] = {
     "gep.inputs": "gep.core.safe_files",
     "gep.workspace_id": "gep.core.workspace_id",
     "gep.prebuild": "gep.core.prebuild",
+    "gep.json_safe": "gep.core.json_safe",
+    "gep.asset_json": "gep.core.asset_json",
+    "gep.salvage": "gep.core.salvage",
+    "gep.claude": "gep.core.claude",
+    "gep.safe_regex": "gep.core.safe_regex",
+    "gep.deadline": "gep.core.deadline",
+    "gep.learning_switch": "gep.core.learning_switch",
     # store/: renamed where a name said another package's job
     "gep.store.learning": "gep.store.learned",
     "gep.store.memory": "gep.store.graph_history",
@@ -62,7 +69,6 @@ MAPPING: dict[str, str] = {
     "gep.behavior_rules": "gep.signals.behavior_cues",
     "gep.behavior_files": "gep.signals.behavior_log",
     "gep.llm_signals": "gep.signals.claude_pass",
-    "gep.capture": "gep.signals.capture",
     # learning/: what outcomes and people taught
     "gep.memory_graph": "gep.learning.memory_graph",
     "gep.feedback": "gep.learning.feedback",
@@ -70,12 +76,21 @@ MAPPING: dict[str, str] = {
     "gep.resolved": "gep.learning.resolved",
     "gep.verdicts": "gep.learning.human_verdicts",
     "gep.approval": "gep.learning.approval",
+    "gep.problem_key": "gep.learning.problem_key",
+    "gep.attribution": "gep.learning.attribution",
+    "gep.problem_memory": "gep.learning.lessons_by_problem",
+    "gep.live": "gep.learning.live_problems",
+    "gep.avoid": "gep.learning.avoid",
+    "gep.agent_context": "gep.learning.agent_context",
+    "gep.injections": "gep.learning.injections",
+    "gep.context_cache": "gep.learning.context_cache",
     # validation/: running commands safely
     "gep.runner": "gep.validation.runner",
     "gep.sandbox": "gep.validation.sandbox",
     "gep.allowlist": "gep.validation.allowlist",
     "gep.canary": "gep.validation.canary",
     "gep.verdict": "gep.validation.report_verdict",
+    "gep.scratch": "gep.validation.scratch",
     # genes/: what a cycle may try
     "gep.genepool": "gep.genes.pool",
     "gep.selector": "gep.genes.selector",
@@ -85,6 +100,7 @@ MAPPING: dict[str, str] = {
     "gep.personality": "gep.genes.personality",
     "gep.strategy": "gep.genes.strategy",
     "gep.mutation": "gep.genes.mutation",
+    "gep.preconditions": "gep.genes.preconditions",
     # mutators/: who makes the change
     "gep.tools": "gep.mutators.tools",
     "gep.prompt": "gep.mutators.gep_prompt",
@@ -92,6 +108,9 @@ MAPPING: dict[str, str] = {
     "gep.assets": "gep.assets.gene_files",
     "gep.learning_assets": "gep.assets.learned",
     "gep.retired": "gep.assets.retired",
+    # report/: `gep report`'s page, computed (data) and drawn (html)
+    "gep.report_data": "gep.report.data",
+    "gep.report_html": "gep.report.html",
     # cycle/: one cycle, from request to recorded outcome
     "gep.context": "gep.cycle.context",
     "gep.pipeline": "gep.cycle.pipeline",
@@ -108,6 +127,11 @@ MAPPING: dict[str, str] = {
     "gep.tree": "gep.cycle.tree",
     "gep.checks": "gep.cycle.checks",
     "gep.validate": "gep.cycle.validate",
+    "gep.unsafe_entries": "gep.cycle.unsafe_entries",
+    "gep.interrupt": "gep.cycle.interrupt",
+    # sessions/: the agent's own sessions: the Claude Code hooks (capture, session start), what an agent is told
+    "gep.capture": "gep.sessions.capture",
+    "gep.session_context": "gep.sessions.session_start",
     # cli/: one module per command group
     "gep.cli": "gep.cli.root",
     "gep.commands": "gep.cli",
@@ -116,11 +140,34 @@ MAPPING: dict[str, str] = {
     "gep.commands.genes_cmd": "gep.cli.genes_cmd",
     "gep.commands.lessons_cmd": "gep.cli.lessons_cmd",
     "gep.commands.store_cmd": "gep.cli.store_cmd",
+    "gep.commands.context_cmd": "gep.cli.context_cmd",
+    "gep.commands.report_cmd": "gep.cli.report_cmd",
     "gep.history_view": "gep.cli.history_cmd",
     # gep/ keeps: __init__ (the public surface), entry (console script), api, distill_run, fleet,
     # prefect_api, server
     "gep.distilling": "gep.distill_run",
 }
+
+# the modules that stay directly in gep/ (at most 20 may; tests/test_layering.py counts)
+TOP_LEVEL = {"__init__", "entry", "api", "fleet", "prefect_api", "server"}
+# the packages gep/ holds after the move
+KNOWN_PACKAGES = {"core", "store", "git", "signals", "learning", "validation", "genes", "mutators", "assets",
+                  "report", "cycle", "sessions", "cli"}
+# files installed after the move (tools/house/post/<path> -> <path>): the layering contract, the floor plan
+POST_FILES = ("tests/test_layering.py", "docs/ARCHITECTURE.md")
+POST_DIR = Path(__file__).resolve().parent / "house" / "post"
+
+
+def _map_new_commands() -> None:
+    """A command module another branch added under gep/commands/ goes to gep/cli/ under its own name."""
+    folder = Path("gep/commands")
+    if folder.is_dir():
+        for path in folder.glob("*.py"):
+            if path.name != "__init__.py":
+                MAPPING.setdefault(f"gep.commands.{path.stem}", f"gep.cli.{path.stem}")
+
+
+_map_new_commands()
 
 # old packages whose modules all moved: their __init__.py (a docstring only) is removed
 RETIRED_PACKAGES = {"gep.commands": "gep.cli"}
@@ -128,37 +175,51 @@ RETIRED_PACKAGES = {"gep.commands": "gep.cli"}
 PACKAGES: dict[str, str] = {
     "gep.core": (
         "The vocabulary every part of gep speaks: models, records, settings, constants, errors, hashing,\n"
-        "redaction, the safe way to read others' files, workspace identity.\n\n"
+        "redaction, JSON, safe regular expressions, the safe way to read others' files, workspace identity, the\n"
+        "learned values the store keeps, the one Claude client factory.\n\n"
         "Never imports any other package of gep: everything else imports this."),
     "gep.signals": (
         "What the workspace says, read and turned into signals: bounded, redacted tails of logs, memory and\n"
         "transcripts (sources), the seed-002 rules (rules), behavioural signals (seed 000) and their daily\n"
-        "files, the Claude pass (seed 001), the ``gep capture`` hook.\n\n"
-        "Imports core/ (and validation/ never); never the store, git, learning, genes or a cycle."),
+        "files, the Claude pass (seed 001).\n\n"
+        "Imports core/ only; never the store, git, validation, learning, genes, mutators or a cycle."),
     "gep.learning": (
         "What outcomes and people taught: the memory graph, feedback scores with decay (seed 003), lessons\n"
-        "(seed 004), verified fixes (resolved errors), people's verdicts and approval.\n\n"
-        "Pure over typed values: imports core/ and signals/ only; never the store, genes, mutators or a cycle."),
+        "(seed 004) and lessons by problem, verified fixes, avoid-lists, failure attribution, live problems,\n"
+        "people's verdicts and approval.\n\n"
+        "Imports core/, signals/ and validation/ (a report's verdict); never the store (folding and scoring\n"
+        "are given to it from here), genes, mutators, assets or a cycle."),
     "gep.validation": (
-        "Running a command safely: the allowlist parser, the one runner, the bubblewrap sandbox, the canary,\n"
-        "and whether a report is a verdict on the change.\n\n"
-        "Imports core/ only; never the store, git, genes, learning or a cycle."),
+        "Running a command safely: the allowlist parser, the one runner, the bubblewrap sandbox, the scratch\n"
+        "clone a command runs in, the canary, and whether a report is a verdict on the change.\n\n"
+        "Imports core/ and git/ only; never the store, signals, genes, learning, mutators or a cycle."),
     "gep.genes": (
-        "What a cycle may try: the gene pool and which genes can run here, the selector, automatic and\n"
-        "distilled genes, personality, strategy, the mutation.\n\n"
-        "Imports core/, signals/, learning/, validation/ and the store; never mutators/, assets/ or a cycle."),
+        "What a cycle may try: the gene pool and which genes can run here (eligibility, preconditions), the\n"
+        "selector, automatic and distilled genes, personality, strategy, the mutation.\n\n"
+        "Imports core/, git/, the store, validation/, signals/ and learning/; never mutators/, assets/, a cycle\n"
+        "or the CLI."),
     "gep.assets": (
         "The reference implementation's asset files and what a workspace learned, exported and imported.\n\n"
-        "Imports core/, the store, genes/ and learning/; never a cycle or the CLI."),
+        "Imports the packages below it (core, store, signals, learning, genes); never report/, a cycle or the\n"
+        "CLI."),
+    "gep.report": (
+        "`gep report`'s page: what it shows, computed from a workspace's store (data), and the one\n"
+        "self-contained HTML file drawn from it (html).\n\n"
+        "Imports the packages below it (core, store, learning, genes); never assets/, a cycle or the CLI."),
     "gep.cli": (
         "The ``gep`` command line: the root app and the cycle commands (root), then one module per command\n"
         "group (``*_cmd``). Errors are one line on stderr and a non-zero exit, never a traceback.\n\n"
-        "The top: may import every package of gep. Store-only commands never import Prefect."),
+        "The top: may import every package of gep, never the console script (entry). Store-only commands\n"
+        "never import Prefect or SQLAlchemy."),
     "gep.cycle": (
         "One evolution cycle, from the request to a recorded outcome: the context (resources), the pipeline\n"
         "(the one stage list), the stages, the cycle's tree, checks, validation, solidify and delivery,\n"
-        "outcomes, crash recovery.\n\n"
-        "May import every package below it; never the CLI, flows/ or Prefect."),
+        "outcomes, crash recovery, the deadline and Ctrl-C.\n\n"
+        "May import every package below it; never api, sessions/, the CLI, flows/ or Prefect."),
+    "gep.sessions": (
+        "The agent's own sessions: the Claude Code hooks (``gep capture`` on each prompt, the context at\n"
+        "session start), what an agent is told (agent_context, its cache) and whether it helped (injections).\n\n"
+        "May import every package below it and gep.api; never the CLI, flows/ or Prefect."),
 }
 
 
@@ -378,7 +439,7 @@ def reference_files() -> list[Path]:
     for top in ("gep", "flows", "tests", "bench", "examples", "tools"):
         if Path(top).is_dir():
             files += [p for p in sorted(Path(top).rglob("*.py")) if ".venv" not in p.parts
-                      and p.name != "relayout.py"]
+                      and p.name != "relayout.py" and not p.resolve().is_relative_to(POST_DIR)]
     files += sorted(Path("docs").glob("*.md")) if Path("docs").is_dir() else []
     files += [Path(n) for n in ("README.md", "pyproject.toml", "Makefile") if Path(n).is_file()]
     return files
@@ -401,9 +462,82 @@ def rewrite_files(files: list[Path]) -> list[Path]:
     return changed
 
 
+def unplaced_modules() -> list[str]:
+    """Modules directly in gep/ (and folders) the mapping does not place: added by a branch since."""
+    lost = [f"gep/{p.name}" for p in sorted(Path("gep").glob("*.py"))
+            if p.stem not in TOP_LEVEL and f"gep.{p.stem}" not in MAPPING and p.stem not in KNOWN_PACKAGES]
+    lost += [f"gep/{p.name}/" for p in sorted(Path("gep").iterdir()) if p.is_dir() and p.name != "__pycache__"
+             and p.name not in KNOWN_PACKAGES and f"gep.{p.name}" not in MAPPING]
+    return lost
+
+
+def stop_if_unplaced() -> None:
+    lost = unplaced_modules()
+    if lost:
+        sys.exit("relayout: stopped, nothing moved: the mapping does not place "
+                 + ", ".join(lost) + ".\nAdd each to MAPPING in tools/relayout.py (or to TOP_LEVEL, at most "
+                 "20 modules directly in gep/), and its package to the layers of tools/house/post/tests/"
+                 "test_layering.py if new.")
+
+
+def install_post_files() -> list[Path]:
+    """The layering contract and the floor plan of the new layout, copied into place."""
+    installed: list[Path] = []
+    for rel in POST_FILES:
+        src, dst = POST_DIR / rel, Path(rel)
+        if src.is_file() and (not dst.is_file() or dst.read_bytes() != src.read_bytes()):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+            git("add", rel)
+            installed.append(dst)
+    return installed
+
+
+def _layering_module():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("post_layering", POST_DIR / "tests" / "test_layering.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_flat() -> int:
+    """The layering contract on the flat layout, each module named by where the mapping puts it."""
+    layering = _layering_module()
+    root = Path.cwd()
+    flat = layering.modules(root)
+    new = {m: MAPPING.get(m, m) for m in flat}
+    new["gep.commands"] = "gep.cli"
+    graph = {new[m]: {new[t] for t in ts} for m, ts in layering.import_graph(flat).items()}
+    problems = 0
+    for lost in unplaced_modules():
+        print(f"unplaced: {lost}")
+        problems += 1
+    for mod in graph:
+        try:
+            layering.layer_of(layering.package_of(mod))
+        except AssertionError as exc:
+            print(f"no layer: {exc}")
+            return 1
+    old = {v: k for k, v in new.items()}
+    for src, dst in sorted(layering.violations(graph)):
+        print(f"upward: {old[src]} -> {old[dst]}   ({src} -> {dst})")
+        problems += 1
+    for group in layering.cycles(graph):
+        print(f"loop of {len(group)}: " + " ".join(old[m].removeprefix("gep.") for m in group))
+        problems += 1
+    top = [m for m in graph if m.count(".") == 1 and m.split(".")[1] not in KNOWN_PACKAGES] + ["gep"]
+    print(f"relayout --check: {problems} problem(s); {len(top)} module(s) would sit directly in gep/")
+    return 1 if problems else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rewrite-only", nargs="+", metavar="FILE", help="only rewrite references in these files")
+    parser.add_argument("--check", action="store_true",
+                        help="move nothing: the layering contract on the flat layout, by where modules will go")
     args = parser.parse_args()
     if not Path("gep/__init__.py").is_file():
         print("relayout: run me from the repository root (no gep/__init__.py here)", file=sys.stderr)
@@ -412,6 +546,9 @@ def main() -> int:
         changed = rewrite_files([Path(f) for f in args.rewrite_only])
         print(f"relayout: {len(changed)} file(s) rewritten")
         return 0
+    if args.check:
+        return check_flat()
+    stop_if_unplaced()
     check_no_shadowing()
     moved = move_modules()
     inits = write_package_inits()
@@ -419,8 +556,9 @@ def main() -> int:
     changed = rewrite_files(reference_files())
     if changed:
         git("add", *[str(p) for p in changed])
+    post = install_post_files()
     print(f"relayout: {len(moved)} module(s) moved, {len(inits)} package(s) created, "
-          f"{len(changed)} file(s) rewritten, {len(patched)} patched")
+          f"{len(changed)} file(s) rewritten, {len(patched)} patched, {len(post)} post-move file(s) installed")
     return 0
 
 

@@ -46,10 +46,11 @@ from gep.git.isolated import (
     drift_paths,
 )
 from gep.git.lock import holds_lock, workspace_lock
-from gep.git.recovery import RecoveryReport, find_event_commit, recover_git, salvage
+from gep.git.recovery import RecoveryReport, find_event_commit, recover_git
 from gep.git.refs import RefRecord, record_refs
 from gep.git.repo import Repo, ensure_gep_dir, open_repo
 from gep.git.rescue import Rescue
+from gep.salvage import salvage
 
 __all__ = [
     "Change", "FileChange", "Radius", "CloneRecord", "load_record", "open_clone", "remove_clone", "Delivery",

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable, Collection, Iterable
-from typing import TypeVar
+from collections.abc import Collection, Iterable
 
 from pydantic import BaseModel, Field
 
@@ -33,7 +32,6 @@ from gep.git.landing import resume_landing
 from gep.git.lock import holds_lock
 from gep.git.repo import Repo
 
-T = TypeVar("T")
 _SUFFIXES = (".json.tmp", ".json", ".index.lock", ".index")
 _TRAILER = re.compile(r"^GEP-Event:\s*(\S+)\s*$", re.MULTILINE)
 
@@ -166,19 +164,3 @@ def find_event_commit(repo: Repo, event_id: str, since: str, depth: int = 50,
             if sha and event_id in _TRAILER.findall(body):
                 return sha.strip(), ref.removeprefix("refs/heads/")
     return None
-
-
-def salvage(rows: Iterable[tuple[str, object]], parse: Callable[[object], T],
-            move_aside: Callable[[str, str], None]) -> tuple[list[T], list[str]]:
-    """Parse each (key, raw record); one that fails is handed to ``move_aside(key, reason)`` and named in a
-    warning. Returns (parsed records, warnings)."""
-    good: list[T] = []
-    warnings: list[str] = []
-    for key, raw in rows:
-        try:
-            good.append(parse(raw))
-        except (ValueError, TypeError) as exc:  # an unreadable record (pydantic's ValidationError is a ValueError)
-            reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-            move_aside(key, reason)
-            warnings.append(f"record {key} could not be read and was moved aside: {reason}")
-    return good, warnings

@@ -18,9 +18,18 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from gep import constants as C
+from gep.claude import PRICES as PRICES  # kept importable here (tests, other callers)
+from gep.claude import (
+    Block,
+    Deadline,
+    MalformedReply,
+    OutOfTime,
+    Reply,
+    claude_client,
+    estimate_cost,
+    parse_reply,
+)
 from gep.config import Settings
 from gep.deadline import left
 from gep.errors import ConfigError
@@ -42,90 +51,6 @@ if TYPE_CHECKING:
     from anthropic.types import CacheControlEphemeralParam, MessageParam, TextBlockParam
 
 EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
-
-# USD per million tokens (input, output) by model family, first match wins. Cache writes cost 1.25x
-# input, cache reads 0.1x input. An estimate for the event, not a bill.
-PRICES: list[tuple[str, float, float]] = [
-    ("claude-3-opus", 15.0, 75.0),
-    ("opus-4-0", 15.0, 75.0),
-    ("opus-4-1", 15.0, 75.0),
-    ("opus-4-2025", 15.0, 75.0),
-    ("opus", 5.0, 25.0),  # Opus 4.5 and later
-    ("sonnet", 3.0, 15.0),
-    ("3-5-haiku", 0.8, 4.0),
-    ("haiku-3-5", 0.8, 4.0),
-    ("3-haiku", 0.25, 1.25),
-    ("haiku", 1.0, 5.0),  # Haiku 4.5 and later
-]
-
-
-def estimate_cost(model: str | None, m: MutatorMetrics) -> float | None:
-    name = (model or "").lower().replace(".", "-")
-    for family, price_in, price_out in PRICES:
-        if family in name:
-            total = (m.input_tokens * price_in + m.cache_creation_input_tokens * price_in * 1.25
-                     + m.cache_read_input_tokens * price_in * 0.1 + m.output_tokens * price_out)
-            return round(total / 1_000_000, 6)
-    return None
-
-
-# ------------------------------------------------------------------ reply parsing (a JSON edge)
-
-
-class _Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int | None = 0
-    cache_read_input_tokens: int | None = 0
-
-
-class _Block(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    type: str
-    text: str | None = None
-    id: str | None = None
-    name: str | None = None
-    input: dict[str, Any] | None = None  # JSON edge: the model's tool arguments
-
-
-class _Reply(BaseModel):
-    type: str
-    content: list[_Block]
-    stop_reason: str | None = None
-    model: str | None = None
-    usage: _Usage | None = None
-
-
-class MalformedReply(Exception):
-    pass
-
-
-def parse_reply(body: str) -> tuple[_Reply, list[dict[str, Any]]]:  # JSON edge: reply blocks
-    """The validated reply and its content blocks as they go back into the conversation."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise MalformedReply("reply is not JSON") from None
-    try:
-        reply = _Reply.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise MalformedReply(f"reply field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}") from None
-    if reply.type != "message":
-        raise MalformedReply(f"reply type is '{reply.type}', expected 'message'")
-    history: list[dict[str, Any]] = []  # JSON edge: blocks as the API takes them back
-    for block, raw in zip(reply.content, data["content"], strict=True):
-        if block.type == "tool_use":
-            if not block.id or not block.name or block.input is None:
-                raise MalformedReply("tool_use block without id, name or input")
-            history.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
-        elif block.type == "text":
-            history.append({"type": "text", "text": block.text or ""})
-        else:  # thinking and other blocks go back unchanged, as the API requires
-            history.append(raw)
-    return reply, history
-
 
 def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[MessageParam]:  # JSON edge: the API's
     """A copy of the conversation with one cache breakpoint on the newest block. The conversation is kept as
@@ -154,44 +79,6 @@ def _api_error(exc: anthropic.APIError) -> str:
     return f"Messages API error: {exc}"
 
 
-# ------------------------------------------------------------------ waits with a limit of the engine's own
-
-
-class OutOfTime(Exception):
-    """The Messages API asked for a wait (or a request would run) past the cycle's time limit."""
-
-
-class _Deadline:
-    """The monotonic time a session must end by (None: no limit), shared with its client's retry waits."""
-
-    def __init__(self) -> None:
-        self.at: float | None = None
-
-
-def _bounded_client(api_key: str, base_url: str | None, max_retries: int, timeout_s: float,
-                    deadline: _Deadline) -> anthropic.Anthropic:
-    """The SDK's client, whose retry waits never pass ``deadline`` nor ``ANTHROPIC_MAX_RETRY_WAIT_S``.
-
-    The SDK obeys a ``Retry-After`` of any size (up to 49 days); a proxy at ``ANTHROPIC_BASE_URL`` answering
-    ``Retry-After: 100000000`` would hold the cycle, its lock and its Prefect slot for weeks."""
-    import anthropic
-
-    class BoundedAnthropic(anthropic.Anthropic):
-        def _calculate_retry_timeout(self, remaining_retries: int, options: Any,
-                                     response_headers: Any = None) -> float:
-            wait = min(super()._calculate_retry_timeout(remaining_retries, options, response_headers),
-                       C.ANTHROPIC_MAX_RETRY_WAIT_S)
-            remaining = left(deadline.at)
-            if wait + 1.0 >= remaining:
-                raise OutOfTime(f"the Messages API asked to wait {wait:.0f} s before retrying, past the cycle's "
-                                f"time limit ({max(0.0, remaining):.0f} s left)")
-            if remaining != float("inf"):  # the retried request ends by the deadline too
-                options.timeout = max(1.0, min(timeout_s, remaining - wait))
-            return wait
-
-    return BoundedAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s)
-
-
 # ------------------------------------------------------------------ the mutator
 
 
@@ -205,9 +92,9 @@ class AnthropicMutator:
             raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
         self.settings = settings
         self.timeout_s = timeout_s
-        self.deadline = _Deadline()
-        self.client = _bounded_client(api_key, env.get("ANTHROPIC_BASE_URL") or None, max_retries, timeout_s,
-                                      self.deadline)
+        self.deadline = Deadline()
+        self.client = claude_client(api_key, env, max_retries=max_retries, timeout_s=timeout_s,
+                                    deadline=self.deadline)
 
     def apply(self, req: MutationRequest) -> MutatorResult:
         started = time.monotonic()
@@ -314,7 +201,7 @@ class _Session:
 
         return self.result("error", error=f"turn budget exhausted ({max_turns} turns) before finish")
 
-    def _call(self, use: _Block, turn: int) -> dict[str, Any]:  # JSON edge: a tool_result block
+    def _call(self, use: Block, turn: int) -> dict[str, Any]:  # JSON edge: a tool_result block
         """Run one tool call; its result block as the API takes it (a JSON edge), logged."""
         outcome = self.tools.call(use.name or "", use.input or {})
         flag = "REFUSED" if outcome.refused else ("error" if outcome.is_error else "ok")
@@ -325,7 +212,7 @@ class _Session:
             block["is_error"] = True
         return block
 
-    def _account(self, reply: _Reply) -> None:
+    def _account(self, reply: Reply) -> None:
         if reply.model:
             self.metrics.model = reply.model
         u = reply.usage

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from gep.asset_json import asset_json as asset_json  # kept here: the store's callers name it
 from gep.errors import StoreError
 from gep.hashing import compute_asset_id, verify_asset_id
 from gep.models import SCHEMA_VERSION
@@ -25,29 +26,6 @@ from gep.models import SCHEMA_VERSION
 M = TypeVar("M", bound=BaseModel)
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def _prune_unset_none(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:  # JSON edge: the stored object
-    """Drop optional fields that are None only because nobody set them (explicit nulls stay)."""
-    for name, field in type(model).model_fields.items():
-        key = field.alias or name
-        value = getattr(model, name, None)
-        if value is None:
-            if name not in model.model_fields_set:
-                data.pop(key, None)
-        elif isinstance(value, BaseModel) and isinstance(data.get(key), dict):
-            _prune_unset_none(value, data[key])
-        elif isinstance(value, list) and isinstance(data.get(key), list):
-            for item, dumped in zip(value, data[key], strict=False):
-                if isinstance(item, BaseModel) and isinstance(dumped, dict):
-                    _prune_unset_none(item, dumped)
-    return data
-
-
-# JSON edge: the stored object is arbitrary JSON (unknown fields of other tools' assets are kept)
-def asset_json(model: BaseModel) -> dict[str, Any]:  # JSON edge: see above
-    """The JSON object the engine stores for ``model``: set fields and explicit nulls, unset Nones left out."""
-    return _prune_unset_none(model, model.model_dump(mode="json", by_alias=True))
 
 
 def as_read_json(model: BaseModel, as_read: Mapping[str, Any]) -> dict[str, Any]:  # JSON edge: the stored object
