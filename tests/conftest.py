@@ -34,6 +34,18 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "workspace"
 
 
+# A test that uses one of these fixtures is end to end (marked ``e2e``; `make check` leaves it out): a real
+# Prefect server or harness, PostgreSQL, a whole cycle in the example workspace or validation in the sandbox.
+E2E_FIXTURES = frozenset({"live_prefect", "prefect_server", "server", "fleet", "pg_url", "example_ws",
+                          "venv_python_first", "_venv_python"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
+
+
 def git(cwd: Path, *args: str) -> str:
     """Run git in ``cwd`` with a fixed identity; return stdout."""
     env = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
