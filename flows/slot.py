@@ -7,12 +7,18 @@ slot of a missing limit says so, so no run reads the limit first). Its lease is 
 for a cycle that outlives three quarters of it, so a long stage that blocks the flow's event loop keeps it
 and a short cycle sends no renewal at all. A cycle killed with SIGKILL renews nothing: the server takes the
 slot back when the lease runs out (LEASE_S, or GEP_SLOT_LEASE_S seconds), and the next cycle goes ahead.
+
+Giving the slot back never fails the cycle (its event is stored by then) and never leaks the slot when the
+server restarted meanwhile: a server that forgot the lease (Prefect keeps leases in memory unless told
+otherwise; `gep server start` keeps them on disk) still counts the slot, so the run gives it back by name;
+a server that cannot be reached gets one line, and the lease then frees the slot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import math
 import os
 import threading
@@ -38,6 +44,8 @@ LEASE_ENV = "GEP_SLOT_LEASE_S"  # how long a dead cycle can keep its workspace's
 MIN_LEASE_S, MAX_LEASE_S = 60.0, 86400.0  # what the server accepts
 LOCKED = 423  # the limit is full: the server says when to ask again (Retry-After)
 RETRY_CAP_S = 5.0  # ... up to 30 s; ask at least this often, so a slot given back is taken at once
+GONE = 410  # the server does not know the lease (expired, or forgotten by a restart)
+RELEASE_TIMEOUT_S = 45.0  # giving the slot back through a server restart (~20 s here); then the lease frees it
 
 
 def lease_seconds(env: Mapping[str, str] | None = None) -> float:
@@ -72,13 +80,22 @@ def ensure_limit(name: str, limit: int = 1) -> None:
                 pass
 
 
+class Lease:
+    """The run's lease on the slot, and until when it is valid by this process's clock (renewals move it)."""
+
+    def __init__(self, lease_id: UUID, lease_s: float) -> None:
+        self.id = lease_id
+        self.taken = time.monotonic()
+        self.valid_until = self.taken + lease_s
+
+
 @asynccontextmanager
 async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = None,
                          lease_s: float = LEASE_S) -> AsyncIterator[None]:
     """Hold the workspace's slot; TimeoutError when another run held it for ``timeout_s``."""
     name = slot_name(path)
     async with get_client() as client:  # inside a flow run: the run's own client
-        lease = await _acquire(client, name, timeout_s, holder, lease_s)
+        lease = Lease(await _acquire(client, name, timeout_s, holder, lease_s), lease_s)
         stop = threading.Event()
         # the run's settings (API URL) and logger live in context variables: the thread gets a copy
         renew = contextvars.copy_context()
@@ -88,7 +105,44 @@ async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = Non
             yield
         finally:
             stop.set()
-            await client.release_concurrency_slots_with_lease(lease)
+            await release(client, name, lease)
+
+
+async def release(client: Any, name: str, lease: Lease) -> None:
+    """Give the slot back; one warning line when that cannot be done, never an exception."""
+    try:
+        await asyncio.wait_for(_give_back(client, name, lease), RELEASE_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - the cycle is over and stored; its lease frees the slot
+        _warn(f"could not give back the workspace slot {name} ({_line(exc)}); the server frees it when its "
+              f"lease ends")
+
+
+async def _give_back(client: Any, name: str, lease: Lease) -> None:
+    """Release by lease when the server knows it; by name when it forgot a lease still valid (a restart
+    with leases in memory leaves the slot counted and no lease to expire: it would be held for good)."""
+    try:  # a server that lost the lease answers its release 204 and keeps the slot: ask first
+        await client.renew_concurrency_lease(lease.id, lease_duration=MIN_LEASE_S)
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code != GONE:
+            raise
+        if time.monotonic() < lease.valid_until:
+            await client.release_concurrency_slots(names=[name], slots=1,
+                                                   occupancy_seconds=max(time.monotonic() - lease.taken, 1.0))
+            _warn(f"the Prefect server forgot the lease of {name} (restarted?); the slot was given back by name")
+        return  # else it expired and the server took the slot back itself
+    await client.release_concurrency_slots_with_lease(lease.id)
+
+
+def _line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def _warn(message: str) -> None:
+    try:
+        get_run_logger().warning(message)
+    except MissingContextError:  # outside a run (a tool, a test) or in the renewal thread
+        logging.getLogger("gep.slot").warning(message)
 
 
 async def _acquire(client: Any, name: str, timeout_s: float, holder: UUID | None, lease_s: float) -> UUID:
@@ -119,14 +173,12 @@ async def _acquire(client: Any, name: str, timeout_s: float, holder: UUID | None
         created = True
 
 
-def _renew(lease: UUID, stop: threading.Event, lease_s: float) -> None:
+def _renew(lease: Lease, stop: threading.Event, lease_s: float) -> None:
     """Renew the lease each time three quarters of it have passed, until the slot is given back."""
     while not stop.wait(lease_s * 0.75):
         try:
             with get_client(sync_client=True) as client:
-                client.renew_concurrency_lease(lease, lease_duration=lease_s)
+                client.renew_concurrency_lease(lease.id, lease_duration=lease_s)
+            lease.valid_until = time.monotonic() + lease_s
         except Exception as exc:  # noqa: BLE001 - this thread must keep renewing; the file lock still keeps cycles apart
-            try:
-                get_run_logger().warning("could not renew the workspace slot's lease: %s", exc)
-            except MissingContextError:  # no run logger in this thread's context
-                pass
+            _warn(f"could not renew the workspace slot's lease ({_line(exc)})")

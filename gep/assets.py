@@ -230,6 +230,11 @@ def workspace_genes(workspace: Path | str, store: ReadStore, warnings: list[Inpu
     merged: dict[str, Gene] = {}
     # a stored gene with an id no import accepts any more (stored before ids were checked) is left out
     stored = [g for g in store.list_genes() if is_valid_gene_id(g.id)]
+    if len(stored) > C.MAX_STORED_GENES:  # stored before imports had a limit: select reads the limit's worth
+        if warnings is not None:
+            warnings.append(InputWarning(path="the store's genes", reason=f"{len(stored):,} stored, over the "
+                                         f"limit of {C.MAX_STORED_GENES:,}: the first ones by id are used"))
+        stored = sorted(stored, key=lambda g: g.id)[:C.MAX_STORED_GENES]
     local = load_genes_dir(workspace_genes_dir(workspace), warnings, within=Path(workspace).resolve())
     for gene in [*load_genes_dir(seed_genes_dir(), warnings), *stored, *local]:
         merged[gene.id] = gene
@@ -384,7 +389,10 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
         if not _present(path):
             return
         report.files.append(name)
-        for i, obj in enumerate(_list_in(path, key)):
+        items = _list_in(path, key)
+        if cls is Gene:
+            _gene_cap(path, len(into) + len(items))
+        for i, obj in enumerate(items):
             model = _validate(cls, obj, _where(path, i, obj))
             if isinstance(model, Gene):
                 _check_gene_id(model, f"{path} (item {i})")
@@ -397,6 +405,8 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
             return
         report.files.append(name)
         for lineno, obj in _read_jsonl(path):
+            if cls is Gene:
+                _gene_cap(path, len(into) + 1)
             model = _validate(cls, obj, _where(path, lineno, obj, line=True))
             if isinstance(model, Gene):
                 _check_gene_id(model, f"{path}:{lineno}")
@@ -429,6 +439,14 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
             else:
                 raise AssetError(f"{where}: expected a JSON object, got {_json_type(obj)}")
     return plan
+
+
+def _gene_cap(path: Path, count: int, stored: int = 0) -> None:
+    """Refuse an import that would leave the store more genes than every cycle's select can read fast."""
+    if count + stored > C.MAX_STORED_GENES:
+        held = f" beside the {stored:,} stored" if stored else ""
+        raise AssetError(f"{path}: {count:,} genes{held} is over the limit of {C.MAX_STORED_GENES:,} genes a "
+                         "store keeps; import fewer (nothing was imported)")
 
 
 def _count(store: Store, kind: str, obj_id: str, obj: Mapping[str, Any], counts: KindCounts) -> bool:
@@ -465,6 +483,10 @@ def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool 
                          f"{', '.join(ASSET_FILES + LEARNING_FILES)})")
 
     seeds = {g.id: g for g in load_genes_dir(seed_genes_dir())}
+    stored_ids = {g.id for g in store.list_genes()}
+    new_ids = {g.id for g, _ in plan.genes} - stored_ids - set(seeds)
+    if new_ids:
+        _gene_cap(assets_dir, len(new_ids), len(stored_ids))
     for gene, obj in plan.genes:
         seed = seeds.get(gene.id)
         if seed is not None:  # the engine's own genes are not an import's to replace

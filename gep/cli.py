@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gep import constants as C
 from gep.commands import context_cmd, feedback_cmd, fleet_cmd, report_cmd
 from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.lessons_cmd import lessons_app
@@ -506,6 +507,8 @@ def genes_list(
                                                    "genes and show active bans, retired genes and genes "
                                                    "that cannot run here.")] = None,
     as_json: JsonOpt = False,
+    limit: Annotated[int | None, typer.Option(min=0, show_default=False, help="Show at most this many genes "
+                                              f"(0: all; default {C.GENES_LIST_LIMIT}).")] = None,
 ) -> None:
     """List genes with their category, signal patterns, any active ban, and whether they can be selected
     in the workspace (retired, or "not runnable here: node not found")."""
@@ -535,6 +538,10 @@ def genes_list(
         _warn(skipped)
     else:
         genes = load_genes_dir(seed_genes_dir())
+    limit = C.GENES_LIST_LIMIT if limit is None else limit
+    if limit and len(genes) > limit:
+        err.print(f"{len(genes) - limit:,} more genes not shown (--limit 0 lists all {len(genes):,})")
+        genes = genes[:limit]
     if as_json:
         _emit_json([{**g.to_asset(), "ban": bans[g.id].model_dump(mode="json") if g.id in bans else None,
                      **({"selectable": g.id not in excluded, "excluded": excluded.get(g.id)}

@@ -129,6 +129,10 @@ INPUT_WARNINGS_MAX = 50  # warnings kept per cycle (the rest are counted in the 
 GENE_FILE_MAX_BYTES = 1_000_000  # a gene file (.gep/genes/*.json) over this is skipped
 CONFIG_FILE_MAX_BYTES = 1_000_000  # gep.toml over this is refused
 ASSET_FILE_MAX_BYTES = 512 * 1024 * 1024  # an asset file to import (genes.json, events.jsonl ...)
+# genes a store keeps (imported, distilled, ...): every cycle's select reads and matches them all, and an import
+# of 100,000 cost 51-63 s a cycle. An import past it is refused before anything is written (bench/gene_pool.py)
+MAX_STORED_GENES = 2_000
+GENES_LIST_LIMIT = 50  # rows `gep genes list` shows unless --limit says otherwise (0: all)
 SIGNALS_FILE_MAX_BYTES = 16 * 1024 * 1024  # a day's behavioural signals file
 BEHAVIOR_SEEN_MAX_BYTES = 64 * 1024 * 1024  # .gep/behavior/seen (one line per exchange read)
 SETTINGS_MAX_TAIL_BYTES = 64 * 1024 * 1024  # the largest tail a setting may ask to read from one source
