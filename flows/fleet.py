@@ -355,13 +355,20 @@ async def subflow_runs(client: Any, fleet_run_id: UUID) -> list[FlowRun]:
     return sorted((r for page in found for r in page), key=lambda r: r.created or r.expected_start_time)
 
 
+def run_workspace(parameters: dict[str, Any]) -> str:
+    """The workspace a cycle run was given: inside its typed request, or flat (runs of older deployments)."""
+    request = parameters.get("request")
+    given = request.get("workspace") if isinstance(request, dict) else None
+    return str(given or parameters.get("workspace") or "").strip()
+
+
 async def fleet_report(client: Any, fleet_run: FlowRun, api_url: str | None) -> list[FleetRow]:
     """The fleet's table as the server has it now: a row per listed workspace, its cycle run matched by
     its ``workspace`` parameter (a workspace listed twice: its runs in the order they were created)."""
     workspaces = [str(w).strip() for w in (fleet_run.parameters or {}).get("workspaces") or []]
     by_workspace: dict[str, list[FlowRun]] = {}
     for run in await subflow_runs(client, fleet_run.id):
-        by_workspace.setdefault(str(run.parameters.get("workspace", "")).strip(), []).append(run)
+        by_workspace.setdefault(run_workspace(run.parameters or {}), []).append(run)
     runs: list[FlowRun | Exception] = [by_workspace[w].pop(0) if by_workspace.get(w) else
                                        RuntimeError("no cycle run was created") for w in workspaces]
     return await fleet_rows(client, workspaces, runs, api_url)

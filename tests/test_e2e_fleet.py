@@ -29,6 +29,7 @@ from conftest import EXAMPLE, init_repo
 from live_prefect import BIN, ROOT, LiveServer, kill_group, outside_group, wait_for_flow_run_processes
 from store_backends import NO_PG, pg_schema_url
 
+from flows.fleet import run_workspace
 from gep.models import EvolutionEvent
 from gep.server import group_alive
 
@@ -215,9 +216,9 @@ def test_the_two_workers_ran_cycles_on_different_workspaces_at_once(fleet: Fleet
     runs = [r for ws, r in cycle_runs(fleet).items() if ws != str(fleet.workspaces[-1])]
     worker = {r.id: runs_by_worker(fleet)[str(r.id)][0] for r in runs}
     assert all(r.start_time and r.end_time for r in runs)
-    overlapping = [(a.parameters["workspace"], b.parameters["workspace"]) for a in runs for b in runs
+    overlapping = [(run_workspace(a.parameters), run_workspace(b.parameters)) for a in runs for b in runs
                    if worker[a.id] < worker[b.id] and a.start_time < b.end_time and b.start_time < a.end_time]
-    assert overlapping, [(r.parameters["workspace"], worker[r.id], r.start_time, r.end_time) for r in runs]
+    assert overlapping, [(run_workspace(r.parameters), worker[r.id], r.start_time, r.end_time) for r in runs]
 
 
 def test_watch_shows_progress_then_a_terminal_table(fleet: Fleet):

@@ -66,7 +66,7 @@ def sleepy_agent(tmp_path: Path, meet: int) -> tuple[str, Path]:
 def test_three_cycles_here_work_at_once_each_a_subflow_of_the_named_fleet(prefect_server, tmp_path: Path):  # noqa: F811
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
-    from flows.fleet import evolve_fleet
+    from flows.fleet import evolve_fleet, run_workspace
 
     spaces = workspaces(tmp_path, 3)
     cmd, log = sleepy_agent(tmp_path, 3)
@@ -83,7 +83,7 @@ def test_three_cycles_here_work_at_once_each_a_subflow_of_the_named_fleet(prefec
     assert max(i["start"] for i in intervals) < min(i["end"] for i in intervals), intervals
     fleet_id = state.state_details.flow_run_id
     runs = subflow_runs(prefect_server, fleet_id)
-    assert sorted(r.parameters["workspace"] for r in runs) == sorted(str(w) for w in spaces)
+    assert sorted(run_workspace(r.parameters) for r in runs) == sorted(str(w) for w in spaces)
     assert all(r.state_name == "Success" for r in runs)
     with prefect_server.client() as client:
         fleet = client.read_flow_run(fleet_id)
