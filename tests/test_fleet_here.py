@@ -13,6 +13,7 @@ import shutil
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXAMPLE, init_repo
@@ -63,18 +64,26 @@ def sleepy_agent(tmp_path: Path, meet: int) -> tuple[str, Path]:
     return f"{sys.executable} {script} {log} {meet}", log
 
 
+def sleepy_fleet(tmp_path: Path, n: int, concurrency: int) -> tuple[Any, list[Path], list[dict]]:
+    """A fleet of ``n`` workspaces run here whose agents sleep (meeting when ``concurrency`` allows all to
+    be there): its final state, the workspaces and the agents' working intervals."""
+    from flows.fleet import evolve_fleet
+
+    spaces = workspaces(tmp_path, n)
+    cmd, log = sleepy_agent(tmp_path, n if concurrency >= n else 1)
+    state = run_state(evolve_fleet, workspaces=[str(w) for w in spaces], mutator="command", agent_cmd=cmd,
+                      here=True, concurrency=concurrency)
+    assert state.is_completed(), state.message
+    return state, spaces, [json.loads(line) for line in log.read_text().splitlines()]
+
+
 def test_three_cycles_here_work_at_once_each_a_subflow_of_the_named_fleet(prefect_server, tmp_path: Path):  # noqa: F811
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
-    from flows.fleet import evolve_fleet, run_workspace
+    from flows.fleet import run_workspace
 
-    spaces = workspaces(tmp_path, 3)
-    cmd, log = sleepy_agent(tmp_path, 3)
-    state = run_state(evolve_fleet, workspaces=[str(w) for w in spaces], mutator="command", agent_cmd=cmd,
-                      here=True, concurrency=3)
-    assert state.is_completed(), state.message
+    state, spaces, intervals = sleepy_fleet(tmp_path, 3, concurrency=3)
     assert state.message == "3 cycles: 3 Success", state.message
-    intervals = [json.loads(line) for line in log.read_text().splitlines()]
     # each agent works in its cycle's clone of the workspace (WORKSPACE/.gep/worktrees/EVENT)
     assert sorted(i["workspace"].split("/.gep/")[0] for i in intervals) == sorted(str(w) for w in spaces)
     # the three agents were running at once (each saw the others arrive), then worked together: the
@@ -98,14 +107,8 @@ def test_three_cycles_here_work_at_once_each_a_subflow_of_the_named_fleet(prefec
 
 def test_one_at_a_time_the_cycles_do_not_overlap(prefect_server, tmp_path: Path):  # noqa: F811
     """The yardstick of the test above: with concurrency 1 the same agents never work at once."""
-    from flows.fleet import evolve_fleet
-
-    spaces = workspaces(tmp_path, 2)
-    cmd, log = sleepy_agent(tmp_path, 1)
-    state = run_state(evolve_fleet, workspaces=[str(w) for w in spaces], mutator="command", agent_cmd=cmd,
-                      here=True, concurrency=1)
-    assert state.is_completed(), state.message
-    first, second = sorted((json.loads(line) for line in log.read_text().splitlines()), key=lambda i: i["start"])
+    _, _, intervals = sleepy_fleet(tmp_path, 2, concurrency=1)
+    first, second = sorted(intervals, key=lambda i: i["start"])
     assert first["end"] <= second["start"]
 
 
