@@ -98,3 +98,38 @@ def test_validation_that_cannot_write_its_copy_fails_in_one_line(tmp_path: Path)
     result = json.loads(out.stdout)
     assert not result["ok"] and result["stderr"] == "BLOCKED: sandbox: cannot copy the tree to check: File too large"
     assert list((ws / ".gep" / "tmp").iterdir()) == []
+
+
+AGENT_FILLS_THE_DISK = r'''
+import json, os, resource, signal, sys
+from pathlib import Path
+import gep.git.isolated as iso
+import gep.tree as tree
+from gep import CycleRequest, run_cycle
+real = iso.clone_change
+def full(*a, **k):  # the disk is full from the moment the agent is done: every write over 1 MB fails
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+    return real(*a, **k)
+iso.clone_change = tree.clone_change = full
+agent = "import os, sys; sys.stdin.read(); open('big.bin', 'wb').write(os.urandom(3 << 20)); open('stats.py', 'a').write('Y = 2\\n')"
+event = run_cycle(CycleRequest(workspace=Path(sys.argv[1]), mutator="command", agent_cmd=f"{sys.executable} -c {agent!r}"),
+                  env=dict(os.environ))
+print(json.dumps({"status": str(event.outcome.status), "reasons": event.meta.failure_reasons, "id": event.id}))
+'''
+
+
+def test_a_disk_the_agent_filled_fails_the_cycle_in_one_line_and_keeps_the_change(example_ws: Path) -> None:
+    """Finding 11: the agent fills the disk (RLIMIT_FSIZE from when it is done, as ENOSPC would fail the
+    engine's writes): the engine's git cannot store the change nor write a patch of it; the cycle fails with a
+    reason, no traceback, and the change's files are moved to .gep/rescued/<event>/, the clone gone."""
+    ws = example_ws
+    out = subprocess.run([sys.executable, "-c", AGENT_FILLS_THE_DISK, str(ws)], capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["status"] == "failed" and result["reasons"], result
+    assert all("\n" not in r for r in result["reasons"])
+    kept = ws / ".gep" / "rescued" / result["id"]
+    assert (kept / "big.bin").stat().st_size == 3 << 20 and (kept / "stats.py").read_text().endswith("\nY = 2\n")
+    assert not (ws / ".gep" / "worktrees").exists() or not list((ws / ".gep" / "worktrees").iterdir())
