@@ -14,7 +14,8 @@ engine's verdicts. A task counts as a verified fix when its problem's code is re
 
 Arms: ``full`` (the engine as it ships); ``off`` (``learning = "off"``: the plain engine); ``fresh`` (the full
 engine with an empty store before every cycle); ``no_<mechanism>`` (``learning_off = [mechanism]``) for each
-mechanism of gep/learning_switch.py; ``reference_prompt`` (no lessons, recent outcomes or capsule in the prompt).
+mechanism of gep/learning_switch.py but ``context`` (agent sessions only); ``reference_prompt`` (no lessons,
+recent outcomes, capsule, avoid lines or session context: the prompt the reference builds).
 Tasks are paired across arms; each arm is compared with ``full`` by an exact McNemar test over the tasks whose
 outcome differs, with a bootstrap 95% confidence interval of the ratio of verified-fix rates.
 
@@ -48,12 +49,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evolution_world import World, build, make_world, tick, truth  # noqa: E402 - beside this file
 
 AGENT = Path(__file__).resolve().parent / "evolution_agent.py"
+# every mechanism of gep/learning_switch.py that reaches a cycle; "context" only reaches agent sessions (the
+# SessionStart hook), which the scripted agent does not have, so its arm would equal full and is not run
 MECHANISMS = ("memory_graph", "feedback", "bans", "verdicts", "lessons", "capsules", "recent_outcomes", "drift",
-              "dominance_cap")
+              "dominance_cap", "avoid", "problem_memory")
 ARMS: dict[str, dict[str, str]] = {
     "full": {}, "off": {"GEP_LEARNING": "off"}, "fresh": {},
     **{f"no_{m}": {"GEP_LEARNING_OFF": m} for m in MECHANISMS},
-    "reference_prompt": {"GEP_LEARNING_OFF": "lessons,recent_outcomes,capsules"},
+    "reference_prompt": {"GEP_LEARNING_OFF": "lessons,recent_outcomes,capsules,avoid,context"},
 }
 TARGET_RATIO, TARGET_P = 1.3, 0.01
 START = datetime(2026, 1, 1, tzinfo=UTC)  # run_world's default clock start (main passes today's)
@@ -99,6 +102,7 @@ def _env(arm: str, world_json: Path, state: Path, seed: int, home: Path) -> dict
 def _label(ws: Path, world: World, committed: list[tuple[int, str, str]], cycle: int, at: datetime,
            rng: random.Random) -> None:
     """The person: labels changes committed LABEL_DELAY cycles ago, some of them, sometimes wrongly."""
+    from gep.feedback import FeedbackError
     from gep.store import Store
     from gep.verdicts import give_feedback
 
@@ -113,7 +117,10 @@ def _label(ws: Path, world: World, committed: list[tuple[int, str, str]], cycle:
             good = now.get(target) == "fix"
             if rng.random() < LABEL_WRONG:
                 good = not good
-            give_feedback(store, eid, "helpful" if good else "not_helpful", now=at, author="bench-person")
+            try:
+                give_feedback(store, eid, "helpful" if good else "not_helpful", now=at, author="bench-person")
+            except FeedbackError:  # the fresh arm's store forgot the event: the label has nowhere to land
+                continue
 
 
 def run_world(arm: str, index: int, seed: int, cycles: int, root: Path, agent_cmd: str | None = None,

@@ -137,3 +137,29 @@ def test_a_careful_agent_leaves_a_fixed_function_alone(tmp_path: Path, monkeypat
             fh.write(json.dumps({"cycle": "c", **A.solve(prompt)}) + "\n")
     assert variant(ws, p) in {"fix", "partial", "superficial", "broken"}
     assert any(json.loads(line)["approach"] != "fix" for line in (tmp_path / "state.jsonl").read_text().splitlines())
+
+
+def test_an_arm_per_learning_mechanism() -> None:
+    from gep.config import Settings
+    from gep.learning_switch import MECHANISMS, learning_switch
+
+    # every mechanism a cycle uses has its ablation arm ("context" reaches agent sessions only)
+    assert {f"no_{m}" for m in MECHANISMS if m != "context"} <= set(E.ARMS)
+    for arm, env in E.ARMS.items():
+        off = env.get("GEP_LEARNING_OFF", "")
+        assert all(m in MECHANISMS for m in off.split(",") if m), arm
+    ref = Settings(learning_off=E.ARMS["reference_prompt"]["GEP_LEARNING_OFF"].split(","))
+    assert {"lessons", "context", "avoid"} <= learning_switch(ref).off
+
+
+def test_the_person_labels_an_event_the_fresh_store_forgot_without_crashing(tmp_path: Path) -> None:
+    from gep.store import Store
+
+    world = make_world(0, 1, 8)
+    ws = tmp_path / "ws"
+    build(world, ws)
+    with Store.for_workspace(ws):
+        pass
+    committed = [(0, "evt_0_000000", world.problems[0].name)]
+    for draw in range(20):  # some draws label it (LABEL_SHARE): none may raise
+        E._label(ws, world, committed, E.LABEL_DELAY, E.START, E.random.Random(draw))
