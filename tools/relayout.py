@@ -55,6 +55,8 @@ MAPPING: dict[str, str] = {
     "gep.safe_regex": "gep.core.safe_regex",
     "gep.deadline": "gep.core.deadline",
     "gep.learning_switch": "gep.core.learning_switch",
+    "gep.request": "gep.core.request",
+    "gep.event_ids": "gep.core.event_ids",
     # store/: renamed where a name said another package's job
     "gep.store.learning": "gep.store.learned",
     "gep.store.memory": "gep.store.graph_history",
@@ -62,6 +64,7 @@ MAPPING: dict[str, str] = {
     "gep.store.pool": "gep.store.retirements",
     # git/
     "gep.git.recovery": "gep.git.crash_repair",
+    "gep.change_scope": "gep.git.change_scope",
     # signals/: what the workspace says, read and turned into signals
     "gep.sources": "gep.signals.sources",
     "gep.signals": "gep.signals.rules",
@@ -78,6 +81,7 @@ MAPPING: dict[str, str] = {
     "gep.approval": "gep.learning.approval",
     "gep.problem_key": "gep.learning.problem_key",
     "gep.attribution": "gep.learning.attribution",
+    "gep.fix_credit": "gep.learning.fix_credit",
     "gep.problem_memory": "gep.learning.lessons_by_problem",
     "gep.live": "gep.learning.live_problems",
     "gep.avoid": "gep.learning.avoid",
@@ -129,6 +133,8 @@ MAPPING: dict[str, str] = {
     "gep.validate": "gep.cycle.validate",
     "gep.unsafe_entries": "gep.cycle.unsafe_entries",
     "gep.interrupt": "gep.cycle.interrupt",
+    "gep.cycle_state": "gep.cycle.state",
+    "gep.commit_subject": "gep.cycle.commit_subject",
     # sessions/: the agent's own sessions: the Claude Code hooks (capture, session start), what an agent is told
     "gep.capture": "gep.sessions.capture",
     "gep.session_context": "gep.sessions.session_start",
@@ -143,13 +149,16 @@ MAPPING: dict[str, str] = {
     "gep.commands.context_cmd": "gep.cli.context_cmd",
     "gep.commands.report_cmd": "gep.cli.report_cmd",
     "gep.history_view": "gep.cli.history_cmd",
+    "gep.history_table": "gep.cli.history_table",
+    "gep.prefect_console": "gep.cli.prefect_console",
+    "gep.workspace_arg": "gep.cli.workspace_arg",
     # gep/ keeps: __init__ (the public surface), entry (console script), api, distill_run, fleet,
     # prefect_api, server
     "gep.distilling": "gep.distill_run",
 }
 
 # the modules that stay directly in gep/ (at most 20 may; tests/test_layering.py counts)
-TOP_LEVEL = {"__init__", "entry", "api", "fleet", "prefect_api", "server"}
+TOP_LEVEL = {"__init__", "entry", "api", "fleet", "fleet_progress", "prefect_api", "server"}
 # the packages gep/ holds after the move
 KNOWN_PACKAGES = {"core", "store", "git", "signals", "learning", "validation", "genes", "mutators", "assets",
                   "report", "cycle", "sessions", "cli"}
