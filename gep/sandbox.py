@@ -115,6 +115,36 @@ def _prefix(exe: Path) -> Path:
     return exe.parent.parent if exe.parent.name == "bin" else exe.parent
 
 
+# Dot-folders of a home that hold credentials or a person's settings and data, never tools to bind whole.
+_HOME_PRIVATE = {".ssh", ".aws", ".gnupg", ".config", ".cache", ".docker", ".kube", ".azure", ".gcloud",
+                 ".password-store", ".mozilla", ".thunderbird", ".local", ".git", ".gep"}
+# A tool whose PATH folder is in one dot-folder of the home and its toolchains in another.
+_HOME_COMPANIONS = {".cargo": ".rustup"}
+
+
+def _home_tools(found: Sequence[Path], home: Path) -> list[Path]:
+    """The tool roots in the home behind the PATH folders found there (its tmpfs hides the rest).
+
+    A version manager's shim execs its own root (``~/.pyenv/shims/python`` runs ``~/.pyenv/libexec/pyenv``
+    and a Python under ``~/.pyenv/versions``; asdf, rbenv, nodenv alike; rustup's proxies in ``~/.cargo/bin``
+    run toolchains in ``~/.rustup``), so the dot-folder a PATH folder lives in is bound whole, unless it
+    holds credentials or a person's settings. Python's user site-packages (``pip install --user``) is code
+    the command runs from too."""
+    out: list[Path] = []
+    for p in found:
+        if home not in p.parents:
+            continue
+        top = home / p.relative_to(home).parts[0]
+        if top.name.startswith(".") and top.name not in _HOME_PRIVATE:
+            out.append(top)
+            if (companion := _HOME_COMPANIONS.get(top.name)) is not None:
+                out.append(home / companion)
+        elif not top.name.startswith(".") and p.name in ("shims", "bin") and p.parent != home:
+            out.append(p.parent)
+    out += sorted((home / ".local" / "lib").glob("python*/site-packages"))
+    return out
+
+
 def _git_metadata(tree: Path) -> list[Path]:
     """``<tree>/.git`` and, when it points elsewhere (a worktree's ``gitdir:``, alternates), those too."""
     dot_git = tree / ".git"
@@ -206,6 +236,8 @@ class Sandbox(BaseModel):
             found.append(Path(env["VIRTUAL_ENV"]).resolve())
         found += [p.resolve() for p in self.readonly]
         found += [b for p in found if (b := _venv_base(p)) is not None]
+        if env.get("HOME") and Path(env["HOME"]).is_absolute():
+            found += _home_tools(found, Path(env["HOME"]).resolve())
         keep = [Path(h) for h in (env.get("HOME"),) if h] + [self.tree]
         if self.state_dir is not None:
             keep.append(self.state_dir.parent)

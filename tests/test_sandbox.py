@@ -273,3 +273,37 @@ def test_results_record_the_sandbox_and_the_limits(tmp_path: Path) -> None:
     assert res.sandbox == "bwrap" and res.limits and res.limits[0].startswith("time ")
     none = run_command("python ok.py", cwd=tmp_path, settings=Settings(sandbox="none"))
     assert none.sandbox == "none" and none.ok
+
+
+@needs_bwrap
+def test_tools_from_a_version_manager_in_home_still_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyenv-style shims in the home exec the manager's own root: the tool root is shown, the credentials not.
+
+    (Found by bench/evolution.py: with pyenv's ``python`` every validation exited 127 once the home was hidden.)"""
+    system_python = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.access(p, os.X_OK)), None)
+    if system_python is None:
+        pytest.skip("no system python3 for the stand-in version manager to run")
+    home = Path(tempfile.mkdtemp(prefix="gep-home-", dir="/var/tmp"))
+    try:
+        root = home / ".toolenv"
+        (root / "libexec").mkdir(parents=True)
+        (root / "shims").mkdir()
+        (root / "libexec" / "toolenv").write_text(f"#!/bin/sh\nshift\nexec {system_python} \"$@\"\n")
+        (root / "shims" / "python").write_text(f"#!/bin/sh\nexec {root}/libexec/toolenv exec \"$@\"\n")
+        for f in (root / "libexec" / "toolenv", root / "shims" / "python"):
+            f.chmod(0o755)
+        (home / ".aws").mkdir()
+        (home / ".aws" / "credentials").write_text("aws_secret_access_key = hunter2")
+        (home / ".local" / "bin").mkdir(parents=True)
+        (home / ".local" / "share").mkdir()
+        (home / ".local" / "share" / "notes.txt").write_text("private")
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.setenv("PATH", f"{home / '.local' / 'bin'}{os.pathsep}{root / 'shims'}{os.pathsep}/usr/bin:/bin")
+        (tmp_path / "r.py").write_text(
+            "import os\nh = os.environ['HOME']\n"
+            "print('SEEN', os.path.exists(h + '/.aws/credentials'), os.path.exists(h + '/.local/share/notes.txt'))\n")
+        res = run_command("python r.py", cwd=tmp_path, settings=Settings())
+        assert res.ok, res.stderr
+        assert "SEEN False False" in res.stdout  # the tool ran; the credentials and ~/.local's data stay hidden
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
