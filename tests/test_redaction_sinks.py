@@ -46,6 +46,22 @@ def test_the_search_tool_never_shows_a_secret_nor_a_pem_body_line(tmp_path: Path
 
 
 @pytest.mark.parametrize("straddle", [4, 12, 20])
+def test_read_file_redacts_the_whole_file_before_a_line_range_or_the_cut(tmp_path: Path, straddle: int) -> None:
+    """A line range inside a PEM key showed its body lines in clear; a token across the size cut kept its head."""
+    key = _pem(BODY * 4, "OPENSSH PRIVATE KEY")
+    (tmp_path / "id_ed25519").write_text(key + "\n")
+    token = "ghp_" + (BODY * 2)[:36]
+    (tmp_path / "big.txt").write_text("x" * (C.TOOL_READ_MAX_CHARS - 2 - len(token) + straddle) + f" {token}\n")
+    (tmp_path / "keys.txt").write_text(BLOB + "\n", encoding="utf-8")
+    tools = _tools(tmp_path)
+    for args in ({"path": "id_ed25519", "start_line": 2, "end_line": 4}, {"path": "id_ed25519"},
+                 {"path": "big.txt"}, {"path": "keys.txt"}, {"path": "keys.txt", "start_line": 3}):
+        out = tools.call("read_file", args).content
+        assert BODY[:8] not in out and BODY[16:24] not in out and token[4:4 + straddle] not in out, (args, out)
+        assert not [p for p in PARTS if p in out], (args, out)
+
+
+@pytest.mark.parametrize("straddle", [4, 12, 20])
 def test_the_agents_output_is_redacted_before_it_is_cut(repo: Path, tmp_path: Path, straddle: int) -> None:
     token = "ghp_" + (BODY * 2)[:36]
     tail = "x" * (C.AGENT_OUTPUT_CHARS - straddle)  # the cut falls `straddle` characters before the token's end
