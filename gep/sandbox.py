@@ -212,9 +212,8 @@ class Sandbox(BaseModel):
                 "--tmpfs", "/run", *_system_binds()]
         # (depth, rank, args): parents first, and at one depth the home's tmpfs before what is bound into it
         mounts: list[tuple[int, int, list[str]]] = []
-        home = env.get("HOME")
-        if home and Path(home).is_absolute() and Path(home) != Path("/") and not _system(Path(home)):
-            mounts.append((len(Path(home).parts), 0, ["--tmpfs", home]))
+        for masked in self._masked(env):
+            mounts.append((len(masked.parts), 0, ["--tmpfs", str(masked)]))
         src = self.scratch or self.tree
         mounts.append((len(self.tree.parts), 1, ["--bind", str(src), str(self.tree)]))
         for p in dict.fromkeys([*_git_metadata(self.tree), *self._needs(argv[0], env)]):
@@ -224,6 +223,18 @@ class Sandbox(BaseModel):
         tail = ["--remount-ro", "/", "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
                 "--chdir", str(cwd.resolve()), "--", *argv]
         return [*head, *(a for *_, args in mounts for a in args), *tail]
+
+    def _masked(self, env: Mapping[str, str]) -> list[Path]:
+        """The user's folders shown as an empty tmpfs: the home (as named and as resolved) always, and the
+        workspace when it lies in a folder the root shows (``/opt/app``): its ignored files and the engine's
+        state are then hidden too, whatever the paths (issue 32). Never ``/`` nor a system folder itself."""
+        found: list[Path] = []
+        home = env.get("HOME")
+        if home and Path(home).is_absolute():
+            found += [Path(home), Path(home).resolve()]
+        if self.state_dir is not None and _system(self.state_dir.parent):
+            found.append(self.state_dir.parent)
+        return [p for p in dict.fromkeys(found) if not any(_under(Path(d), str(p)) for d in ("/", *SYSTEM_DIRS))]
 
     def _needs(self, program: str, env: Mapping[str, str]) -> list[Path]:
         """What the command runs from, outside the system's folders: its program's environment, the PATH
@@ -241,7 +252,9 @@ class Sandbox(BaseModel):
         keep = [Path(h) for h in (env.get("HOME"),) if h] + [self.tree]
         if self.state_dir is not None:
             keep.append(self.state_dir.parent)
-        return [p for p in dict.fromkeys(found) if p.exists() and not _system(p) and not _under(p, str(self.tree))
+        masked = self._masked(env)  # a folder inside one is bound back, even in a system folder (/opt/me/.venv)
+        return [p for p in dict.fromkeys(found) if p.exists() and not _under(p, str(self.tree))
+                and (not _system(p) or any(_under(p, str(m)) for m in masked))
                 and not any(k == p or p in k.parents for k in keep)]
 
 

@@ -85,6 +85,10 @@ _KEEP_PREFIX = [
     # Session and cookie identifiers (session_id=..., cookie-id: ..., sessionid=...) log a user in.
     r"(?P<keep>(?<![A-Za-z0-9])(?i:session|cookie)[_ \-]?(?i:id)[\"']?\s*[=:]\s*[\"']?)"
     r"(?!\[REDACTED\])[A-Za-z0-9\-._~+/]{12,}",
+    # A Cookie or Set-Cookie header: every value in it may log a user in (session=..., a framework's own name);
+    # one whose session id was already redacted keeps its attributes (Path, Expires).
+    r"(?P<keep>(?:(?<![A-Za-z0-9\-])|(?<=\\[nrt]))(?i:set-)?(?i:cookie):[ \t]*)(?![^\r\n\\\"]*\[REDACTED\])"
+    r"[^\r\n\\\"]{8,}",
 ]
 
 # Personal data (no credential, but not for prompts or a shared store).
@@ -261,9 +265,11 @@ def _assignment_value(text: str, m: re.Match[str], kind: str) -> tuple[int, int]
     end = _value_end(text, start, m.group("q2"), kind)
     inner = None if m.group("q2") else _ASSIGN.match(text, start, end + 2)
     if inner is not None and inner.end() <= end + 2:  # "auth_token: password: X": a name, not the value
-        if _secret_name(inner.group("name")):
+        inner_end = _value_end(text, inner.end(), inner.group("q2"), kind)
+        # ... unless nothing follows it ("SharedAccessKey=...xKey=": a base64 value ending in a name)
+        if _secret_name(inner.group("name")) and len(text[inner.end():inner_end].strip(" \t\"'`,;)}]=")) >= 4:
             return None  # the inner assignment is redacted on its own
-        end = max(end, _value_end(text, inner.end(), inner.group("q2"), kind))
+        end = max(end, inner_end)
     value = text[start:end].rstrip()
     if kind == "header":  # keep the scheme (Token, Bearer, Basic, Digest ...)
         scheme = re.match(r"[A-Za-z]+[ \t]+", value)

@@ -93,28 +93,48 @@ class _Tail:
 
 def _tail_bytes(path: Path, cap: int, within: Path | None = None) -> tuple[bytes, int, int, bool]:
     """(data, file size, offset of data in the file, truncated): at most ``cap`` bytes from the end, starting
-    at a character boundary and, when truncated, at the next full line when there is one. Only a regular
-    file (inside ``within`` when given) is read: else :class:`gep.inputs.Unreadable`."""
+    at a character boundary and, when truncated, at the next full line when there is one, and past the rest
+    of a key block cut by the start. Only a regular file (inside ``within`` when given) is read: else
+    :class:`gep.inputs.Unreadable`."""
     cap = max(0, int(cap))
     with open_regular(path, within=within) as fh:
         size = os.fstat(fh.fileno()).st_size
         start = max(0, size - cap)
         fh.seek(start)
         data = fh.read(cap)
-    truncated = start > 0
-    offset = start
-    if truncated:
-        # Resume at a character boundary, then at the next full line when there is one.
-        skip = 0
-        while skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
-            skip += 1
-        data = data[skip:]
-        offset += skip
-        newline = data.find(b"\n")
-        if 0 <= newline < len(data) - 1:
-            data = data[newline + 1 :]
-            offset += newline + 1
+        truncated = start > 0
+        offset = start
+        if truncated:
+            # Resume at a character boundary, then at the next full line when there is one.
+            skip = 0
+            while skip < min(3, len(data)) and 0x80 <= data[skip] <= 0xBF:
+                skip += 1
+            data = data[skip:]
+            offset += skip
+            newline = data.find(b"\n")
+            if 0 <= newline < len(data) - 1:
+                data = data[newline + 1 :]
+                offset += newline + 1
+            fh.seek(max(0, offset - _KEY_LOOKBACK))
+            cut = _past_open_key(fh.read(min(offset, _KEY_LOOKBACK)), data)
+            data, offset = data[cut:], offset + cut
     return data, size, offset, truncated
+
+
+_KEY_LOOKBACK = 64 * 1024  # bytes read before a tail's start to see whether it starts inside a key block
+_BEGIN, _END = b"-----BEGIN ", b"-----END "
+
+
+def _past_open_key(before: bytes, data: bytes) -> int:
+    """Where ``data`` (a tail) may start: past the rest of a key block (PEM, OpenSSH, PGP) that began
+    before it. Its body lines carry no marker of their own, so redaction of the tail alone would miss them."""
+    if before.rfind(_BEGIN) <= before.rfind(_END):
+        return 0
+    end = data.find(_END)
+    if end < 0:
+        return len(data)  # the whole tail lies inside the key
+    newline = data.find(b"\n", end)
+    return len(data) if newline < 0 else newline + 1
 
 
 def read_tail(path: Path, cap: int, within: Path | None = None) -> _Tail:

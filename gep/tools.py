@@ -300,7 +300,9 @@ class WorkspaceTools:
         target, rel = self.resolve(args.get("path"))
         if not target.is_file():
             raise ToolFailed(f"'{rel}' does not exist or is not a file")
-        lines = self._read_text(target).splitlines(keepends=True)
+        # redacted whole, before a line range or the size cut (as in search, whose line numbers these match):
+        # a range inside a PEM key shows body lines with no marker of their own, a cut splits a token
+        lines = redact(self._read_text(target)).splitlines(keepends=True)
         start = _as_int(args.get("start_line"), 1, "start_line")
         end = _as_int(args.get("end_line"), len(lines), "end_line")
         if start < 1 or end < start:

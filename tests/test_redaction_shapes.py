@@ -92,6 +92,7 @@ SHAPES: dict[str, Shape] = {
     "basic_auth_url": lambda b: (f"https://admin:{b}@ci.example.com/job", [b]),
     "key_then_assignment": lambda b: (f"auth_token: password: {b}", [b]),
     "key_then_assignment_eq": lambda b: (f"API_KEY=SECRET_TOKEN={b}", [b]),
+    "cookie_header": lambda b: (f"Cookie: theme=dark; connect.sid={b}", [b]),
 }
 assert len(SHAPES) >= 45
 
@@ -164,3 +165,12 @@ def test_agent_command_lines_are_stored_redacted() -> None:
     assert "claude -p" in out and "--model claude-sonnet 'fix the bug'" in out
     assert redact_command(out) == out
     assert redact_command("codex exec 'do it'") == "codex exec 'do it'"
+
+
+def test_a_value_ending_like_a_secret_name_is_still_redacted() -> None:
+    """Found by the property test: a base64 key ending in "Key=" was read as a second assignment (a name with
+    nothing after it), so the first one's value was kept in clear."""
+    for text in ("SharedAccessKey=A00000000000000000000Key=  ", "AccountKey=Qx7Rk2Vb9Lm4Tz8Wc3Ny6Token=;x=1",
+                 "api_key: Qx7Rk2Vb9Lm4Tz8Wc3Ny6Pd1Hf5Js0GaPassword="):
+        assert "00000000Key" not in redact(text) and "Wc3Ny6" not in redact(text), redact(text)
+    assert redact("auth_token: password: Qx7Rk2Vb9Lm4") == "auth_token: [REDACTED] [REDACTED]"

@@ -45,6 +45,44 @@ def test_the_search_tool_never_shows_a_secret_nor_a_pem_body_line(tmp_path: Path
     assert "no match" in tools.call("search", {"pattern": BODY[:16]}).content  # no oracle on the clear text
 
 
+@pytest.mark.parametrize("kind", ["RSA PRIVATE KEY", "OPENSSH PRIVATE KEY", "PGP PRIVATE KEY BLOCK"])
+@pytest.mark.parametrize("inside", [3, 20, 200])  # the tail starts 3, 20 or 200 bytes into the key's body
+def test_a_log_tail_starting_inside_a_key_block_shows_none_of_it(tmp_path: Path, kind: str, inside: int) -> None:
+    """The tail of a log starts at a full line: when the cut fell inside a key block, its body lines (no
+    marker of their own) reached the prompt and the timeline in clear."""
+    from datetime import UTC, datetime
+
+    from gep.sources import collect_sources, collect_tails
+
+    key = _pem(BODY * 16, kind)
+    (tmp_path / "logs").mkdir()
+    head = "2026-11-27 10:00:00 INFO boot\n" * 5 + f"2026-11-27 10:00:01 ERROR loaded key\n{key}\n"
+    rest = "2026-11-27 10:00:02 ERROR TypeError: boom\n" * 3
+    (tmp_path / "logs" / "app.log").write_text(head + rest)
+    body_at = head.index(BODY[:16])
+    settings = Settings(log_tail_bytes=len(head) + len(rest) - body_at - inside)
+    seen = collect_sources(tmp_path, settings, datetime.now(UTC)).today_log
+    seen += "".join(line.text for t in collect_tails(tmp_path, settings, datetime.now(UTC), []) for line in t.lines)
+    assert "TypeError: boom" in seen  # what follows the key is still read
+    assert not [i for i in range(0, len(BODY) * 16 - 8, 8) if (BODY * 16)[i:i + 8] in seen], seen
+
+
+@pytest.mark.parametrize("straddle", [4, 12, 20])
+def test_read_file_redacts_the_whole_file_before_a_line_range_or_the_cut(tmp_path: Path, straddle: int) -> None:
+    """A line range inside a PEM key showed its body lines in clear; a token across the size cut kept its head."""
+    key = _pem(BODY * 4, "OPENSSH PRIVATE KEY")
+    (tmp_path / "id_ed25519").write_text(key + "\n")
+    token = "ghp_" + (BODY * 2)[:36]
+    (tmp_path / "big.txt").write_text("x" * (C.TOOL_READ_MAX_CHARS - 2 - len(token) + straddle) + f" {token}\n")
+    (tmp_path / "keys.txt").write_text(BLOB + "\n", encoding="utf-8")
+    tools = _tools(tmp_path)
+    for args in ({"path": "id_ed25519", "start_line": 2, "end_line": 4}, {"path": "id_ed25519"},
+                 {"path": "big.txt"}, {"path": "keys.txt"}, {"path": "keys.txt", "start_line": 3}):
+        out = tools.call("read_file", args).content
+        assert BODY[:8] not in out and BODY[16:24] not in out and token[4:4 + straddle] not in out, (args, out)
+        assert not [p for p in PARTS if p in out], (args, out)
+
+
 @pytest.mark.parametrize("straddle", [4, 12, 20])
 def test_the_agents_output_is_redacted_before_it_is_cut(repo: Path, tmp_path: Path, straddle: int) -> None:
     token = "ghp_" + (BODY * 2)[:36]

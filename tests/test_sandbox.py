@@ -188,6 +188,32 @@ def test_credential_files_in_home_are_hidden(tmp_path: Path, monkeypatch: pytest
         shutil.rmtree(home, ignore_errors=True)
 
 
+@needs_bwrap
+@pytest.mark.skipif(not os.access("/opt", os.W_OK), reason="/opt is not writable here")
+def test_a_workspace_and_home_in_a_folder_the_root_shows_are_hidden_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32, finding 1, "whatever their paths": /opt is shown read-only, so a workspace (/opt/app) and a
+    HOME there were readable whole: the ignored .env, the engine's .gep/ and ~/.aws/credentials."""
+    root = Path(tempfile.mkdtemp(prefix="gep-opt-", dir="/opt"))
+    try:
+        ws, home = init_repo(root / "app", {".gitignore": ".env\n"}), root / "home"
+        (ws / ".env").write_text("ENVSECRET\n")
+        (ws / ".gep").mkdir()
+        (ws / ".gep" / "gep.db").write_text("STATESECRET\n")
+        (home / ".aws").mkdir(parents=True)
+        (home / ".aws" / "credentials").write_text("AWSSECRET\n")
+        monkeypatch.setenv("HOME", str(home))
+        clone = init_repo(ws / ".gep" / "worktrees" / "evt_1", {"r.py": (
+            f"for p in [{str(ws / '.env')!r}, {str(ws / '.gep' / 'gep.db')!r}, {str(home / '.aws/credentials')!r}]:\n"
+            "    try:\n        print(open(p).read().strip())\n    except OSError:\n        print('hidden')\n")})
+        for mode, seen in (("auto", "hidden\nhidden\nhidden"), ("none", "ENVSECRET\nSTATESECRET\nAWSSECRET")):
+            box = Sandbox.resolve(clone, Settings(sandbox=mode), state_dir=ws / ".gep")
+            rep = run_validation(commands=["python r.py"], cwd=clone, settings=Settings(sandbox=mode), gene_id=None,
+                                 report_id="r", sandbox=box)
+            assert rep.results[0].stdout.strip() == seen, (mode, rep.results[0].stdout, rep.results[0].stderr)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 # ------------------------------------------------------------------ limits
 
 

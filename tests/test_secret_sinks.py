@@ -6,8 +6,8 @@ Code session (the user's own words: a correction and a preference next to them) 
 (its summary and rationale, which become the commit message). Then each sink is searched for every shape's
 secret parts: the store and everything else under .gep/ (events, prompt files, lessons, the behavioural
 signals file), the requests sent to the Messages API, `gep export`, every commit of every ref, the stdout of
-`gep history --json`, `gep show --json` and `gep lessons list --json`, the flow run's parameters and every
-artifact of the run."""
+`gep history --json`, `gep show --json` and `gep lessons list --json`, the flow run's parameters, every
+artifact of the run, its log lines and the state messages of the run and its tasks."""
 
 from __future__ import annotations
 
@@ -62,7 +62,14 @@ def session(req_blob: str) -> list[dict]:
 
 def sinks_of(ws: Path, out: Path, run_id: str, base: str) -> dict[str, str]:
     from prefect import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterId,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
 
     got: dict[str, str] = {}
     for f in (ws / ".gep").rglob("*"):
@@ -89,6 +96,15 @@ def sinks_of(ws: Path, out: Path, run_id: str, base: str) -> dict[str, str]:
         arts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(
             any_=[run_id])))
         got["artifacts"] = json.dumps([a.model_dump(mode="json") for a in arts])
+        # the run's log lines and every state message (the flow run's and its stage tasks') Prefect keeps
+        from prefect.logging.handlers import APILogWorker
+
+        APILogWorker.drain_all()  # the log lines are sent in batches: all of them are on the server now
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))
+        got["prefect logs"] = "\n".join(line.message for line in logs)
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run_id])))
+        states = [*client.read_flow_run_states(run_id), *(st for t in tasks for st in client.read_task_run_states(t.id))]
+        got["prefect states"] = json.dumps([(st.name, st.message) for st in states])
     return got
 
 
@@ -119,6 +135,7 @@ def test_no_planted_shape_reaches_any_sink(prefect_server, example_ws: Path, tmp
     # the sinks were there to search: the store, the signals file, a prompt, the export, artifacts
     assert any(n.endswith(".db") for n in found) and any("behavior" in n for n in found), sorted(found)
     assert any(n.startswith("export ") for n in found) and len(found) > 8
+    assert "prefect logs" in found and "prefect states" in found
     assert "[REDACTED]" in subprocess.run(["git", "log", "-1", "--format=%B"], cwd=example_ws, capture_output=True,
                                           text=True).stdout  # the model's summary went into the commit, redacted
     assert os.environ["ANTHROPIC_API_KEY"] == KEY

@@ -57,25 +57,30 @@ print("READ", json.dumps(sorted(got)))
 
 
 @pytest.fixture
-def world(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Path]]:
+def world(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[dict[str, Path]]:
     """Under /var/tmp: the workspace (an ignored .env), a HOME (~/.aws a symlink elsewhere, ~/.netrc) and
-    another repository of the user's."""
-    root = Path(tempfile.mkdtemp(prefix="gep-view-", dir="/var/tmp"))
+    another repository of the user's. ``request.param`` /opt (a folder the sandbox's root shows read-only) puts
+    the workspace and HOME there instead (another folder under /opt stays readable: docs/security.md)."""
+    where = getattr(request, "param", "/var/tmp")
+    if not os.access(where, os.W_OK):
+        pytest.skip(f"{where} is not writable here")
+    root, aside = (Path(tempfile.mkdtemp(prefix="gep-view-", dir=d)) for d in (where, "/var/tmp"))
     shutil.copytree(EXAMPLE, root / "ws")
     (root / "ws" / ".gitignore").write_text(".env\n")
     ws = init_repo(root / "ws", {})
     (ws / ".env").write_text(f"API_TOKEN={SECRETS['env']}\n")
-    home, elsewhere = root / "home", root / "vault" / "aws"
+    home, elsewhere = root / "home", aside / "vault" / "aws"
     elsewhere.mkdir(parents=True)
     (elsewhere / "credentials").write_text(f"aws_secret_access_key = {SECRETS['aws']}\n")
     home.mkdir()
     (home / ".aws").symlink_to(elsewhere)
     (home / ".netrc").write_text(f"machine x login u password {SECRETS['netrc']}\n")
-    other = init_repo(root / "other", {"notes.txt": SECRETS["other"] + "\n"})
+    other = init_repo(aside / "other", {"notes.txt": SECRETS["other"] + "\n"})
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     yield {"ws": ws, "home": home, "other": other}
     shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _session(conftest: str) -> list[dict]:
@@ -95,7 +100,8 @@ def _everything_stored(ws: Path) -> bytes:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("mode", ["bwrap", "none"])
+@pytest.mark.parametrize(("mode", "world"), [("bwrap", "/var/tmp"), ("none", "/var/tmp"), ("bwrap", "/opt")],
+                         indirect=["world"])  # /opt: the root shows it read-only, so the user's folders are masked
 def test_validation_reads_no_user_data_and_its_writes_never_reach_the_commit(
         world: dict[str, Path], monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     ws = world["ws"]
