@@ -1,6 +1,6 @@
 """The memory graph's history of a workspace: summaries of folded events, and the events recorded since.
 
-Folding turns settled events into per-gene, per-situation summaries (gep.memory_graph.SituationSummary)
+Folding turns settled events into per-gene, per-situation summaries (gep.learned.SituationSummary)
 and moves a watermark (the counter ``memory_folded_seq``) past them. The memory graph gives the same advice
 from the summaries as from those events, so pruning may delete folded events without changing selection.
 The newest ``FOLD_KEEP`` events are never folded (they change while a cycle runs, and the loop rules read
@@ -14,7 +14,8 @@ import hashlib
 from sqlmodel import Session, col, func, select
 
 from gep import constants as C
-from gep.memory_graph import MemoryHistory, SituationSummary, merge_summaries, summarize
+from gep.learned import MemoryHistory, SituationSummary
+from gep.memory_graph import merge_summaries, summarize
 from gep.models import EvolutionEvent, utc_now
 from gep.store.base import StoreBase
 from gep.store.codec import load

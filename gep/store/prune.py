@@ -23,7 +23,7 @@ from sqlmodel import Session, col, func, select
 
 from gep import constants as C
 from gep.config import Settings
-from gep.memory_graph import parse_at
+from gep.learned import parse_at
 from gep.models import iso, utc_now
 from gep.store.engine import store_errors
 from gep.store.memory import FOLD_KEEP, FOLDED, MemoryMixin
