@@ -332,6 +332,20 @@ def _merge_windows(out: SituationSummary, a: SituationSummary, b: SituationSumma
     out.recent = kept + list(b.recent)
 
 
+class SummaryFold:
+    """The memory graph's summary arithmetic, as the store's ``MemoryFold`` (gep/store/memory.py) takes it: the
+    store keeps summaries, and the callers that fold (the cycle, `gep store prune`) give it this."""
+
+    def summarize(self, events: Iterable[EvolutionEvent], ref: datetime | None) -> list[SituationSummary]:
+        return summarize(events, ref)
+
+    def merge(self, a: SituationSummary, b: SituationSummary) -> SituationSummary:
+        return merge_summaries(a, b)
+
+
+MEMORY_FOLD = SummaryFold()
+
+
 def window_evidence(summary: SituationSummary, now: datetime) -> tuple[float, float]:
     """Decayed successes and failures (empties count as failures) of a summary's outcomes as selection weighs
     them: the window's outcomes in full, the older ones faded (see ``EVIDENCE_WINDOW``)."""
