@@ -37,7 +37,14 @@ from sqlalchemy import create_engine, text
 from sqlmodel import col, select
 
 from gep.config import Settings
-from gep.memory_graph import MemoryAdvice, SituationSummary, memory_advice, merge_summaries, summarize
+from gep.memory_graph import (
+    MEMORY_FOLD,
+    MemoryAdvice,
+    SituationSummary,
+    memory_advice,
+    merge_summaries,
+    summarize,
+)
 from gep.models import (
     BlastRadius,
     Capsule,
@@ -174,9 +181,9 @@ def bench_prune(url: str, n: int, keep: int) -> bool:
         record(whole, n, end, "unpruned")
         record(pruned, n, end, "pruned")
         t0 = time.perf_counter()
-        report = pruned.prune(keep_events=keep)
+        report = pruned.prune(fold=MEMORY_FOLD, keep_events=keep)
         print(f"prune to {keep:,} events: {time.perf_counter() - t0:.0f}s; {report.summary()}", flush=True)
-        history_ = pruned.memory_history()
+        history_ = pruned.memory_history(MEMORY_FOLD)
         now, ok, checked = utc_now(), True, 0
         raw = raw_summaries(whole, now)
         for signals in [*SITUATIONS, ["log_error"], ["recurring_error", "perf_bottleneck"]]:
@@ -210,7 +217,7 @@ def loop_reads(store: Store) -> None:
 
 
 def memory_read(store: Store) -> None:
-    store.memory_history()
+    store.memory_history(MEMORY_FOLD)
 
 
 def time_reads(stores: list[Store], rounds: int, read: Callable[[Store], None] = loop_reads) -> list[float]:
@@ -236,7 +243,7 @@ def fleet(url: str, others: int, per: int) -> Store:
     target = workspace(db, "target")
     record(target, per, END, "target")
     target.set_state("personality.current", PersonalityState())
-    target.memory_history()  # fold now, so that timing reads only read
+    target.memory_history(MEMORY_FOLD)  # fold now, so that timing reads only read
     print(f"fleet of {others + 1} workspaces x {per:,} events: {time.perf_counter() - t0:.0f}s", flush=True)
     return target
 

@@ -25,20 +25,21 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 
 from gep import behavior_rules as R
+from gep.behavior_signal import CONTEXT_MAX as CONTEXT_MAX
+from gep.behavior_signal import SUMMARY_MAX as SUMMARY_MAX
+from gep.behavior_signal import BehaviorSignal as BehaviorSignal
+from gep.behavior_signal import SignalType as SignalType
+from gep.behavior_signal import StoredSignal as StoredSignal
 from gep.sanitize import redact
 from gep.sources import SessionExchanges, TranscriptExchange
 
-SignalType = Literal["preference", "emotion", "correction", "approval", "style"]
 SIGNAL_TYPES: tuple[SignalType, ...] = ("correction", "preference", "emotion", "approval", "style")  # priority
 MAX_PER_EXCHANGE = 3
 MAX_PER_DAY = 10  # per day and source (seed 000: "more than 10 signals per day per user" is over-capturing)
-SUMMARY_MAX = 100
-CONTEXT_MAX = 150
 
 # GEP signal names (gep.mutation and gep.selector read these).
 USER_CORRECTION = "user_correction"
@@ -52,41 +53,6 @@ USER_STYLE = "user_style"
 DETAIL_PREFIXES = (USER_CORRECTION, USER_PREFERENCE, USER_STYLE, "user_emotion", "user_pattern", "user_value",
                    "user_fear", "user_defense")
 NEGATIVE_EMOTIONS = ("frustrated", "annoyed", "angry", "disappointed", "fed up", "upset")
-
-
-class BehaviorSignal(BaseModel):
-    """One signal, exactly the seed's schema. Summary and context are redacted on the way in."""
-
-    model_config = ConfigDict(extra="ignore")  # lines written by other tools may carry more
-
-    ts: str
-    type: SignalType
-    summary: str = Field(min_length=1, max_length=SUMMARY_MAX)
-    context: str | None = Field(default=None, max_length=CONTEXT_MAX)
-    intensity: int = Field(ge=1, le=5)
-
-    @field_validator("ts")
-    @classmethod
-    def _iso(cls, v: str) -> str:
-        datetime.fromisoformat(v)  # raises ValueError: not ISO-8601
-        return v
-
-    @field_validator("summary", "context", mode="before")
-    @classmethod
-    def _redacted(cls, v: object) -> object:
-        return redact(v) if isinstance(v, str) else v
-
-    @property
-    def at(self) -> datetime:
-        ts = datetime.fromisoformat(self.ts)
-        return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
-
-
-class StoredSignal(BehaviorSignal):
-    """A signal as a daily JSONL line: the seed's fields plus where it came from (readers may ignore both)."""
-
-    source: str | None = None  # "claude_code" | "openclaw" | another tool's name
-    key: str | None = None  # the exchange it came from (see exchange_key); one exchange, one key
 
 
 class Detected(BaseModel):

@@ -44,6 +44,7 @@ from gep.claude import claude_client
 from gep.config import Settings
 from gep.feedback import FeedbackKind, FeedbackSignal, Observation
 from gep.hashing import compute_asset_id
+from gep.learned import DistillRun as DistillRun
 from gep.models import (
     SCHEMA_VERSION,
     Capsule,
@@ -110,26 +111,6 @@ _RECURRING = re.compile(r"^recurring_errsig\(\d+x\):(.+)$", re.DOTALL)
 
 
 # ------------------------------------------------------------------ the log
-
-
-class DistillRun(BaseModel):
-    """One distillation run as logged: kept (a gene), rejected (with the reasons) or skipped (why)."""
-
-    at: datetime
-    status: Literal["kept", "rejected", "skipped"]
-    reasons: list[str] = Field(default_factory=list)  # why skipped / why refused
-    repairs: list[str] = Field(default_factory=list)  # what was fixed in the proposal
-    notes: list[str] = Field(default_factory=list)  # e.g. Claude unavailable, deterministic synthesis used
-    synthesis: Literal["claude", "deterministic"] | None = None
-    data_hash: str | None = None
-    capsule_count: int = 0
-    gene_id: str | None = None
-    gene: Gene | None = None  # the kept gene, or the refused one after repairs (for the record)
-    analysis: DistillAnalysis | None = None
-
-    @property
-    def attempted(self) -> bool:
-        return self.status != "skipped"
 
 
 class DistillLog(Protocol):

@@ -24,7 +24,6 @@ import re
 import subprocess
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -32,6 +31,9 @@ from pydantic import BaseModel, Field
 
 from gep import constants as C
 from gep.errors import GepError
+from gep.learned import FeedbackKind as FeedbackKind
+from gep.learned import FeedbackSignal as FeedbackSignal
+from gep.learned import Observation as Observation
 from gep.memory_graph import compute_signal_key, jaccard, normalize_signals, situation_signals
 from gep.sanitize import redact
 
@@ -46,31 +48,12 @@ class FeedbackError(GepError):
     """Feedback that cannot be recorded (no gene to score, an unknown kind)."""
 
 
-class FeedbackKind(StrEnum):
-    used = "used"
-    ignored = "ignored"
-    helpful = "helpful"
-    not_helpful = "not_helpful"
-
-
 WEIGHTS: dict[FeedbackKind, float] = {
     FeedbackKind.used: 1.0,
     FeedbackKind.ignored: -0.5,
     FeedbackKind.helpful: 1.5,
     FeedbackKind.not_helpful: -1.0,
 }
-
-
-class Observation(StrEnum):
-    """What a later cycle (or a person) saw about an earlier cycle of a gene."""
-
-    fix_verified = "fix_verified"  # the fix's trigger was gone at the next cycle
-    fix_did_not_hold = "fix_did_not_hold"  # a success whose trigger came back
-    ended_empty = "ended_empty"  # the gene was selected and the cycle changed nothing
-    ended_abandoned = "ended_abandoned"
-    rolled_back = "rolled_back"  # the gene's change failed its checks and was discarded: abandoned too
-    reverted = "reverted"  # a person reverted the cycle's commit
-    person = "person"  # explicit helpful / not_helpful
 
 
 # The implicit mapping. A fix that did not hold is "ignored" at the seed's cap on ignore confidence (0.6).
@@ -82,29 +65,6 @@ IMPLICIT: dict[Observation, tuple[FeedbackKind, float]] = {
     Observation.rolled_back: (FeedbackKind.ignored, 0.5),
     Observation.reverted: (FeedbackKind.not_helpful, 1.0),
 }
-
-
-class FeedbackSignal(BaseModel):
-    """One feedback signal about the gene an event used, in that event's signal situation."""
-
-    id: str
-    gene_id: str
-    event_id: str | None = None
-    kind: FeedbackKind
-    confidence: float = Field(ge=0.0, le=1.0)
-    origin: Observation
-    situation: list[str] = Field(default_factory=list)  # normalised situation signals, sorted
-    note: str | None = None
-    author: str | None = None
-    created_at: datetime
-
-    @property
-    def situation_key(self) -> str:
-        return compute_signal_key(self.situation)
-
-    @property
-    def delta(self) -> float:
-        return score_delta(self.kind, self.confidence)
 
 
 # ------------------------------------------------------------------ arithmetic (the seed's)
@@ -152,7 +112,7 @@ class Score(BaseModel):
         """Decay to the signal's time, then move by its delta (signals must come in time order)."""
         base = self.value if self.updated_at is None else decayed(self.value, _days(self.updated_at,
                                                                                     signal.created_at))
-        self.value = clamp01(base + signal.delta)
+        self.value = clamp01(base + score_delta(signal.kind, signal.confidence))
         if self.updated_at is None or signal.created_at > self.updated_at:
             self.updated_at = signal.created_at
         self.counts.add(signal.kind)
@@ -201,7 +161,7 @@ class FeedbackIndex:
         """One more signal, no older than those already in (a long-running caller's incremental update)."""
         self.global_scores.setdefault(s.gene_id, Score()).apply(s)
         by_key = self.situations.setdefault(s.gene_id, {})
-        key = s.situation_key
+        key = compute_signal_key(s.situation)
         if key not in by_key:
             by_key[key] = _Situation(key=key, signals=list(s.situation))
         by_key[key].score.apply(s)

@@ -24,14 +24,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from enum import StrEnum
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field
 
 from gep import constants as C
-from gep.errors import GepError
 from gep.feedback import situation_key_signals
+from gep.learned import Lesson as Lesson
+from gep.learned import LessonCategory as LessonCategory
+from gep.learned import LessonDeletion as LessonDeletion
+from gep.learned import LessonError as LessonError
+from gep.learned import Stance as Stance
+from gep.learned import deletion_record as deletion_record
+from gep.learned import lesson_exists as lesson_exists
 from gep.memory_graph import compute_signal_key, jaccard, situation_signals
 from gep.sanitize import redact
 
@@ -43,71 +48,8 @@ SYNTHESIS_THRESHOLD = C.LESSON_SYNTHESIS_THRESHOLD
 PROMPT_CHARS = C.LESSON_PROMPT_CHARS
 
 
-class LessonError(GepError):
-    """A lesson operation that cannot be done (unknown id, a delete without a reason, a rewrite)."""
-
-
-def lesson_exists(lesson_id: str) -> LessonError:
-    """The refusal of a second write of a lesson id (stored, or deleted: ids are never reused)."""
-    return LessonError(f"lesson {lesson_id} exists: lessons are append-only (write a new one)")
-
-
-class LessonCategory(StrEnum):
-    success = "success"  # committed, not yet verified
-    failure = "failure"
-    empty = "empty"
-    abandoned = "abandoned"
-    fix_verified = "fix_verified"
-    fix_did_not_hold = "fix_did_not_hold"
-    person = "person"  # a person's verdict and note
-    synthesis = "synthesis"
-
-
-class Stance(StrEnum):
-    works = "works"
-    fails = "fails"
-    neutral = "neutral"
-
-
 STANCE = {LessonCategory.success: Stance.works, LessonCategory.fix_verified: Stance.works,
           LessonCategory.failure: Stance.fails, LessonCategory.fix_did_not_hold: Stance.fails}
-
-
-class Lesson(BaseModel):
-    id: str
-    topic: str
-    gene_id: str
-    situation: list[str] = Field(default_factory=list)  # normalised situation signals (for similarity)
-    category: LessonCategory
-    stance: Stance = Stance.neutral
-    content: str
-    event_id: str | None = None
-    salience_spent: float = Field(default=1.0, gt=0.0)
-    strength_adjustment: float = Field(default=1.0, ge=0.1, le=10.0)
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
-    importance: float = Field(default=0.5, ge=0.0, le=1.0)
-    novelty: float = Field(default=0.5, ge=0.0, le=1.0)
-    created_at: datetime
-    supersedes: str | None = None
-    conflicts_with: list[str] = Field(default_factory=list)
-    synthesis_source_ids: list[str] = Field(default_factory=list)
-    conflict_resolved: bool = False
-    resolved_by: str | None = None  # the synthesis lesson that resolved this one's conflicts
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def strength(self) -> float:
-        return round(self.salience_spent * self.strength_adjustment, 6)
-
-
-class LessonDeletion(BaseModel):
-    """The audit record of a deleted lesson: nothing a person or a cycle wrote disappears untraced."""
-
-    lesson_id: str
-    deleted_by: str
-    deleted_at: datetime
-    reason: str
-    lesson: Lesson  # the deleted content, whole
 
 
 def lesson_topic(gene_id: str, signals: Sequence[str]) -> str:
@@ -429,15 +371,6 @@ def record_lesson(repo: LessonLog, lesson: Lesson) -> None:
     repo.append_lesson(lesson)
     if lesson.synthesis_source_ids:
         repo.mark_conflicts_resolved(lesson.synthesis_source_ids, by=lesson.id)
-
-
-def deletion_record(lesson: Lesson, *, who: str, why: str, at: datetime) -> LessonDeletion:
-    if not why or not why.strip():
-        raise LessonError(f"deleting lesson {lesson.id} needs a reason (--reason TEXT)")
-    if not who or not who.strip():
-        raise LessonError(f"deleting lesson {lesson.id} needs to say who deletes it")
-    return LessonDeletion(lesson_id=lesson.id, deleted_by=redact(who.strip()), deleted_at=at,
-                          reason=redact(why.strip()), lesson=lesson.model_copy(deep=True))
 
 
 class InMemoryLessons:

@@ -37,12 +37,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from gep import constants as C
 from gep.attribution import is_host_failure
+from gep.learned import MemoryHistory as MemoryHistory
+from gep.learned import SituationSummary as SituationSummary
+from gep.learned import parse_at as parse_at
 from gep.models import EvolutionEvent, Gene
 from gep.problem_key import learning_key
 from gep.problem_key import normalize_error_signature as normalize_error_signature  # named here too
@@ -111,16 +114,6 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
 
 
 # ------------------------------------------------------------------ time
-
-
-def parse_at(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def event_time(event: EvolutionEvent) -> datetime | None:
@@ -212,61 +205,6 @@ class MemoryAdvice(BaseModel):
 
 
 # ------------------------------------------------------------------ situation summaries
-
-
-class SituationSummary(BaseModel):
-    """What events say about one gene in one signal situation, folded into counts and decayed sums.
-
-    The memory graph gives the same advice from a summary as from the events it folds, so the store can
-    prune old events and keep their summaries (gep/store/memory.py). Decayed sums are kept as of ``ref_at``:
-    a dated outcome weighs ``0.5 ** ((ref_at - at) / half_life)`` there, and at any later ``now`` every one
-    of them has decayed by the same factor, so one multiplication ages the whole sum. Outcomes without a
-    time weigh 1 at any age (as :func:`decay_weight`). Exact for outcomes stamped before ``ref_at`` and a
-    ``now`` not before it; an outcome stamped after ``ref_at`` (a clock ahead) decays from ``ref_at`` on.
-    """
-
-    key: str  # compute_signal_key of the situation signals
-    signals: list[str]  # the situation's normalised signals, for similarity
-    gene_id: str
-    success: int = 0
-    failed: int = 0
-    empty: int = 0
-    last_at: str | None = None  # newest dated outcome (ISO-8601, full precision)
-    ref_at: str | None = None
-    edge_success: float = 0.0  # EDGE_HALF_LIFE_DAYS
-    edge_fail: float = 0.0  # failures and empties alike
-    prior_success: float = 0.0  # GENE_PRIOR_HALF_LIFE_DAYS
-    prior_fail: float = 0.0
-    undated_success: int = 0
-    undated_fail: int = 0
-    # selection's evidence window (issue 15): the newest EVIDENCE_WINDOW outcomes as (success, at), oldest first,
-    # and the older ones' sums (decayed as the edge sums, faded by EVIDENCE_RETENTION per newer outcome beyond the
-    # window); see :func:`window_evidence`
-    recent: list[tuple[bool, str | None]] = Field(default_factory=list)
-    faded_success: float = 0.0
-    faded_fail: float = 0.0
-    faded_undated_success: float = 0.0
-    faded_undated_fail: float = 0.0
-
-    @model_validator(mode="after")
-    def _legacy(self) -> SituationSummary:
-        """A summary stored before the window existed: its outcomes count as faded ones, unfaded (not lost)."""
-        if self.total and not ({"recent", "faded_success", "faded_fail"} & self.model_fields_set):
-            self.faded_success, self.faded_fail = self.edge_success, self.edge_fail
-            self.faded_undated_success, self.faded_undated_fail = self.undated_success, self.undated_fail
-        return self
-
-    @property
-    def total(self) -> int:
-        return self.success + self.failed + self.empty
-
-
-class MemoryHistory(BaseModel):
-    """The memory graph's whole input as the store keeps it: summaries of folded events, then the events
-    recorded since (oldest first). Together they stand for every event the workspace recorded."""
-
-    summaries: list[SituationSummary] = Field(default_factory=list)
-    events: list[EvolutionEvent] = Field(default_factory=list)
 
 
 def _situation(ev: EvolutionEvent) -> tuple[str, str, str, datetime | None] | None:
@@ -392,6 +330,20 @@ def _merge_windows(out: SituationSummary, a: SituationSummary, b: SituationSumma
         else:
             _to_faded(out, ok, parse_at(at), ref, retention ** (newer - C.EVIDENCE_WINDOW + 1))
     out.recent = kept + list(b.recent)
+
+
+class SummaryFold:
+    """The memory graph's summary arithmetic, as the store's ``MemoryFold`` (gep/store/memory.py) takes it: the
+    store keeps summaries, and the callers that fold (the cycle, `gep store prune`) give it this."""
+
+    def summarize(self, events: Iterable[EvolutionEvent], ref: datetime | None) -> list[SituationSummary]:
+        return summarize(events, ref)
+
+    def merge(self, a: SituationSummary, b: SituationSummary) -> SituationSummary:
+        return merge_summaries(a, b)
+
+
+MEMORY_FOLD = SummaryFold()
 
 
 def window_evidence(summary: SituationSummary, now: datetime) -> tuple[float, float]:

@@ -110,6 +110,16 @@ class SourceFile(BaseModel):
     mtime: float = 0.0
 
 
+class FileMark(BaseModel):
+    """A file's size at a moment (a fix's commit): bytes before it were written before that moment (kept in
+    gep.learned.Resolution; here, beside SourceFile, so that gep.sources reads it without gep.models)."""
+
+    path: str
+    kind: SourceKind
+    size: int
+    head: str | None = None  # digest of its first bytes: a file rewritten since (not appended to) differs
+
+
 class InputWarning(BaseModel):
     """An input the engine did not read, and why: not a regular file (a FIFO, a device), a symlink out of
     the folder it was found in, over a size cap, deeper than the walk goes (see gep/inputs.py). ``path`` is

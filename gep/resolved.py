@@ -31,6 +31,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from gep.learned import FixStatus as FixStatus
+from gep.learned import Resolution as Resolution
 from gep.problem_key import learning_key
 from gep.signals import extract_signals
 from gep.sources import FileMark, FileTail, TailLine, render_transcript
@@ -40,7 +42,6 @@ GENERIC = frozenset({"log_error", "recurring_error", "perf_bottleneck", "capabil
 ERROR_KINDS = ("errsig:", "recurring_errsig")  # replaced by the new lines' own when dropped
 EMPTY_FALLBACK = "stable_success_plateau"  # what extract_signals says when nothing is left
 
-FixStatus = Literal["pending", "verified", "did_not_hold"]
 # where the verdict on a fix is kept in its event's meta ("verified" | "did_not_hold"): selection counts a fix
 # that did not hold as a failure, since success means the problem went away
 FIX_VERDICT_KEY = "fix_verdict"
@@ -48,22 +49,6 @@ FIX_VERDICT_KEY = "fix_verdict"
 _LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d{2}:?\d{2})?\]?\s*")
 _COUNT = re.compile(r"^recurring_errsig\(\d+x\):")
 _SNIPPET_HEAD = 40
-
-
-class Resolution(BaseModel):
-    """What a committed fix addressed, and where the logs stood when it was committed."""
-
-    event_id: str
-    gene_id: str | None = None
-    signals: list[str]
-    commit_sha: str
-    committed_at: datetime
-    files: list[FileMark] = Field(default_factory=list)
-    # trigger errors whose code the change did not touch (gep/fix_credit.py): never verified by it
-    missed: list[str] = Field(default_factory=list)
-    credited: list[str] = Field(default_factory=list)  # errors it touched that did not trigger the cycle
-    status: FixStatus = "pending"
-    checked_at: datetime | None = None
 
 
 class ResolvedSignal(BaseModel):

@@ -30,6 +30,8 @@ from gep import constants as C
 from gep.config import Settings
 from gep.errors import GepError
 from gep.inputs import Unreadable, read_text_capped
+from gep.learned import GeneStatus as GeneStatus
+from gep.learned import GeneStatusChange as GeneStatusChange
 from gep.models import Gene
 from gep.runner import check_command, resolve_program
 
@@ -294,23 +296,6 @@ def gene_runnability(gene: Gene, *, workspace: Path, settings: Settings, env: Ma
 
 
 # ------------------------------------------------------------------ retired genes
-
-
-class GeneStatusChange(BaseModel):
-    action: Literal["retire", "restore"]
-    reason: str | None = None
-    at: datetime
-
-
-class GeneStatus(BaseModel):
-    """A gene's standing in one workspace's pool (the store keeps it per workspace: genes are fleet-wide, retiring
-    one is a workspace's verdict). History is kept, never rewritten."""
-
-    gene_id: str
-    retired: bool = False
-    reason: str | None = None
-    changed_at: datetime | None = None
-    history: list[GeneStatusChange] = Field(default_factory=list)
 
 
 class GeneStatusRepository(Protocol):

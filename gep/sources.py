@@ -51,6 +51,7 @@ from pydantic import BaseModel, Field
 
 from gep.config import Settings
 from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular, shown
+from gep.records import FileMark as FileMark
 from gep.records import InputWarning, SourceFile, SourceKind
 from gep.sanitize import REDACTED, redact
 
@@ -531,15 +532,6 @@ class FileTail(BaseModel):
         if self.size < mark.size:
             return True
         return mark.head is not None and head_digest(self.head[:min(mark.size, HEAD_BYTES)]) != mark.head
-
-
-class FileMark(BaseModel):
-    """A file's size at a moment (a fix's commit): bytes before it were written before that moment."""
-
-    path: str
-    kind: SourceKind
-    size: int
-    head: str | None = None  # digest of its first bytes: a file rewritten since (not appended to) differs
 
 
 HEAD_BYTES = 256

@@ -30,6 +30,7 @@ from gep.injections import judge_for_cycle
 from gep.learning import PromptMemory, catch_up, learn_from_cycle, recall_for_prompt, scan_reverts
 from gep.learning_switch import learning_switch
 from gep.live import restore_live
+from gep.memory_graph import MEMORY_FOLD
 from gep.models import (
     Capsule,
     CycleRun,
@@ -167,7 +168,7 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     finished events it read (the personality stage reads them too)."""
     # selection learns from the whole history (memory graph: summaries of folded events, then the events) and
     # from feedback; the loop rules only read the last few events
-    memory = store.memory_history()
+    memory = store.memory_history(MEMORY_FOLD)
     finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
     selection = select_gene_and_capsule(
         genes=genes, capsules=_reusable_here(store, signals, settings),
@@ -346,7 +347,7 @@ def record(ctx: CycleContext, state: CycleState) -> CycleState:
     if state.event is not None:
         update_personality(ctx, state.event)
         learn_from_cycle(ctx, state.event)
-    after_cycle(ctx.store, ctx.settings, now=ctx.clock())
+    after_cycle(ctx.store, ctx.settings, MEMORY_FOLD, now=ctx.clock())
     return state
 
 

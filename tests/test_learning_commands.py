@@ -21,6 +21,7 @@ from gep import CycleRequest, run_cycle
 from gep.assets import ASSET_FILES
 from gep.cli import app
 from gep.feedback import FeedbackKind, Observation
+from gep.memory_graph import MEMORY_FOLD
 from gep.models import BlastRadius, EvolutionEvent, Outcome
 from gep.resolved import Resolution
 from gep.store import Store
@@ -234,8 +235,8 @@ def test_selection_remembers_pruned_history_through_the_memory_summaries(ws: Pat
                              blast_radius=BlastRadius(files=1, lines=4)) for i in range(600)]
     with store_of(ws) as store:
         store.add_events([*failures, *others])
-        store.prune(keep_events=0)
-        assert store.get_event("evt_fail_599") is None and store.memory_history().summaries
+        store.prune(fold=MEMORY_FOLD, keep_events=0)
+        assert store.get_event("evt_fail_599") is None and store.memory_history(MEMORY_FOLD).summaries
     again = cycle(ws, 2)
     assert again.genes_used != [REPAIR], again.meta.selector
     assert any(b.gene_id == REPAIR and b.source == "memory" for b in again.meta.selector.bans_applied), (again.signals, again.meta.selector)  # type: ignore[union-attr]

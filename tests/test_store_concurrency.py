@@ -20,7 +20,7 @@ from conftest import ROOT
 from store_backends import BACKENDS, backend_url
 
 from gep.config import Settings
-from gep.memory_graph import MemoryHistory
+from gep.memory_graph import MEMORY_FOLD, MemoryHistory
 from gep.store import Store
 
 _WRITER = textwrap.dedent("""
@@ -28,6 +28,7 @@ _WRITER = textwrap.dedent("""
     from pathlib import Path
     import gep.store.memory
     from gep.config import Settings
+    from gep.memory_graph import MEMORY_FOLD
     from gep.models import CycleRun, EvolutionEvent, Gene, Outcome, PersonalityState
     from gep.store import Store
 
@@ -52,7 +53,7 @@ _WRITER = textwrap.dedent("""
             bulk.add_event(EvolutionEvent(id="rewritten_by_all", meta={"by": tag}))
             store.upsert_gene(Gene(id="gene_shared", summary=tag))
             if i % 7 == 0:
-                store.fold_memory()
+                store.fold_memory(MEMORY_FOLD)
 """)
 
 
@@ -85,7 +86,7 @@ def test_parallel_writers_keep_counters_cycle_numbers_and_parents_consistent(url
             assert [e.parent for e in events] == [None] + [e.id for e in events[:-1]]
             assert all(e.outcome.status in ("success", "failed") for e in events)
             assert store.open_runs() == []
-            history = store.memory_history()
+            history = store.memory_history(MEMORY_FOLD)
             # folded and unfolded events together are every event, each counted once
             assert _outcomes(history) == len(events)
     with Store.for_workspace(homes["bulk"], settings) as bulk:

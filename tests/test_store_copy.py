@@ -13,6 +13,7 @@ from test_store_prune import GENES, cli, gep, one_line_exit_2, simulate
 
 from gep.assets import export_assets
 from gep.config import Settings
+from gep.memory_graph import MEMORY_FOLD
 from gep.models import Gene, PersonalityState
 from gep.store import Store
 from gep.store.copy import CopyVerificationError, _verify, copy_workspace_store
@@ -29,12 +30,12 @@ def test_copy_moves_a_workspace_whole_and_twice_changes_nothing(target: str, tmp
     ws = init_repo(tmp_path / "ws")
     with Store.for_workspace(ws) as local:
         simulate(local, 700, seed=5)
-        local.prune(keep_events=550)  # summaries and a watermark to move too
+        local.prune(fold=MEMORY_FOLD, keep_events=550)  # summaries and a watermark to move too
         local.set_state("personality.current", PersonalityState(rigor=0.33))
         for g in GENES:
             local.upsert_gene(g)
         local.upsert_gene(Gene(id="gene_local_only", strategy=["mine"]))
-        expected_history = local.memory_history()
+        expected_history = local.memory_history(MEMORY_FOLD)
         count = local.count_events()
     other = init_repo(tmp_path / "other")
     with Store.for_workspace(other, Settings(database_url=target)) as shared:  # a fleet already there
@@ -54,7 +55,7 @@ def test_copy_moves_a_workspace_whole_and_twice_changes_nothing(target: str, tmp
         assert shared.count_events() == count
         assert [e.id for e in shared.recent_events(600)] == [e.id for e in local.recent_events(600)]
         assert shared.get_state("personality.current", PersonalityState).rigor == 0.33
-        history = shared.memory_history()
+        history = shared.memory_history(MEMORY_FOLD)
         assert history.summaries == expected_history.summaries
         assert [e.id for e in history.events] == [e.id for e in expected_history.events]
         export_assets(local, tmp_path / "from_local")

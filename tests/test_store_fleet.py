@@ -12,6 +12,7 @@ from sqlalchemy import event as sa_event
 from store_backends import BACKENDS, backend_url
 
 from gep.config import Settings
+from gep.memory_graph import MEMORY_FOLD
 from gep.models import (
     Capsule,
     CycleRun,
@@ -131,7 +132,7 @@ def test_a_workspaces_queries_read_its_index_range_only(tmp_path: Path) -> None:
             store.list_capsules()
             store.list_failed_capsules()
             store.get_state("personality.current", PersonalityState)
-            store.memory_history()
+            store.memory_history(MEMORY_FOLD)
         finally:
             sa_event.remove(store.engine, "before_cursor_execute", capture)
         with store.engine.connect() as conn:

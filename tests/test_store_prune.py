@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 import gep.store.prune as prune_module
 from gep.cli import app
 from gep.config import Settings
-from gep.memory_graph import memory_advice
+from gep.memory_graph import MEMORY_FOLD, memory_advice
 from gep.models import (
     BlastRadius,
     Capsule,
@@ -110,11 +110,11 @@ def test_a_pruned_store_selects_as_the_whole_history_does(url: str, tmp_path: Pa
     with workspace(tmp_path, "whole", url) as whole, workspace(tmp_path, "pruned", url) as pruned:
         simulate(whole, n, seed=3)
         simulate(pruned, n, seed=3)
-        report = pruned.prune(keep_events=550)
+        report = pruned.prune(fold=MEMORY_FOLD, keep_events=550)
         assert report.folded == n - FOLD_KEEP and report.events == n - 550 and report.kept_events == 550
         assert report.capsules > 0 and report.validation_reports > 0 and report.runs > 0
         assert pruned.count_events() == whole.count_events() == n  # cycle numbers go on
-        history = pruned.memory_history()
+        history = pruned.memory_history(MEMORY_FOLD)
         assert len(history.events) == FOLD_KEEP
         everything = whole.list_events(limit=10 * n)[::-1]  # the unpruned store, read whole
         now = utc_now()
@@ -134,11 +134,11 @@ def test_prune_by_age_keeps_young_events_and_the_newest_window(tmp_path: Path) -
     url = f"sqlite:///{tmp_path / 'gep.db'}"
     with workspace(tmp_path, "ws", url) as store:
         simulate(store, 800, seed=1, days=80)  # one event every 2.4 hours
-        report = store.prune(keep_days=60, now=END)  # 600 events are younger
+        report = store.prune(fold=MEMORY_FOLD, keep_days=60, now=END)  # 600 events are younger
         kept = store.list_events(limit=1000)
         assert report.events == 200 and len(kept) == report.kept_events == 600
         assert min(e.meta.at for e in kept) >= iso(END - timedelta(days=60))
-        report = store.prune(keep_days=10, now=END)  # 100 events are younger: the newest window stays
+        report = store.prune(fold=MEMORY_FOLD, keep_days=10, now=END)  # 100 events are younger: the newest window stays
         assert report.events == 100 and report.kept_events == FOLD_KEEP
 
 
@@ -148,13 +148,13 @@ def test_unfinished_cycles_and_the_newest_events_are_never_folded_or_deleted(tmp
         store.add_events(EvolutionEvent(id=f"evt_{i:04d}", genes_used=["g"], outcome=Outcome(status="failed"))
                          for i in range(1200))
         store.save_run(CycleRun(event_id="evt_0300", workspace="w", head_sha="a", status="awaiting_changes"))
-        report = store.prune(keep_events=0)
+        report = store.prune(fold=MEMORY_FOLD, keep_events=0)
         assert report.folded == 300 and report.events == 300  # up to the open run, not past it
         assert store.get_event("evt_0300") is not None and store.get_event("evt_0299") is None
         store.close_run("evt_0300")
-        report = store.prune(keep_events=0)
+        report = store.prune(fold=MEMORY_FOLD, keep_events=0)
         assert report.kept_events == FOLD_KEEP and store.get_event("evt_0699") is None
-        history = store.memory_history()
+        history = store.memory_history(MEMORY_FOLD)
         assert sum(s.total for s in history.summaries) == 700 and len(history.events) == FOLD_KEEP
 
 
@@ -168,12 +168,12 @@ def test_failed_capsules_outside_the_ban_window_go_except_the_newest_listed(tmp_
         store.add_events(EvolutionEvent(id=f"evt_{i}", genes_used=["g"], outcome=Outcome(status="failed"),
                                         meta={"at": iso(now - timedelta(hours=30 - i))}) for i in range(30))
         listed_before = [f.id for f in store.list_failed_capsules()]
-        report = store.prune(keep_events=FOLD_KEEP)
+        report = store.prune(fold=MEMORY_FOLD, keep_events=FOLD_KEEP)
         left = [f.id for f in store.list_failed_capsules(limit=1000)]
         # the window starts 20 hours ago: every dated capsule before the newest 200 is out of it
         assert report.failed_capsules == 50
         assert left == [f"fail_{i:03d}" for i in range(10)] + listed_before
-        assert store.prune(keep_events=FOLD_KEEP, ban_cycles=0).failed_capsules == 0  # no window: all count
+        assert store.prune(fold=MEMORY_FOLD, keep_events=FOLD_KEEP, ban_cycles=0).failed_capsules == 0  # no window: all count
 
 
 class _KeepEvenHook:
@@ -194,19 +194,19 @@ def test_hooks_keep_the_events_they_refer_to(tmp_path: Path, monkeypatch: pytest
     with workspace(tmp_path, "ws", f"sqlite:///{tmp_path / 'gep.db'}") as store:
         store.add_events(EvolutionEvent(id=f"evt_{i}", genes_used=["g"], outcome=Outcome(status="success"))
                          for i in range(700))
-        report = store.prune(keep_events=0)
+        report = store.prune(fold=MEMORY_FOLD, keep_events=0)
         assert report.events == 100 and sorted(hook.pruned_ids) == sorted(f"evt_{i}" for i in range(1, 200, 2))
         assert store.get_event("evt_0") is not None and store.get_event("evt_1") is None
-        assert sum(s.total for s in store.memory_history().summaries) == 200  # kept or not: folded once
+        assert sum(s.total for s in store.memory_history(MEMORY_FOLD).summaries) == 200  # kept or not: folded once
 
 
 def test_after_cycle_prunes_as_the_settings_say(tmp_path: Path) -> None:
     with workspace(tmp_path, "ws", f"sqlite:///{tmp_path / 'gep.db'}") as store:
         store.add_events(EvolutionEvent(id=f"evt_{i}", genes_used=["g"], outcome=Outcome(status="success"))
                          for i in range(800))
-        assert after_cycle(store, Settings()) is None  # no limits set: only folds
-        assert len(store.list_events(limit=1000)) == 800 and store.memory_history().summaries
-        report = after_cycle(store, Settings(prune_keep_events=650))
+        assert after_cycle(store, Settings(), MEMORY_FOLD) is None  # no limits set: only folds
+        assert len(store.list_events(limit=1000)) == 800 and store.memory_history(MEMORY_FOLD).summaries
+        report = after_cycle(store, Settings(prune_keep_events=650), MEMORY_FOLD)
         assert report is not None and report.kept_events == 650
 
 
@@ -218,7 +218,7 @@ def test_bad_limits_are_refused(tmp_path: Path) -> None:
     with workspace(tmp_path, "ws", f"sqlite:///{tmp_path / 'gep.db'}") as store:
         for kwargs in ({}, {"keep_events": -1}, {"keep_days": -0.5}):
             with pytest.raises(ValueError):
-                store.prune(**kwargs)  # type: ignore[arg-type]
+                store.prune(fold=MEMORY_FOLD, **kwargs)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ the command

@@ -44,6 +44,7 @@ def prune(
     the ban window.
     """
     from gep.config import load_settings
+    from gep.memory_graph import MEMORY_FOLD
     from gep.store import PRUNE_KEEP_EVENTS, Store
 
     workspace = _workspace(workspace)
@@ -53,7 +54,8 @@ def prune(
         if keep_days is None and keep_events is None:
             keep_events = PRUNE_KEEP_EVENTS
     with Store.for_workspace(workspace, settings) as store:
-        report = store.prune(keep_events=keep_events, keep_days=keep_days, ban_cycles=settings.ban_cycles)
+        report = store.prune(fold=MEMORY_FOLD, keep_events=keep_events, keep_days=keep_days,
+                             ban_cycles=settings.ban_cycles)
     typer.echo(report.summary())
 
 

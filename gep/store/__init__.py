@@ -21,6 +21,10 @@ copy.py, pool.py (gene statuses, distillation log), behavior.py (behavioural sig
 lessons and their deletions, verified fixes). Without SQLAlchemy: schema.py (file, table and migration
 names), codec.py, rows.py (the rows both write paths insert), quick.py (the read path of store-only commands:
 the sqlite3 module, read-only, falling back to Store) and quick_write.py (`gep feedback`'s append).
+
+Imports core modules only (tests/test_store_imports.py): the values it keeps are gep/learned.py's and
+gep/behavior_signal.py's, and what events teach is folded with the arithmetic its caller gives
+(memory.py's MemoryFold: gep.memory_graph.MEMORY_FOLD). It never calls learning, selection or distillation.
 """
 
 from __future__ import annotations

@@ -7,17 +7,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
+from gep.behavior_signal import StoredSignal
 from gep.store.base import StoreBase
 from gep.store.engine import store_errors
 from gep.store.tables import BehaviorSignalRow
 from gep.store.upsert import insert_new
-
-if TYPE_CHECKING:  # imported when used: the rules behind gep.behavior are not needed to open a store
-    from gep.behavior import StoredSignal
 
 
 def signal_row_id(sig: StoredSignal) -> str:
@@ -45,8 +42,6 @@ class BehaviorMixin(StoreBase):
     def list_behavior_signals(self, *, since: datetime | None = None, type_: str | None = None,
                               limit: int = 1000) -> list[StoredSignal]:
         """The newest ``limit`` signals (from ``since`` on, of one type), oldest first."""
-        from gep.behavior import StoredSignal
-
         with self.session() as s:
             q = select(BehaviorSignalRow.data).where(BehaviorSignalRow.workspace_id == self.workspace_id)
             if since is not None:

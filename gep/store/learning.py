@@ -16,10 +16,16 @@ from typing import TypeVar
 from sqlalchemy import delete
 from sqlmodel import Session, col, select
 
-from gep.feedback import FeedbackSignal
-from gep.memory import Lesson, LessonDeletion, LessonError, deletion_record, lesson_exists
+from gep.learned import (
+    FeedbackSignal,
+    Lesson,
+    LessonDeletion,
+    LessonError,
+    Resolution,
+    deletion_record,
+    lesson_exists,
+)
 from gep.models import iso
-from gep.resolved import Resolution
 from gep.store.base import StoreBase
 from gep.store.codec import load_by_time
 from gep.store.engine import store_errors

@@ -1,20 +1,24 @@
 """The memory graph's history of a workspace: summaries of folded events, and the events recorded since.
 
-Folding turns settled events into per-gene, per-situation summaries (gep.memory_graph.SituationSummary)
+Folding turns settled events into per-gene, per-situation summaries (gep.learned.SituationSummary)
 and moves a watermark (the counter ``memory_folded_seq``) past them. The memory graph gives the same advice
 from the summaries as from those events, so pruning may delete folded events without changing selection.
-The newest ``FOLD_KEEP`` events are never folded (they change while a cycle runs, and the loop rules read
+What an event teaches is not the store's to decide: the caller gives the fold (:class:`MemoryFold`, the
+memory graph's summary arithmetic: gep.memory_graph.MEMORY_FOLD). The newest ``FOLD_KEEP`` events are never folded (they change while a cycle runs, and the loop rules read
 them whole), nor anything from the oldest open run on.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Protocol
 
 from sqlmodel import Session, col, func, select
 
 from gep import constants as C
-from gep.memory_graph import MemoryHistory, SituationSummary, merge_summaries, summarize
+from gep.learned import MemoryHistory, SituationSummary
 from gep.models import EvolutionEvent, utc_now
 from gep.store.base import StoreBase
 from gep.store.codec import load
@@ -32,13 +36,21 @@ def situation_hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+class MemoryFold(Protocol):
+    """How events fold into situation summaries, and two summaries of one situation and gene merge."""
+
+    def summarize(self, events: Iterable[EvolutionEvent], ref: datetime | None) -> list[SituationSummary]: ...
+
+    def merge(self, a: SituationSummary, b: SituationSummary) -> SituationSummary: ...
+
+
 class MemoryMixin(StoreBase):
     @store_errors
-    def memory_history(self) -> MemoryHistory:
+    def memory_history(self, fold: MemoryFold | None = None) -> MemoryHistory:
         """Everything the memory graph learns from in this workspace: the summaries, then every event after
-        them, oldest first (between FOLD_KEEP and twice that many: older ones are folded first)."""
-        if self._fold_lag() > FOLD_KEEP:
-            self.fold_memory()
+        them, oldest first (with ``fold``: between FOLD_KEEP and twice that many, older ones folded first)."""
+        if fold is not None and self._fold_lag() > FOLD_KEEP:
+            self.fold_memory(fold)
         with self.snapshot() as s:
             folded = self.counter(s, FOLDED)
             summaries = s.exec(select(MemorySummaryRow.data).where(MemorySummaryRow.workspace_id == self.workspace_id)
@@ -50,10 +62,10 @@ class MemoryMixin(StoreBase):
                              events=[load(EvolutionEvent, d) for d in events])
 
     @store_errors
-    def fold_memory(self) -> int:
+    def fold_memory(self, fold: MemoryFold) -> int:
         """Fold every event that may be folded into the summaries; returns how many were folded."""
         total = 0
-        while n := self._fold_batch():
+        while n := self._fold_batch(fold):
             total += n
         return total
 
@@ -79,7 +91,7 @@ class MemoryMixin(StoreBase):
         first_open = s.exec(select(func.min(EventRow.seq)).where(mine, col(EventRow.id).in_(open_ids))).first()
         return boundary if first_open is None else min(boundary, first_open - 1)
 
-    def _fold_batch(self) -> int:
+    def _fold_batch(self, fold: MemoryFold) -> int:
         with self.writing() as s:
             folded = self.lock_counter(s, FOLDED)  # one folder per workspace at a time
             upto = self.fold_limit(s)
@@ -90,11 +102,11 @@ class MemoryMixin(StoreBase):
             if not rows:
                 return 0
             # as of now: an event stamped later (a clock ahead) counts as if it happened now
-            self._add_summaries(s, summarize((load(EvolutionEvent, data) for _, data in rows), ref=utc_now()))
+            self._add_summaries(s, fold.summarize((load(EvolutionEvent, data) for _, data in rows), utc_now()), fold)
             self.set_counter(s, FOLDED, rows[-1][0] or 0)
             return len(rows)
 
-    def _add_summaries(self, s: Session, summaries: list[SituationSummary]) -> None:
+    def _add_summaries(self, s: Session, summaries: list[SituationSummary], fold: MemoryFold) -> None:
         """Merge ``summaries`` into the stored ones of the same situation and gene (new ones are added)."""
         keys = {situation_hash(x.key) for x in summaries}
         stored = {(situation, gene): SituationSummary.model_validate_json(data) for situation, gene, data in s.exec(
@@ -102,6 +114,6 @@ class MemoryMixin(StoreBase):
             .where(MemorySummaryRow.workspace_id == self.workspace_id, col(MemorySummaryRow.situation).in_(keys)))}
         for summary in summaries:
             key = (situation_hash(summary.key), summary.gene_id)
-            merged = merge_summaries(stored[key], summary) if key in stored else summary
+            merged = fold.merge(stored[key], summary) if key in stored else summary
             upsert(s, MemorySummaryRow, {"workspace_id": self.workspace_id, "situation": key[0],
                                          "gene_id": summary.gene_id}, {"data": merged.model_dump_json()})

@@ -5,18 +5,14 @@ GeneStatusRepository) and the distillation log (gep.distill's DistillLog). Genes
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
+from gep.learned import DistillRun, GeneStatus
 from gep.store.base import StoreBase
 from gep.store.engine import store_errors
 from gep.store.tables import DistillRunRow, GeneStatusRow
 from gep.store.upsert import upsert
-
-if TYPE_CHECKING:  # imported when used: gep.distill loads the anthropic SDK, which most store users never need
-    from gep.distill import DistillRun
-    from gep.runnable import GeneStatus
 
 ATTEMPTED = ("kept", "rejected")  # a skipped run is logged but is not an attempt (gep.distill.DistillRun)
 
@@ -26,16 +22,12 @@ class GenePoolMixin(StoreBase):
 
     @store_errors
     def get_gene_status(self, gene_id: str) -> GeneStatus | None:
-        from gep.runnable import GeneStatus
-
         with self.session() as s:
             row = s.get(GeneStatusRow, (self.workspace_id, gene_id))
             return GeneStatus.model_validate_json(row.data) if row else None
 
     @store_errors
     def list_gene_statuses(self) -> list[GeneStatus]:
-        from gep.runnable import GeneStatus
-
         with self.session() as s:
             rows = s.exec(select(GeneStatusRow.data).where(GeneStatusRow.workspace_id == self.workspace_id)
                           .order_by(GeneStatusRow.gene_id)).all()
@@ -58,8 +50,6 @@ class GenePoolMixin(StoreBase):
     @store_errors
     def last_distill_attempt(self) -> DistillRun | None:
         """The newest kept or rejected run (skips do not reset the interval)."""
-        from gep.distill import DistillRun
-
         with self.session() as s:
             data = s.exec(select(DistillRunRow.data)
                           .where(DistillRunRow.workspace_id == self.workspace_id,
@@ -70,8 +60,6 @@ class GenePoolMixin(StoreBase):
     @store_errors
     def list_distill_runs(self, limit: int) -> list[DistillRun]:
         """The newest ``limit`` runs, oldest first."""
-        from gep.distill import DistillRun
-
         if limit <= 0:
             return []
         with self.session() as s:

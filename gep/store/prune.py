@@ -23,10 +23,10 @@ from sqlmodel import Session, col, func, select
 
 from gep import constants as C
 from gep.config import Settings
-from gep.memory_graph import parse_at
+from gep.learned import parse_at
 from gep.models import iso, utc_now
 from gep.store.engine import store_errors
-from gep.store.memory import FOLD_KEEP, FOLDED, MemoryMixin
+from gep.store.memory import FOLD_KEEP, FOLDED, MemoryFold, MemoryMixin
 from gep.store.tables import CapsuleRow, EventRow, FailedCapsuleRow, RunRow, ValidationReportRow
 
 PRUNE_KEEP_EVENTS = 10_000  # `gep store prune` without a limit from its flags or the settings
@@ -82,14 +82,15 @@ def _refs(data: str) -> tuple[str | None, str | None]:
 
 class PruneMixin(MemoryMixin):
     @store_errors
-    def prune(self, *, keep_events: int | None = None, keep_days: float | None = None,
+    def prune(self, *, fold: MemoryFold, keep_events: int | None = None, keep_days: float | None = None,
               now: datetime | None = None, ban_cycles: int = C.BAN_CYCLES) -> PruneReport:
-        """Delete this workspace's old events and what only they used (see the module doc)."""
+        """Fold what may be folded (``fold``: the memory graph's arithmetic), then delete this workspace's old
+        events and what only they used (see the module doc)."""
         if keep_events is None and keep_days is None:
             raise ValueError("prune needs keep_events or keep_days")
         if (keep_events is not None and keep_events < 0) or (keep_days is not None and keep_days < 0):
             raise ValueError("keep_events and keep_days cannot be negative")
-        report = PruneReport(folded=self.fold_memory())
+        report = PruneReport(folded=self.fold_memory(fold))
         plan = self._plan(keep_events, keep_days, now or utc_now())
         if plan.upto > 0:
             self._delete_events(plan, report)
@@ -184,11 +185,12 @@ class PruneMixin(MemoryMixin):
         return parse_at(meta.get("at")) if isinstance(meta, dict) else None
 
 
-def after_cycle(store: PruneMixin, settings: Settings, now: datetime | None = None) -> PruneReport | None:
+def after_cycle(store: PruneMixin, settings: Settings, fold: MemoryFold,
+                now: datetime | None = None) -> PruneReport | None:
     """What a cycle calls once its event is recorded: prune as the settings say (``prune_keep_events``,
     ``prune_keep_days``), else only fold settled events into the memory graph's summaries."""
     if settings.prune_keep_events is None and settings.prune_keep_days is None:
-        store.fold_memory()
+        store.fold_memory(fold)
         return None
-    return store.prune(keep_events=settings.prune_keep_events, keep_days=settings.prune_keep_days, now=now,
-                       ban_cycles=settings.ban_cycles)
+    return store.prune(fold=fold, keep_events=settings.prune_keep_events, keep_days=settings.prune_keep_days,
+                       now=now, ban_cycles=settings.ban_cycles)

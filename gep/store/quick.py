@@ -21,16 +21,14 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from gep.config import Settings
 from gep.errors import StoreError
+from gep.learned import FeedbackSignal, GeneStatus, Lesson
 from gep.models import EvolutionEvent, FailedCapsule, Gene
 from gep.store import schema as S
 from gep.store.codec import load, load_by_time
 from gep.store.foreign_objects import refuse_foreign_objects
 from gep.workspace_id import workspace_identity
 
-if TYPE_CHECKING:  # imported when read: gep.runnable and gep.memory are not needed by every command
-    from gep.feedback import FeedbackSignal
-    from gep.memory import Lesson
-    from gep.runnable import GeneStatus
+if TYPE_CHECKING:  # imported when needed: the full store loads SQLAlchemy and SQLModel (~0.4 s)
     from gep.store.full import Store
 
 T = TypeVar("T")
@@ -139,23 +137,17 @@ class QuickStore:
                             "list_failed_capsules", limit)
 
     def list_gene_statuses(self) -> list[GeneStatus]:
-        from gep.runnable import GeneStatus
-
         sql = f"SELECT data FROM {S.GENE_STATUS} WHERE workspace_id = ? ORDER BY gene_id"
         return self._answer(lambda: [GeneStatus.model_validate_json(d) for d in self._data(sql)],
                             "list_gene_statuses")
 
     def list_feedback(self, gene_id: str | None = None) -> list[FeedbackSignal]:
         """Signals, oldest first."""
-        from gep.feedback import FeedbackSignal
-
         return self._answer(lambda: load_by_time(FeedbackSignal, self._by_gene(S.FEEDBACK, gene_id)),
                             "list_feedback", gene_id)
 
     def list_lessons(self, gene_id: str | None = None) -> list[Lesson]:
         """Lessons, oldest first (all of the workspace's, or one gene's)."""
-        from gep.memory import Lesson
-
         return self._answer(lambda: load_by_time(Lesson, self._by_gene(S.LESSONS, gene_id)), "list_lessons", gene_id)
 
     # ---------------------------------------------------------------- helpers

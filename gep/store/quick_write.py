@@ -11,16 +11,12 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gep.config import Settings
+from gep.learned import FeedbackSignal, Lesson, lesson_exists
 from gep.store import schema as S
 from gep.store.quick import QuickStore, connect
 from gep.store.rows import Row, feedback_row, lesson_row
-
-if TYPE_CHECKING:
-    from gep.feedback import FeedbackSignal
-    from gep.memory import Lesson
 
 
 def open_writer(workspace: Path, settings: Settings) -> QuickWriter | None:
@@ -46,8 +42,6 @@ class QuickWriter(QuickStore):
 
     def append_lesson(self, lesson: Lesson) -> None:
         """Add a new lesson; LessonError when its id is stored, or was deleted (rows are never rewritten)."""
-        from gep.memory import lesson_exists
-
         def write() -> None:
             with self._writing() as cur:
                 deleted = cur.execute(f"SELECT 1 FROM {S.LESSON_DELETIONS} WHERE workspace_id = ? AND lesson_id = ?",

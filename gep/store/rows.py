@@ -3,13 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from gep.learned import FeedbackSignal, Lesson
 from gep.models import iso
-
-if TYPE_CHECKING:
-    from gep.feedback import FeedbackSignal
-    from gep.memory import Lesson
 
 Row = dict[str, str | None]  # column name -> value: the database edge
 
