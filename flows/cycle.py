@@ -18,20 +18,19 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from prefect import Task, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext, SyncClientContext
 from prefect.input import RunInput
 from prefect.logging.handlers import APILogHandler
 from prefect.states import Cancelled
-from prefect.utilities.annotations import quote
 from pydantic.json_schema import SkipJsonSchema
 
 from flows import reporting, states
 from flows.flowdef import gep_flow
 from flows.review import ReviewChoice, review_recorder
 from flows.slot import lease_seconds, workspace_slot
+from flows.stage_tasks import run_stage
 from flows.threads import IN_THREAD, in_thread
 from gep import pipeline as P
 from gep.context import CycleContext, open_cycle, reveal_agent_cmd
@@ -60,18 +59,6 @@ class ReviewDecision(RunInput):
     note: str = ""
 
 
-_TASKS: dict[tuple[str, Any], Task[..., CycleState]] = {}
-
-
-def stage_task(stage: P.Stage) -> Task[..., CycleState]:
-    """The stage as a task, made once per stage function (building a Task inspects its source)."""
-    key = (stage.name, stage.fn)
-    if key not in _TASKS:
-        # The context holds a lock and a database handle: tasks share it in-process, never cache it.
-        _TASKS[key] = task(name=stage.name, cache_policy=NO_CACHE, persist_result=False)(stage.fn)
-    return _TASKS[key]
-
-
 class FlowHooks(P.Hooks):
     """Each stage a Prefect task; the run named as soon as its gene is known when the cycle takes a while."""
 
@@ -80,8 +67,7 @@ class FlowHooks(P.Hooks):
         self.label_thread: Any = None
 
     def run(self, stage: P.Stage, ctx: CycleContext, state: CycleState) -> CycleState:
-        # quote: Prefect would otherwise walk every field of the context and state looking for futures
-        return stage_task(stage)(quote(ctx), quote(state))
+        return run_stage(stage, ctx, state)  # a task whose state tells what the stage did
 
     def approver(self, ctx: CycleContext) -> Approve | None:
         return reporting.review_gate(ReviewDecision, on_decision=review_recorder(ctx))

@@ -634,9 +634,14 @@ def capture(ctx: typer.Context) -> None:
     """Record the behavioural signals of one prompt: a Claude Code UserPromptSubmit hook (its JSON on stdin).
 
     Usage: gep capture --workspace DIR. Prints nothing and always exits 0; see README "Behavioural signals".
+    Writes one file a day in DIR/memory/growth/signals/ (the folder ignores itself in git: its .gitignore is
+    '*'; delete that file to track them); `gep signals` lists them.
     """
     from gep.capture import main as capture_main
 
+    if {"--help", "-h"} & set(ctx.args):  # a person asking, not a hook: it would wait for a payload on stdin
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
     raise typer.Exit(capture_main(ctx.args))
 
 

@@ -11,7 +11,7 @@ import sys
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["capture"]:
+    if sys.argv[1:2] == ["capture"] and not {"--help", "-h"} & set(sys.argv[2:]):  # help: typer prints it
         from gep.capture import main as capture_main
 
         sys.exit(capture_main(sys.argv[2:]))

@@ -257,3 +257,16 @@ def test_gep_signals_lists_filters_and_reports_malformed_lines(tmp_path: Path) -
         args = ["signals", "-w", str(tmp_path), *bad] if bad[0] != "-w" else ["signals", *bad]
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_capture_help_says_where_it_writes_without_waiting_for_a_hook_payload(tmp_path: Path) -> None:
+    """A person typing `gep capture --help` gets the help at once (it used to wait on stdin, then print
+    nothing), naming the folder it writes and how that folder stays out of git status (issue 31, point 8)."""
+    env = {**os.environ, "COLUMNS": "80", "HOME": str(tmp_path)}
+    gep = Path(sys.executable).parent / "gep"
+    done = subprocess.run([str(gep), "capture", "--help"], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert text.startswith("Usage: ") and "DIR/memory/growth/signals/" in text
+    assert "ignores itself in git" in text and "gep signals" in text

@@ -97,6 +97,24 @@ def flow_run(run_id: str):
         return client.read_flow_run(run_id)
 
 
+def task_run_states(flow_run_id: str, until, timeout_s: float = 30) -> dict[str, tuple[str, str | None]]:
+    """Each task run of the flow run, by stage name: its state's type and message, as the server has them
+    (task runs reach it as events, a bit after the flow returned: read until ``until`` holds and all ended)."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    found: dict[str, tuple[str, str | None]] = {}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with get_client(sync_client=True) as client:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        found = {r.name.rsplit("-", 1)[0]: (r.state.type.value, r.state.message) for r in runs if r.state}
+        if until(found) and all(t in ("COMPLETED", "FAILED") for t, _ in found.values()):
+            break
+        time.sleep(0.5)
+    return found
+
+
 def artifacts(key: str):
     from prefect import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -182,7 +200,8 @@ def test_command_agent_fix_commits(prefect_server, example_ws: Path, tmp_path: P
     assert run.state.message.startswith(f"{event.id}: gene_repair_from_errors committed")
 
 
-def test_command_agent_that_breaks_tests_is_discarded_and_saved(prefect_server, example_ws: Path, tmp_path: Path):
+def test_command_agent_that_breaks_tests_is_discarded_and_saved(prefect_server, example_ws: Path, tmp_path: Path,
+                                                               caplog):
     from flows.cycle import evolution_cycle
     from flows.states import CycleFailedError
 
@@ -201,6 +220,12 @@ def test_command_agent_that_breaks_tests_is_discarded_and_saved(prefect_server, 
     run = flow_run(event.meta.flow_run_id)
     assert run.state.type.value == "FAILED" and run.state.message == state.message
     assert "outcome:failed" in run.tags
+    # the timeline's bars: the stage that settled the failure is red with its reason, the recording green
+    tasks = task_run_states(event.meta.flow_run_id, until=lambda found: {"solidify", "record"} <= found.keys())
+    assert tasks["solidify"] == ("FAILED", state.message), tasks
+    assert tasks["record"][0] == "COMPLETED" and tasks["apply"][0] == "COMPLETED", tasks
+    # ... and the terminal shows what it did before: the flow's one error line, no task lines about it
+    assert not [r.getMessage() for r in caplog.records if r.name == "prefect.task_runs" and r.levelno >= 30]
     with pytest.raises(CycleFailedError) as raised:  # called directly, the failure carries its event
         state.result()
     assert raised.value.event.id == event.id
