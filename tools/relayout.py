@@ -110,6 +110,7 @@ MAPPING: dict[str, str] = {
     "gep.prompt": "gep.mutators.gep_prompt",
     # assets/: the reference's files in and out
     "gep.assets": "gep.assets.gene_files",
+    "gep.asset_files": "gep.assets.files",
     "gep.learning_assets": "gep.assets.learned",
     "gep.retired": "gep.assets.retired",
     # report/: `gep report`'s page, computed (data) and drawn (html)
@@ -152,6 +153,7 @@ MAPPING: dict[str, str] = {
     "gep.history_table": "gep.cli.history_table",
     "gep.prefect_console": "gep.cli.prefect_console",
     "gep.workspace_arg": "gep.cli.workspace_arg",
+    "gep.prefect_link": "gep.cli.prefect_link",
     # gep/ keeps: __init__ (the public surface), entry (console script), api, distill_run, fleet,
     # prefect_api, server
     "gep.distilling": "gep.distill_run",
