@@ -20,7 +20,7 @@ from gep.commands import context_cmd, feedback_cmd, fleet_cmd, report_cmd
 from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
-from gep.errors import GepError
+from gep.errors import ConfigError, GepError
 from gep.json_safe import dumps_finite
 from gep.prefect_console import VerboseOpt, quiet_prefect_console
 from gep.prefect_link import err, prefect_api_for_run
@@ -678,7 +678,6 @@ def serve(
     """
     from gep import prefect_api, server
     from gep.context import hide_agent_cmd
-    from gep.errors import ConfigError
     from gep.git import open_repo
 
     ws = open_repo(workspace_or_here(workspace))
