@@ -31,29 +31,39 @@ Export writes the stored JSON objects back exactly as stored, formatted as the r
 (``JSON.stringify(obj, null, 2)`` for .json files, one ``JSON.stringify(obj)`` per line for events.jsonl).
 Genes retired in the workspace are marked in genes.json, and an import retires them again (gep/retired.py).
 What the workspace learned (lessons, their deletions, feedback) travels in files of its own beside these
-(gep/learning_assets.py).
+(gep/learning_assets.py); the file helpers both use are in gep/asset_files.py.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from gep import constants as C
+from gep.asset_files import (
+    ImportReport,
+    KindCounts,
+    RejectedAsset,
+    _cannot_read,
+    _json_type,
+    _present,
+    _read_json,
+    _read_jsonl,
+    _validate,
+    _where,
+    _write_atomic,
+)
 from gep.config import gep_dir
 from gep.errors import AssetError
 from gep.hashing import compute_asset_id, js_dumps, verify_asset_id
-from gep.inputs import Unreadable, check_regular, glob_files, note, open_regular, read_text_capped
-from gep.json_safe import NotStrictJson, loads_strict
+from gep.inputs import Unreadable, glob_files, note
+from gep.learning_assets import LEARNING_FILES, export_learning, import_learning, read_learning
 from gep.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport, utc_now
 from gep.records import InputWarning
 from gep.retired import RETIRED_KEY, import_retired, retired_marks
@@ -90,79 +100,6 @@ def _check_gene_id(gene: Gene, where: str) -> Gene:
     if refused:
         raise AssetError(f"{where}: field 'signals_match': pattern refused, {refused}")
     return gene
-
-
-# ------------------------------------------------------------------ errors
-
-
-def _field_error(where: str, exc: ValidationError) -> AssetError:
-    err = exc.errors()[0]
-    field = ".".join(str(p) for p in err["loc"]) or "(object)"
-    return AssetError(f"{where}: field '{field}': {err['msg']}")
-
-
-def _validate(cls: type[M], obj: Any, where: str) -> M:
-    if not isinstance(obj, dict):
-        raise AssetError(f"{where}: expected a JSON object, got {_json_type(obj)}")
-    try:
-        return cls.model_validate(obj)
-    except ValidationError as exc:
-        raise _field_error(where, exc) from None
-
-
-def _json_type(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number")
-
-
-def _cannot_read(path: Path, exc: OSError) -> AssetError:
-    if isinstance(exc, Unreadable):
-        return AssetError(f"{path}: not read: {exc.reason}")
-    return AssetError(f"{path}: cannot read ({exc.strerror or exc})")
-
-
-def _read_json(path: Path, cap: int = C.ASSET_FILE_MAX_BYTES, within: Path | None = None) -> Any:
-    """The JSON in ``path``; :class:`gep.inputs.Unreadable` when it is not a regular file (inside
-    ``within``) of at most ``cap`` bytes, for the caller to skip it or refuse it."""
-    try:
-        raw = read_text_capped(path, cap, within=within)
-    except UnicodeDecodeError:
-        raise AssetError(f"{path}: not UTF-8 text") from None
-    except Unreadable:
-        raise
-    except OSError as exc:
-        raise _cannot_read(path, exc) from None
-    try:
-        return loads_strict(raw)
-    except json.JSONDecodeError as exc:
-        raise AssetError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    except (NotStrictJson, RecursionError) as exc:
-        raise AssetError(f"{path}: not valid JSON ({exc or 'nested too deep'})") from None
-
-
-def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    with ExitStack() as stack:
-        try:
-            binary = stack.enter_context(open_regular(path))
-            size = os.fstat(binary.fileno()).st_size
-        except OSError as exc:
-            raise _cannot_read(path, exc) from None
-        if size > C.ASSET_FILE_MAX_BYTES:
-            raise _cannot_read(path, Unreadable(path, f"larger than {C.ASSET_FILE_MAX_BYTES:,} bytes"))
-        fh = stack.enter_context(io.TextIOWrapper(binary, encoding="utf-8"))
-        try:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = loads_strict(line)
-                except json.JSONDecodeError as exc:
-                    raise AssetError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-                except (NotStrictJson, RecursionError) as exc:
-                    raise AssetError(f"{path}:{lineno}: not valid JSON ({exc or 'nested too deep'})") from None
-                yield lineno, obj
-        except UnicodeDecodeError:
-            raise AssetError(f"{path}: not UTF-8 text") from None
 
 
 # ------------------------------------------------------------------ gene files
@@ -241,64 +178,7 @@ def workspace_genes(workspace: Path | str, store: ReadStore, warnings: list[Inpu
     return list(merged.values())
 
 
-# ------------------------------------------------------------------ reports
-
-
-class KindCounts(BaseModel):
-    """Per kind of object: new ids, replaced objects, and objects already stored as they are.
-
-    For events and validation reports ``unchanged`` counts every id already stored (they are never replaced).
-    """
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-
-
-class RejectedAsset(BaseModel):
-    file: str
-    id: str
-    reason: str
-
-
-class ImportReport(BaseModel):
-    source: str
-    genes: KindCounts = Field(default_factory=KindCounts)
-    capsules: KindCounts = Field(default_factory=KindCounts)
-    failed_capsules: KindCounts = Field(default_factory=KindCounts)
-    events: KindCounts = Field(default_factory=KindCounts)
-    validation_reports: KindCounts = Field(default_factory=KindCounts)
-    # what the workspace learned (gep/learning_assets.py): lessons.updated counts conflicts marked resolved,
-    # lesson_deletions.updated lessons this store held that the file says were deleted
-    lessons: KindCounts = Field(default_factory=KindCounts)
-    lesson_deletions: KindCounts = Field(default_factory=KindCounts)
-    feedback: KindCounts = Field(default_factory=KindCounts)
-    files: list[str] = Field(default_factory=list)
-    rejected: list[RejectedAsset] = Field(default_factory=list)
-    mismatched: list[RejectedAsset] = Field(default_factory=list)
-    retired: list[str] = Field(default_factory=list)  # genes the files mark retired, retired here now
-
-    def summary(self) -> str:
-        parts = []
-        for kind in ("genes", "capsules", "failed_capsules", "events", "validation_reports", "lessons",
-                     "lesson_deletions", "feedback"):
-            c: KindCounts = getattr(self, kind)
-            if c.added or c.updated or c.unchanged:
-                parts.append(f"{kind.replace('_', ' ')}: {c.added} new, {c.updated} updated, {c.unchanged} unchanged")
-        text = f"imported from {self.source}: " + ("; ".join(parts) if parts else "nothing to import")
-        mismatch = [r for r in self.rejected if r.reason.startswith("asset_id")]
-        if mismatch:
-            text += f"; {len(mismatch)} rejected (asset_id mismatch: " + ", ".join(
-                f"{r.file}:{r.id}" for r in mismatch[:5]) + (", ..." if len(mismatch) > 5 else "") + ")"
-        seeds = [r for r in self.rejected if not r.reason.startswith("asset_id")]
-        if seeds:
-            text += f"; {len(seeds)} rejected (" + "; ".join(f"{r.file}:{r.id}: {r.reason}" for r in seeds[:5]) + (
-                "; ..." if len(seeds) > 5 else "") + ")"
-        if self.mismatched:
-            text += f"; {len(self.mismatched)} imported with a mismatched asset_id"
-        if self.retired:
-            text += f"; retired as marked: {', '.join(self.retired)}"
-        return text
+# ------------------------------------------------------------------ reports (ImportReport: gep/asset_files.py)
 
 
 class ExportReport(BaseModel):
@@ -334,15 +214,6 @@ def _list_in(path: Path, key: str) -> list[Any]:
     return doc[key]
 
 
-def _where(path: Path, index: int, obj: Any, line: bool = False) -> str:
-    """``file (id)`` for an array item, ``file:line (id)`` for a JSONL line; the index when there is no id."""
-    ident = obj.get("id") if isinstance(obj, dict) else None
-    pos = f"{path}:{index}" if line else str(path)
-    if isinstance(ident, str):
-        return f"{pos} ({ident})"
-    return pos if line else f"{pos} (item {index})"
-
-
 _Read = dict[str, Any]  # JSON edge: an object as read from an asset file, stored as the file had it
 
 
@@ -365,20 +236,6 @@ def _accept(obj: _Read, path: Path, report: ImportReport, allow_mismatch: bool) 
                          reason=f"asset_id {claimed} does not match the content ({compute_asset_id(obj)})")
     (report.mismatched if allow_mismatch else report.rejected).append(item)
     return allow_mismatch
-
-
-def _present(path: Path) -> bool:
-    """Whether an asset file is there; something else by that name (a folder, a FIFO, a device) is an
-    error, never silently skipped."""
-    if not path.exists():
-        return False
-    try:
-        check_regular(path)
-    except Unreadable as exc:
-        raise AssetError(f"{path}: not a file ({exc.reason})") from None
-    except OSError as exc:
-        raise _cannot_read(path, exc) from None
-    return True
 
 
 def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan:
@@ -472,8 +329,6 @@ def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool 
     assets_dir = Path(assets_dir)
     if not assets_dir.is_dir():
         raise AssetError(f"{assets_dir}: not a directory")
-    from gep.learning_assets import LEARNING_FILES, import_learning, read_learning
-
     report = ImportReport(source=str(assets_dir))
     plan = _plan(assets_dir, report, allow_mismatch)
     learned = read_learning(assets_dir)
@@ -524,18 +379,6 @@ def import_assets(store: Store, assets_dir: Path | str, *, allow_mismatch: bool 
 # ------------------------------------------------------------------ export
 
 
-def _write_atomic(path: Path, chunks: Iterator[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise AssetError(f"{path}: cannot write ({exc.strerror or exc})") from None
-
-
 def _events_lines(store: Store, report: ExportReport) -> Iterator[str]:
     """Events in the order they were stored, each preceded by its validation report (as the reference
     appends them); reports no event points to follow at the end."""
@@ -575,8 +418,6 @@ def export_assets(store: Store, out_dir: Path | str) -> ExportReport:
         report.files.append(name)
     _write_atomic(out / EVENTS_FILE, _events_lines(store, report))
     report.files.append(EVENTS_FILE)
-    from gep.learning_assets import export_learning
-
     for name, count in export_learning(store, out).items():
         setattr(report, name.removesuffix(".jsonl"), count)
         report.files.append(name)

@@ -20,9 +20,11 @@ from gep.commands import context_cmd, feedback_cmd, fleet_cmd, report_cmd
 from gep.commands.genes_cmd import add_gene_commands
 from gep.commands.lessons_cmd import lessons_app
 from gep.commands.store_cmd import store_app
-from gep.errors import GepError
+from gep.errors import ConfigError, GepError
 from gep.json_safe import dumps_finite
 from gep.prefect_console import VerboseOpt, quiet_prefect_console
+from gep.prefect_link import err, prefect_api_for_run
+from gep.prefect_link import say as _say
 from gep.workspace_arg import WorkspaceOpt, checked_top, folder_or_here, workspace_or_here
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
@@ -49,7 +51,6 @@ app.add_typer(server_app, name="server")
 
 # when piped, rich assumes 80 columns and truncates ids: give tables room instead (unless COLUMNS says)
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
-err = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -157,28 +158,6 @@ def _quiet_prefect(json_mode: bool) -> None:
     """Keep Prefect's own console chatter off the terminal when the user asked for JSON."""
     if json_mode:
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-
-
-def _say(message: str) -> None:
-    err.print(f"gep: {message}", markup=False, highlight=False)
-
-
-def prefect_api_for_run() -> str:
-    """The Prefect API this command's flow run reports to: the one this process's Prefect is already set up
-    for (a library caller, tests), PREFECT_API_URL, or gep's background server, started if need be."""
-    os.environ.setdefault("DO_NOT_TRACK", "1")  # no analytics from a flow run started here
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    if "prefect" in sys.modules:
-        from flows.runtime import api_url_in_process
-
-        url = api_url_in_process()
-        if url:
-            return url
-    from gep import server
-
-    url = server.api_for_run(progress=_say)
-    os.environ["PREFECT_API_URL"] = url  # Prefect's own threads (logs, events) read it too
-    return url
 
 
 def _build_cycle_models() -> None:
@@ -704,7 +683,6 @@ def serve(
     """
     from gep import prefect_api, server
     from gep.context import hide_agent_cmd
-    from gep.errors import ConfigError
     from gep.git import open_repo
 
     ws = open_repo(workspace_or_here(workspace))

@@ -1,4 +1,5 @@
-"""What a workspace learned, exported and imported beside the reference's asset files (gep/assets.py).
+"""What a workspace learned, exported and imported beside the reference's asset files (gep/assets.py);
+the file helpers both use are in gep/asset_files.py.
 
 Three files of this engine's own, one JSON object per line in the order they were written:
 ``lessons.jsonl`` (gep.memory.Lesson), ``lesson_deletions.jsonl`` (the audit of deleted lessons) and
@@ -13,15 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from gep.assets import ImportReport, _present, _read_jsonl, _validate, _where, _write_atomic
+from gep.asset_files import ImportReport, _present, _read_jsonl, _validate, _where, _write_atomic
 from gep.feedback import FeedbackSignal
 from gep.hashing import js_dumps
 from gep.memory import Lesson, LessonDeletion
-from gep.store import Store
+
+if TYPE_CHECKING:  # `gep genes` imports gep/assets.py (this module too) without SQLAlchemy
+    from gep.store import Store
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -8,7 +8,9 @@ never waits for a server that is not there.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import os
 import re
 import tomllib
@@ -124,8 +126,6 @@ def _headers(env: Mapping[str, str] | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"}
     auth = setting("PREFECT_API_AUTH_STRING", env)
     if auth:
-        import base64
-
         return {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
     return {}
 
@@ -153,8 +153,6 @@ def _request(url: str, body: dict[str, object] | None, timeout_s: float, headers
     """GET (or POST ``body`` as JSON) and the decoded JSON answer; None on no answer, an error status or
     a body that is not JSON. Plain http (a local server) goes through urllib: importing httpx costs a
     store-only command ~0.13 s. https keeps httpx, which verifies certificates as Prefect's own client does."""
-    import json
-
     data = None if body is None else json.dumps(body).encode()
     if url.lower().startswith("https:"):
         import httpx

@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from gep.config import gep_dir, load_settings
+from gep.errors import GepError
 from gep.models import EvolutionEvent
+from gep.store.quick import open_quick
 
 if TYPE_CHECKING:
     from gep.feedback import FeedbackSignal
@@ -352,8 +355,6 @@ def _listed(reader: Any) -> Iterable[Any]:
 def load_report(workspaces: Sequence[Path], now: datetime) -> Report:
     """The report of ``workspaces`` (checked paths). A workspace no cycle ran on has no store and gets no
     ``.gep/``; one whose store cannot be read is reported with the reason, and the others still are."""
-    from gep.errors import GepError
-
     out: list[WorkspaceReport] = []
     for path in workspaces:
         try:
@@ -364,9 +365,6 @@ def load_report(workspaces: Sequence[Path], now: datetime) -> Report:
 
 
 def _read_one(path: Path) -> WorkspaceReport:
-    from gep.config import gep_dir, load_settings
-    from gep.errors import GepError
-    from gep.store.quick import open_quick
 
     if not path.is_dir():
         raise GepError("no such folder here (a path on another machine?)")
@@ -377,6 +375,7 @@ def _read_one(path: Path) -> WorkspaceReport:
     if quick is not None:
         with quick:
             return workspace_report(quick, path)
+    # deferred: the full store imports SQLAlchemy (~0.4 s), needed only when the quick reader declines
     from gep.store import Store
 
     with Store.for_workspace(path, settings) as store:

@@ -112,6 +112,7 @@ MAPPING: dict[str, str] = {
     "gep.prompt": "gep.mutators.gep_prompt",
     # assets/: the reference's files in and out
     "gep.assets": "gep.assets.gene_files",
+    "gep.asset_files": "gep.assets.files",
     "gep.learning_assets": "gep.assets.learned",
     "gep.retired": "gep.assets.retired",
     # report/: `gep report`'s page, computed (data) and drawn (html)
@@ -154,6 +155,7 @@ MAPPING: dict[str, str] = {
     "gep.history_table": "gep.cli.history_table",
     "gep.prefect_console": "gep.cli.prefect_console",
     "gep.workspace_arg": "gep.cli.workspace_arg",
+    "gep.prefect_link": "gep.cli.prefect_link",
     # gep/ keeps: __init__ (the public surface), entry (console script), api, distill_run, fleet,
     # prefect_api, server
     "gep.distilling": "gep.distill_run",
@@ -232,6 +234,44 @@ PACKAGES: dict[str, str] = {
         "session start), what an agent is told (agent_context, its cache) and whether it helped (injections).\n\n"
         "May import every package below it and gep.api; never the CLI, flows/ or Prefect."),
 }
+
+
+# packages that exist before the move, whose docstring must also say what they never imports (the layering
+# test checks every package's): the sentence is added at the end of the docstring when it names nothing
+PACKAGE_NOTES: dict[str, str] = {
+    "gep.store": "Imports core/ only: it keeps typed values and never calls learning, selection or distillation\n"
+                 "logic (folding and scoring happen above it and are handed down).",
+    "gep.mutators": "Imports core/, git/, validation/, signals/, learning/ and genes/; never assets/, report/, a\n"
+                    "cycle or the CLI.",
+    "gep.git": "Imports core/ only; never the store, validation, signals, learning, genes or a cycle.",
+}
+
+
+def add_package_notes() -> list[Path]:
+    """The PACKAGE_NOTES sentence at the end of each package docstring that names no forbidden import."""
+    noted: list[Path] = []
+    for package, note in PACKAGE_NOTES.items():
+        init = Path(*package.split(".")) / "__init__.py"
+        if not init.is_file():
+            continue
+        text = init.read_text()
+        tree = ast.parse(text)
+        doc = ast.get_docstring(tree) or ""
+        if "never" in doc.lower() or not tree.body or not isinstance(tree.body[0], ast.Expr):
+            continue
+        end = tree.body[0].end_lineno
+        assert end is not None
+        lines = text.splitlines(keepends=True)
+        close = lines[end - 1]
+        quote = close.rstrip().rstrip("\"'")
+        if quote.strip():  # the docstring closes on a line with text: put the note after that text
+            lines[end - 1] = quote + "\n\n" + note + "\n" + close[len(quote):].lstrip()
+        else:
+            lines[end - 1] = "\n" + note + "\n" + close
+        init.write_text("".join(lines))
+        git("add", str(init))
+        noted.append(init)
+    return noted
 
 
 # textual patches a move needs, applied after it (file on the new layout, text before, text after): idempotent
@@ -563,7 +603,7 @@ def main() -> int:
     check_no_shadowing()
     moved = move_modules()
     inits = write_package_inits()
-    patched = apply_patches()
+    patched = apply_patches() + add_package_notes()
     changed = rewrite_files(reference_files())
     if changed:
         git("add", *[str(p) for p in changed])

@@ -77,7 +77,7 @@ def fleet(
     if here:  # the cycles run in this process, which keeps the real command (runs record it redacted)
         quiet_prefect_console(verbose)
         from flows.fleet_launch import run_here
-        from gep.cli import prefect_api_for_run
+        from gep.prefect_link import prefect_api_for_run
 
         params["agent_cmd"] = hide_agent_cmd(agent_cmd.strip() if agent_cmd else "") or ""
         raise typer.Exit(run_here(prefect_api_for_run(), {**params, "concurrency": concurrency}))

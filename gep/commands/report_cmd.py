@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from gep.errors import GepError
+from gep.workspace_arg import checked_top
 
 DEFAULT_OUT = "report.html"  # in the (first) workspace's .gep/: engine state git never shows
 
@@ -38,13 +39,12 @@ def report(
     Exit status: 0 written; 1 written, but a workspace's store could not be read (said on stderr); 2 bad
     input, or no store could be read (nothing written).
     """
-    from gep.cli import _workspace_dir
     from gep.models import utc_now
     from gep.report_data import load_report
     from gep.report_html import render
 
     given: list[Path | None] = [*workspace] if workspace else [None]
-    paths = list(dict.fromkeys(_workspace_dir(w) for w in given))  # a workspace listed twice: one row
+    paths = list(dict.fromkeys(checked_top(w) for w in given))  # a workspace listed twice: one row
     target = out.expanduser() if out is not None else _default_out(paths[0])
     if target.is_dir():
         raise GepError(f"--out {target} is a directory: name the HTML file to write")

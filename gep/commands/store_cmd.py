@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gep.errors import WorkspaceError
 from gep.workspace_arg import WorkspaceOpt, workspace_or_here
 
 
@@ -21,8 +22,6 @@ def store_app(friendly: Callable[[Any], Any]) -> typer.Typer:
 
 
 def _workspace(given: Path | None) -> Path:
-    from gep.errors import WorkspaceError
-
     path = workspace_or_here(given)
     if not path.is_dir():
         raise WorkspaceError(f"workspace {path} is not a directory")
