@@ -474,7 +474,7 @@ def rewrite_python(text: str, path: Path) -> str:
             else:
                 first = lines[i - 1]
                 indent = first[: len(first) - len(first.lstrip())]
-                # comments in the statement (`# noqa: E402` ...) go on every statement it becomes
+                # comments in the statement (a noqa for E402 ...) go on every statement it becomes
                 notes = "".join(f"  {line[line.index('#'):].rstrip()}" for line in lines[i - 1:end] if "#" in line)
                 out.extend(f"{indent}{stmt}{notes}\n" for stmt in new)
             i = end + 1

@@ -57,11 +57,8 @@ UNCOMMENTED_DEFERRED: set[str] = {
     "gep.report.data",
     "gep.sessions.capture",
     "gep.store.base",
-    "gep.store.behavior",
     "gep.store.copy",
     "gep.store.quick_read",
-    "gep.store.quick_write",
-    "gep.store.retirements",
 }
 
 # Edges that break the contract today, to be removed (a test below fails when one is gone: delete it here).
