@@ -86,6 +86,7 @@ class RunResult:
     statuses: dict[str, int] = field(default_factory=dict)
     approaches: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    tokens: int = 0  # what a real agent reported it used (Claude Code's usage block); 0 for the scripted one
 
 
 # ------------------------------------------------------------------ one world under one arm
@@ -156,6 +157,7 @@ def run_world(arm: str, index: int, seed: int, cycles: int, root: Path, agent_cm
         result.statuses[status] = result.statuses.get(status, 0) + 1
         did = _agent_did(state, event.id if event else "")
         result.approaches[did["approach"]] = result.approaches.get(did["approach"], 0) + 1
+        result.tokens += int(did.get("tokens") or 0)
         if event is not None and event.meta.commit and did.get("target"):
             committed.append((c, event.id, did["target"]))
         now = truth(world, ws, c)
@@ -251,11 +253,13 @@ def arm_figures(runs: Sequence[RunResult]) -> dict[str, Any]:  # JSON edge: one 
     tasks = [t for r in runs for t in r.tasks]
     fixed = sum(t.fixed for t in tasks)
     cycles = sum(r.cycles for r in runs)
+    tokens = sum(r.tokens for r in runs)
     return {"tasks": len(tasks), "verified": fixed, "rate": fixed / len(tasks) if tasks else 0.0,
             "regressions": sum(t.regressions for t in tasks), "did_not_hold": sum(t.did_not_hold for t in tasks),
             "cycles_per_fix": cycles / fixed if fixed else math.inf,
             "open_per_cycle": statistics.fmean(x for r in runs for x in r.open_per_cycle),
-            "seconds": sum(r.seconds for r in runs)}
+            "seconds": sum(r.seconds for r in runs), "tokens": tokens,
+            "tokens_per_fix": tokens / fixed if tokens and fixed else None}
 
 
 def _key(t: TaskResult) -> tuple[str, int, str]:
@@ -283,6 +287,10 @@ def report(results: dict[str, list[RunResult]], out: Any = None) -> dict[str, An
     for arm, f in figures.items():
         w(f"{arm:<22}{f['tasks']:>6}{f['verified']:>6}{f['rate']:>7.3f}{f['regressions']:>6}{f['did_not_hold']:>7}"
           f"{f['cycles_per_fix']:>8.1f}{f['open_per_cycle']:>9.2f}\n")
+    if any(f["tokens"] for f in figures.values()):  # a real agent's run (recorded or replayed)
+        w("tokens per verified fix (the agent's own usage report): " + "; ".join(
+            f"{arm} {f['tokens_per_fix']:,.0f}" if f["tokens_per_fix"] else f"{arm} {f['tokens']:,} for no fix"
+            for arm, f in figures.items()) + "\n")
     comps = [compare(results, arm) for arm in results if arm != "full" and "full" in results]
     if comps:
         w("\npaired against full (exact McNemar over tasks; bootstrap 95% CI of the rate ratio full / arm)\n")

@@ -18,7 +18,8 @@ cwd = the cycle's clone of the workspace).
   5. A careful agent (``GEP_BENCH_CAREFUL=1``, ``bench/evolution.py --careful-agent``) leaves a target whose code
      already handles the job's input (the fix variant) alone; by default the agent rewrites it with a fresh draw
      (as an agent sent back to an error line it does not check would), which can undo a fix.
-``record DIR -- CMD...``  runs a real agent command, then saves the prompt and the diff it made under DIR.
+``record DIR -- CMD...``  runs a real agent command, then saves the prompt and the diff it made under DIR, and
+  the tokens the agent reports (Claude Code's ``--output-format json`` usage block) for tokens per verified fix.
 ``replay DIR``  applies the recorded diff whose prompt key (gene and targeted signals) matches; else nothing.
 Each run appends what it did to ``$GEP_BENCH_STATE`` (JSON lines: cycle id, target, approach).
 """
@@ -179,14 +180,30 @@ def prompt_key(prompt: str) -> str:
     return hashlib.sha256(json.dumps([gene.group(0) if gene else "", sigs]).encode()).hexdigest()[:16]
 
 
+def usage_tokens(stdout: str) -> int:
+    """The tokens a real agent says it used: Claude Code's ``--output-format json`` prints one object with a
+    ``usage`` block (``stream-json``: the last line is that object). Other output: 0 (not measured)."""
+    text = stdout.strip()
+    for chunk in (text, *reversed(text.splitlines())):
+        try:
+            rec = json.loads(chunk)
+        except ValueError:
+            continue
+        usage = rec.get("usage") if isinstance(rec, dict) else None
+        if isinstance(usage, dict):  # input, output, cache creation and cache read tokens
+            return sum(v for k, v in usage.items() if k.endswith("_tokens") and isinstance(v, int))
+    return 0
+
+
 def record(folder: Path, argv: list[str], prompt: str) -> dict[str, Any]:
     run = subprocess.run(argv, input=prompt, text=True, capture_output=True, check=False)
     sys.stdout.write(run.stdout[-4000:])
     diff = subprocess.run(["git", "diff", "HEAD"], capture_output=True, text=True, check=False).stdout
     folder.mkdir(parents=True, exist_ok=True)
-    key = prompt_key(prompt)
-    (folder / f"{key}.json").write_text(json.dumps({"prompt": prompt, "diff": diff, "rc": run.returncode}))
-    return {"target": "", "approach": "recorded", "key": key, "rc": run.returncode}
+    key, tokens = prompt_key(prompt), usage_tokens(run.stdout)
+    (folder / f"{key}.json").write_text(json.dumps({"prompt": prompt, "diff": diff, "rc": run.returncode,
+                                                    "tokens": tokens}))
+    return {"target": "", "approach": "recorded", "key": key, "rc": run.returncode, "tokens": tokens}
 
 
 def replay(folder: Path, prompt: str) -> dict[str, Any]:
@@ -194,10 +211,10 @@ def replay(folder: Path, prompt: str) -> dict[str, Any]:
     path = folder / f"{key}.json"
     if not path.exists():
         return {"target": "", "approach": "no_recording", "key": key}
-    diff = json.loads(path.read_text())["diff"]
-    if diff.strip():
-        subprocess.run(["git", "apply", "--whitespace=nowarn"], input=diff, text=True, check=False)
-    return {"target": "", "approach": "replayed", "key": key}
+    rec = json.loads(path.read_text())
+    if rec["diff"].strip():
+        subprocess.run(["git", "apply", "--whitespace=nowarn"], input=rec["diff"], text=True, check=False)
+    return {"target": "", "approach": "replayed", "key": key, "tokens": rec.get("tokens", 0)}  # what it cost
 
 
 def main(argv: list[str]) -> int:

@@ -94,13 +94,31 @@ def test_quick_run_through_the_real_engine(capsys: pytest.CaptureFixture[str], t
 
 def test_a_real_agents_run_is_recorded_and_replayed(tmp_path: Path) -> None:
     rec = tmp_path / "rec"
-    real = f"{sys.executable} {E.AGENT} solve"
+    real = tmp_path / "agent.sh"  # the scripted solver, then a usage block as `claude -p --output-format json`
+    usage = {"type": "result", "result": "done", "usage": {"input_tokens": 1200, "cache_read_input_tokens": 300,
+                                                            "output_tokens": 500, "server_tool_use": {"x": 7}}}
+    real.write_text(f"#!/bin/sh\n{sys.executable} {E.AGENT} solve >/dev/null\necho '{json.dumps(usage)}'\n")
+    real.chmod(0o755)
     recorded = E.run_world("full", 1, 1, 2, tmp_path / "a", f"{sys.executable} {E.AGENT} record {rec} -- {real}")
     replayed = E.run_world("full", 1, 1, 2, tmp_path / "b", f"{sys.executable} {E.AGENT} replay {rec}")
     assert list(rec.glob("*.json"))
     assert recorded.approaches == {"recorded": 2} and replayed.approaches.get("replayed", 0) >= 1
     assert [t.fixed for t in recorded.tasks] == [t.fixed for t in replayed.tasks]
     assert recorded.open_per_cycle == replayed.open_per_cycle
+    assert recorded.tokens == 2 * 2000 and replayed.tokens == 2000 * replayed.approaches["replayed"]
+
+
+def test_tokens_per_verified_fix_from_the_agents_usage_block() -> None:
+    stream = '{"type": "system"}\n{"type": "result", "usage": {"input_tokens": 10, "output_tokens": 5}}'
+    assert A.usage_tokens(stream) == 15 and A.usage_tokens("I fixed it.") == 0 and A.usage_tokens("[1, 2]") == 0
+    t = [E.TaskResult("w", 1, f"p{i}", 0, fixed=i < 2, first_fixed=None, regressions=0, did_not_hold=0)
+         for i in range(4)]
+    runs = {"full": [E.RunResult("full", "w", 1, 4, tasks=t, open_per_cycle=[2], tokens=9000)],
+            "off": [E.RunResult("off", "w", 1, 4, tasks=t[2:], open_per_cycle=[2], tokens=4000)]}
+    buf = io.StringIO()
+    figures = E.report(runs, out=buf)["figures"]
+    assert figures["full"]["tokens_per_fix"] == 4500 and figures["off"]["tokens_per_fix"] is None
+    assert "tokens per verified fix (the agent's own usage report): full 4,500; off 4,000 for no fix" in buf.getvalue()
 
 
 def test_report_prints_the_paired_table() -> None:
