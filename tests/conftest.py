@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from e2e_reach import E2E_FIXTURES, reaches_e2e
 from input_traps import deep, memory_cap  # noqa: F401 - fixtures for the input-trap tests
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="gep-test-prefect-")
@@ -34,15 +35,14 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "workspace"
 
 
-# A test that uses one of these fixtures is end to end (marked ``e2e``; `make check` leaves it out): a real
-# Prefect server or harness, PostgreSQL, a whole cycle in the example workspace or validation in the sandbox.
-E2E_FIXTURES = frozenset({"live_prefect", "prefect_server", "server", "fleet", "pg_url", "example_ws",
-                          "venv_python_first", "_venv_python"})
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``e2e`` what runs end to end (tests/e2e_reach.py: found from its fixtures and the helpers it
+    calls); `make check` leaves those out."""
     for item in items:
-        if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        fixtures = getattr(item, "_fixtureinfo", None)
+        defs = [d.func for ds in (fixtures.name2fixturedefs.values() if fixtures else ()) for d in ds]
+        if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())) or \
+                reaches_e2e([getattr(item, "function", None), *defs]):
             item.add_marker(pytest.mark.e2e)
 
 

@@ -23,7 +23,7 @@ from test_behavior_evolution import CORRECTIONS
 
 import gep.approval
 from gep import CycleRequest, run_cycle
-from gep.behavior_files import read_signals, signals_dir
+from gep.behavior_files import locked, read_signals, signals_dir
 from gep.behavior_stage import signals_since
 from gep.budget import tokens_used_on
 from gep.config import Settings
@@ -188,10 +188,10 @@ def test_the_live_hook_and_the_next_cycle_capture_an_exchange_once(tmp_path: Pat
     hook = json.dumps({"session_id": SID, "transcript_path": str(session), "cwd": str(ws),
                        "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": prompt})
     gep_script = Path(sys.executable).with_name("gep")
-    started = time.monotonic()
-    proc = subprocess.run([str(gep_script), "capture", "--workspace", str(ws)], input=hook, capture_output=True,
-                          text=True, timeout=30)
-    assert proc.returncode == 0 and proc.stdout == "" and time.monotonic() - started < 5
+    with locked(ws, 1):  # the worker cannot write while this test holds the lock: the hook must not wait for it
+        proc = subprocess.run([str(gep_script), "capture", "--workspace", str(ws)], input=hook,
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0 and proc.stdout == "" and not read_signals(ws).signals
     deadline = time.monotonic() + 20
     while not read_signals(ws).signals and time.monotonic() < deadline:  # the detached worker writes it
         time.sleep(0.1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_anthropic import (
@@ -145,14 +145,22 @@ def test_claude_session_fixes_the_example(fake: FakeAnthropic, example_ws: Path,
 
 def test_rate_limit_is_retried_by_the_sdk(fake: FakeAnthropic, repo: Path) -> None:
     fake.script = [rate_limited(), message(tool_use("finish", {"summary": "Nothing to change", "rationale": "ok"}))]
-    started = time.monotonic()
-    result = mutator(fake, retries=2).apply(request(repo))
+    mut = mutator(fake, retries=2)
+    waits: list[float] = []
+    sdk_wait = mut.client._calculate_retry_timeout
+
+    def recorded(*args: Any) -> float:
+        waits.append(sdk_wait(*args))
+        return waits[-1]
+
+    mut.client._calculate_retry_timeout = recorded  # type: ignore[method-assign]
+    result = mut.apply(request(repo))
     assert result.status == "no_change", result.error
     assert result.summary == "Nothing to change"
     assert len(fake.requests) == 2
     assert fake.requests[1].headers.get("x-stainless-retry-count") == "1"  # the SDK's own retry
     assert fake.requests[0].body == fake.requests[1].body
-    assert time.monotonic() - started < 5
+    assert waits == [0.005]  # it waited what the server's retry-after-ms asked, not its own back-off
 
 
 def test_persistent_server_errors_end_in_an_error_result(fake: FakeAnthropic, repo: Path) -> None:

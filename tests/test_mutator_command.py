@@ -45,6 +45,7 @@ child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 pathlib.Path(sys.argv[1]).write_text(str(child.pid))
 print("started", flush=True)
 time.sleep(60)
+print("slept to the end", flush=True)
 '''
 
 FAILING_AGENT = r'''
@@ -122,12 +123,10 @@ def test_timeout_kills_the_agent_and_its_children(repo: Path, tmp_path: Path) ->
     agent = script(tmp_path, "slow.py", SLOW_AGENT)
     pidfile = tmp_path / "child.pid"
     settings = Settings(agent_cmd=cmd(agent, pidfile), agent_timeout_s=1.0)
-    started = time.monotonic()
     result = CommandMutator(settings, os.environ).apply(request(repo, settings))
-    assert time.monotonic() - started < 15
     assert result.status == "error"
     assert result.error is not None and result.error.startswith("agent command timed out after 1s and was killed")
-    assert "started" in result.output
+    assert "started" in result.output and "slept to the end" not in result.output  # killed at its limit
     child = int(pidfile.read_text())
     deadline = time.monotonic() + 5
     while pid_alive(child) and time.monotonic() < deadline:
