@@ -7,6 +7,12 @@ doing) with no success of it on that problem since, an entry is made: stored (st
 shown in the prompt as a short "do not" line, and used by selection (the gene is left out on that problem
 while another gene matches the signals; with none it stays, so a live problem is never starved). A later
 success of the gene on the problem retires the entry (kept, with the event that contradicted it).
+
+Which problem an attempt counts on follows what its change was judged on, as the fix's verdict does
+(gep/fix_credit.py, ``meta.fix_credit``): a committed fix counts on the errors whose code it touched (the
+verdict's, once judged), not on the generic signals that happened to trigger its cycle, so a fix of error A
+that did not hold bans the gene on A only, and a success credited to A retires A's entry. A change that failed
+its checks was never committed or credited: it counts on the problem its cycle was asked to fix.
 """
 
 from __future__ import annotations
@@ -64,6 +70,18 @@ def _problem(signals: Sequence[str]) -> list[str]:
     return sorted(problem_of(situation)) or ["situation:" + "|".join(situation)]
 
 
+def judged_problem(e: EvolutionEvent) -> list[str]:
+    """The problem an attempt counts on (see the module doc): its credit's, else its trigger signals'."""
+    credit = e.meta.fix_credit
+    if credit is None or e.outcome.status != "success":
+        return _problem(e.signals)
+    if credit.judged:  # the verdict's problems
+        return _problem(credit.judged)
+    if e.meta.fix_verdict is None:  # not judged yet: what it was credited to (a change that touched none of
+        return _problem(credit.addressed) if credit.addressed else []  # its trigger errors fixed none of them)
+    return _problem(e.signals)
+
+
 def _failed(e: EvolutionEvent) -> bool:
     return (e.outcome.status == "failed" and not e.is_empty_cycle) or e.meta.fix_verdict == "did_not_hold"
 
@@ -74,7 +92,7 @@ def build_avoid_list(events: Sequence[EvolutionEvent]) -> AvoidList:
     for e in learns_from(events):
         if not e.genes_used or e.outcome.status not in ("success", "failed"):
             continue
-        for p in _problem(e.signals):
+        for p in judged_problem(e):
             key = (e.genes_used[0], p)
             entry = entries.get(key)
             if _failed(e):
