@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from gep import constants as C
 from gep.attribution import learns_from
 from gep.feedback import situation_key_signals
 from gep.models import EvolutionEvent
@@ -32,6 +33,10 @@ if TYPE_CHECKING:  # the report and the session context build the list from even
 
 AVOID_EVENTS = 200  # recorded cycles the list is built from
 AVOID_AFTER = 2  # failed attempts of one gene on one problem, with no success since
+# later cycles on the problem an entry keeps the gene out of selection; then the gene may be tried again (a
+# failure renews the entry, a success retires it). Without it an entry never lifted, since only a success of
+# the gene it keeps out could retire it: bench/selection.py --overblocking measured the cost (docs/learning.md)
+AVOID_HOLD = C.BAN_CYCLES
 STATE_KEY = "learning.avoid"
 SHOWN_CHARS = 240
 
@@ -44,10 +49,16 @@ class AvoidEntry(BaseModel):
     files: list[str] = Field(default_factory=list)  # what the last failed attempt touched
     reason: str = ""  # the last failure's first reason
     retired_by: str | None = None  # the success that contradicted it
+    since: int = 0  # cycles on its problem since its last failure
 
     @property
     def active(self) -> bool:
         return self.retired_by is None and self.failures >= AVOID_AFTER
+
+    @property
+    def blocks(self) -> bool:
+        """Whether selection leaves the gene out now (an active entry, for AVOID_HOLD cycles on its problem)."""
+        return self.active and self.since < AVOID_HOLD
 
     def line(self) -> str:
         touched = f" (touched {', '.join(self.files[:3])})" if self.files else ""
@@ -63,6 +74,10 @@ class AvoidList(BaseModel):
         """The active entries about the problem these signals name."""
         problem = _problem(signals)
         return [e for e in self.entries if e.active and set(e.problem) & set(problem)]
+
+    def blocking(self, signals: Sequence[str]) -> list[AvoidEntry]:
+        """The entries that keep their gene out of selection on this problem now."""
+        return [e for e in self.on(signals) if e.blocks]
 
 
 def _problem(signals: Sequence[str]) -> list[str]:
@@ -94,11 +109,15 @@ def build_avoid_list(events: Sequence[EvolutionEvent]) -> AvoidList:
             continue
         for p in judged_problem(e):
             key = (e.genes_used[0], p)
+            for other_key, other in entries.items():
+                if other_key[1] == p and other_key != key:
+                    other.since += 1
             entry = entries.get(key)
             if _failed(e):
                 if entry is None or entry.retired_by is not None:
                     entry = entries[key] = AvoidEntry(gene_id=key[0], problem=[p])
                 entry.failures += 1
+                entry.since = 0
                 entry.event_ids.append(e.id)
                 entry.files = list(e.meta.changed_files or [])
                 entry.reason = " ".join((e.meta.failure_reasons or [""])[0].split())[:120]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import init_repo
 
-from gep.avoid import AvoidList, avoid_lines, build_avoid_list, refresh_avoid_list
+from gep.avoid import AVOID_HOLD, AvoidList, avoid_lines, build_avoid_list, refresh_avoid_list
 from gep.models import BlastRadius, EventMeta, EvolutionEvent, Gene, Outcome
 from gep.records import FixCreditRecord
 from gep.selector import avoided_genes
@@ -119,3 +119,18 @@ def test_a_success_credited_to_the_error_retires_its_entry_and_one_that_missed_i
                 _fix(3, "verified", [_line(12)], GENERIC)):
         retired = build_avoid_list([*failures, fix])
         assert retired.on(NOW) == [] and [e.retired_by for e in retired.entries] == ["evt_3"]
+
+
+def test_an_entry_lifts_after_the_hold_so_the_gene_can_be_tried_again_and_a_new_failure_renews_it() -> None:
+    """bench/selection.py --overblocking: an entry that never lifted refused genes that would have worked, since
+    only a success of the gene it keeps out could retire it."""
+    failures = [_event(1, "failed"), _event(2, "failed")]
+    others = [_event(10 + k, "failed", gene=OTHER) for k in range(AVOID_HOLD)]
+    assert avoided_genes(build_avoid_list([*failures, *others[:-1]]), GENES, NOW, {}) == {REPAIR: (
+        "avoid: failed 2 times on this problem")}
+    lifted = build_avoid_list([*failures, *others])
+    # still told to the agent, no longer refused by selection
+    assert [e.gene_id for e in lifted.on(NOW)] == [REPAIR, OTHER] and avoided_genes(lifted, GENES, NOW, {}) == {
+        OTHER: f"avoid: failed {AVOID_HOLD} times on this problem"}
+    renewed = build_avoid_list([*failures, *others, _event(30, "failed")])
+    assert [e.failures for e in renewed.blocking(NOW) if e.gene_id == REPAIR] == [3]
