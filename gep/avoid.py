@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from gep import constants as C
 from gep.attribution import learns_from
 from gep.feedback import situation_key_signals
 from gep.models import EvolutionEvent
@@ -36,7 +35,7 @@ AVOID_AFTER = 2  # failed attempts of one gene on one problem, with no success s
 # later cycles on the problem an entry keeps the gene out of selection; then the gene may be tried again (a
 # failure renews the entry, a success retires it). Without it an entry never lifted, since only a success of
 # the gene it keeps out could retire it: bench/selection.py --overblocking measured the cost (docs/learning.md)
-AVOID_HOLD = C.BAN_CYCLES
+AVOID_HOLD = 3  # 10 (the bans' window) refused more and fixed less: docs/learning.md
 STATE_KEY = "learning.avoid"
 SHOWN_CHARS = 240
 
