@@ -19,7 +19,9 @@ outcome: the row's name says so), the reference-style selector, three textbook b
 takes to adapt after the change.
 
 Run: ``.venv/bin/python bench/selection.py [--cycles 500] [--seed 7] [--world stationary|shifting|both]
-[--worlds 36] [--change-at 0.5] [--jobs 2] [--labeller perfect|imperfect]``
+[--worlds 36] [--change-at 0.5] [--jobs 2] [--labeller perfect|imperfect] [--overblocking]``; ``--overblocking``
+runs the shifting worlds with the engine's avoid-list (gep/avoid.py, as gep.stages.select applies it) and without,
+and counts the genes it refused that would have fixed the problem on the same draw.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gep import constants as C
+from gep.avoid import refresh_avoid_list
 from gep.config import Settings
 from gep.fixes import apply_verdict
 from gep.learning import learn_outcome
@@ -56,7 +59,14 @@ from gep.models import (
 )
 from gep.mutation import build_mutation
 from gep.resolved import FixVerdict
-from gep.selector import Selection, dominance_alternative, drift_intensity, match_pattern, match_score
+from gep.selector import (
+    Selection,
+    avoided_genes,
+    dominance_alternative,
+    drift_intensity,
+    match_pattern,
+    match_score,
+)
 from gep.stages import select_from_store
 from gep.store import Store
 from gep.strategy import PRESETS
@@ -338,6 +348,38 @@ class Learning:
             self.pending.append((ev, held, d))
 
 
+@dataclass
+class OverBlocking:
+    """What the avoid-list (gep/avoid.py) refused in one run, judged by the world's truth on the same draw."""
+
+    cycles: int = 0  # selections with at least one gene left out by the avoid-list
+    blocked: int = 0  # genes left out (a cycle can leave out more than one)
+    would_have_fixed: int = 0  # ... whose change would have passed and held on this very draw
+    picked_did_not: int = 0  # cycles where a refused gene would have fixed it and the gene picked did not
+    best_blocked: int = 0  # ... genes left out that were the world's best gene for the situation then
+
+    def add(self, other: OverBlocking) -> None:
+        for k in vars(self):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+
+def _avoided(store: Store, d: Draw, signals: list[str], after: bool, ob: OverBlocking) -> dict[str, str]:
+    """The genes the avoid-list leaves out here (as gep.stages.select does), counted against the world."""
+    out = avoided_genes(refresh_avoid_list(store), pool(after), signals, {})
+    if out:
+        ob.cycles += 1
+        ob.blocked += len(out)
+        ob.best_blocked += best_gene(d.sit, after) in out
+        ob.would_have_fixed += sum(_fixed(d, g, after) for g in out)
+    return out
+
+
+def _fixed(d: Draw, gid: str | None, after: bool) -> bool:
+    """Whether ``gid``'s change would pass its checks and hold on this draw (the world's truth)."""
+    status, empty, held = shifted_outcome(d, gid, after)
+    return status == "success" and not empty and held
+
+
 def _record(store: Store, t: int, d: Draw, signals: list[str], sel: Selection, status: str, empty: bool,
             now: datetime, synthesis_of: list[str]) -> EvolutionEvent:
     gid = sel.gene.id if sel.gene else None
@@ -362,9 +404,12 @@ def _record(store: Store, t: int, d: Draw, signals: list[str], sel: Selection, s
 
 
 def run_engine_shifting(draws: list[Draw], change: int, seed: int, learn: Learning | None,
-                        settings: Settings | None = None) -> list[tuple[str | None, bool]]:
+                        settings: Settings | None = None,
+                        avoid: OverBlocking | None = None) -> list[tuple[str | None, bool]]:
     """(gene picked, problem went away) per cycle, for the engine with feedback and lessons (``learn``) or not.
-    Selection is the cycle's own (gep.stages.select_from_store: whole history, reusable capsules, feedback)."""
+    Selection is the cycle's own (gep.stages.select_from_store: whole history, reusable capsules, feedback);
+    with ``avoid`` the avoid-list leaves genes out first, as gep.stages.select does, and what it refused is
+    counted there."""
     settings = settings or Settings()
     start = datetime(2026, 1, 5, tzinfo=UTC)
     out: list[tuple[str | None, bool]] = []
@@ -375,9 +420,12 @@ def run_engine_shifting(draws: list[Draw], change: int, seed: int, learn: Learni
                 learn.verify(store, now)
             signals = list(d.sit.signals) + history_signals(
                 [(e.outcome.status, e.genes_used[0] if e.genes_used else "") for e in store.recent_events(10)])
+            excluded = _avoided(store, d, signals, after, avoid) if avoid is not None else {}
             sel, _ = select_from_store(store, genes=pool(after), signals=signals, settings=settings,
-                                       rng=random.Random(f"{seed}:{t}:select"), now=now)
+                                       rng=random.Random(f"{seed}:{t}:select"), now=now, excluded=excluded)
             gid = sel.gene.id if sel.gene else None
+            if avoid is not None and any(_fixed(d, g, after) for g in excluded) and not _fixed(d, gid, after):
+                avoid.picked_did_not += 1  # a refused gene would have fixed it and the one picked did not
             synthesis_of = learn.recall(store, gid, signals, now) if learn is not None and gid else []
             status, empty, held = shifted_outcome(d, gid, after)
             ev = _record(store, t, d, signals, sel, status, empty, now, synthesis_of)
@@ -507,13 +555,58 @@ def adaptation_first(run: list[tuple[str | None, bool]], draws: list[Draw], chan
 Rows = dict[str, dict[str, float | None]]
 
 
+def world_draws(cycles: int, seed: int) -> list[Draw]:
+    world = random.Random(seed * 7919 + 1)
+    return [Draw(world.choices(SITUATIONS, [s.weight for s in SITUATIONS])[0], world.random(), world.random(),
+                 world.random(), world.random()) for _ in range(cycles)]
+
+
+def run_overblocking(job: tuple[int, int, float, bool, int | None]) -> tuple[int, int, int, OverBlocking]:
+    """One shifting world: fixes with the avoid-list, without it, by the oracle; what the list refused."""
+    import gep.avoid
+
+    cycles, seed, change_at, imperfect, hold = job
+    if hold is not None:  # --avoid-hold: how many cycles on its problem an entry refuses its gene
+        gep.avoid.AVOID_HOLD = hold
+    draws, change, ob = world_draws(cycles, seed), int(cycles * change_at), OverBlocking()
+    with_avoid = run_engine_shifting(draws, change, seed, Learning(imperfect), avoid=ob)
+    without = run_engine_shifting(draws, change, seed, Learning(imperfect))
+    oracle = run_oracle_shifting(draws, change)
+    return (sum(ok for _, ok in with_avoid), sum(ok for _, ok in without), sum(ok for _, ok in oracle), ob)
+
+
+def report_overblocking(cycles: int, seeds: list[int], change_at: float, jobs: int, imperfect: bool,
+                        hold: int | None = None) -> None:
+    """Over-blocking (issue 28): how often the avoid-list refuses a gene that would have worked."""
+    t0 = time.perf_counter()
+    work = [(cycles, s, change_at, imperfect, hold) for s in seeds]
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            results = list(ex.map(run_overblocking, work))
+    else:
+        results = [run_overblocking(w) for w in work]
+    total = OverBlocking()
+    print(f"{'seed':>6}{'fixes avoid':>12}{'no avoid':>9}{'oracle':>7}{'refusing':>9}{'refused':>8}"
+          f"{'would fix':>10}{'best':>5}{'lost':>5}")
+    for seed, (a, b, o, ob) in zip(seeds, results, strict=True):
+        total.add(ob)
+        print(f"{seed:>6}{a:>12}{b:>9}{o:>7}{ob.cycles:>9}{ob.blocked:>8}{ob.would_have_fixed:>10}"
+              f"{ob.best_blocked:>5}{ob.picked_did_not:>5}")
+    fa, fb, fo = (sum(r[0] for r in results), sum(r[1] for r in results), sum(r[2] for r in results))
+    print(f"selections refused by the avoid-list: {total.cycles} of {cycles * len(seeds)} cycles; genes refused "
+          f"{total.blocked}, of which would have fixed the problem on that very draw {total.would_have_fixed} "
+          f"({total.would_have_fixed / max(1, total.blocked):.0%}) and were the world's best gene there "
+          f"{total.best_blocked} ({total.best_blocked / max(1, total.blocked):.0%}); cycles where a refused gene "
+          f"would have fixed it and the gene picked did not: {total.picked_did_not}")
+    print(f"verified fixes with the avoid-list {fa}, without {fb} ({fa / max(1, fb):.3f}x); of the oracle "
+          f"{fa / max(1, fo):.3f} / {fb / max(1, fo):.3f}; {len(seeds)} worlds, {time.perf_counter() - t0:.0f}s")
+
+
 def run_shifting(cycles: int, seed: int, change_at: float = 0.5, detail: bool = True,
                  imperfect: bool = False) -> Rows:
     """One world (seed) changing at ``change_at`` of the run. ``detail``: also the "fix verdicts only" row and the
     learning counts (the seeds after the first skip them: they take a third of the time)."""
-    world = random.Random(seed * 7919 + 1)
-    draws = [Draw(world.choices(SITUATIONS, [s.weight for s in SITUATIONS])[0], world.random(), world.random(),
-                  world.random(), world.random()) for _ in range(cycles)]
+    draws = world_draws(cycles, seed)
     change = int(cycles * change_at)
     learn = Learning(imperfect)
     runs = {ON: run_engine_shifting(draws, change, seed, learn)}
@@ -658,9 +751,18 @@ def main() -> int:
     ap.add_argument("--labeller", choices=["perfect", "imperfect"], default="perfect",
                     help=f"imperfect: the person's label comes {LABEL_DELAY} cycles late and is wrong "
                          f"{LABEL_WRONG * 100:.0f}%% of the time")
+    ap.add_argument("--overblocking", action="store_true",
+                    help="only the shifting worlds with and without the avoid-list: what it refused that would "
+                         "have worked (issue 28)")
+    ap.add_argument("--avoid-hold", type=int, help="with --overblocking: cycles on its problem an avoid entry "
+                    "refuses its gene (default gep.avoid.AVOID_HOLD)")
     args = ap.parse_args()
     if not 0 < args.change_at < 1 or args.worlds < 1 or args.cycles < 40:
         ap.error("--change-at must be in (0, 1), --worlds >= 1, --cycles >= 40")
+    if args.overblocking:
+        report_overblocking(args.cycles, [args.seed + i for i in range(args.worlds)], args.change_at,
+                            max(1, args.jobs), args.labeller == "imperfect", args.avoid_hold)
+        return 0
     ok = True
     if args.world != "shifting":
         ok = report_stationary(args.cycles, args.seed)

@@ -7,6 +7,12 @@ doing) with no success of it on that problem since, an entry is made: stored (st
 shown in the prompt as a short "do not" line, and used by selection (the gene is left out on that problem
 while another gene matches the signals; with none it stays, so a live problem is never starved). A later
 success of the gene on the problem retires the entry (kept, with the event that contradicted it).
+
+Which problem an attempt counts on follows what its change was judged on, as the fix's verdict does
+(gep/fix_credit.py, ``meta.fix_credit``): a committed fix counts on the errors whose code it touched (the
+verdict's, once judged), not on the generic signals that happened to trigger its cycle, so a fix of error A
+that did not hold bans the gene on A only, and a success credited to A retires A's entry. A change that failed
+its checks was never committed or credited: it counts on the problem its cycle was asked to fix.
 """
 
 from __future__ import annotations
@@ -26,6 +32,10 @@ if TYPE_CHECKING:  # the report and the session context build the list from even
 
 AVOID_EVENTS = 200  # recorded cycles the list is built from
 AVOID_AFTER = 2  # failed attempts of one gene on one problem, with no success since
+# later cycles on the problem an entry keeps the gene out of selection; then the gene may be tried again (a
+# failure renews the entry, a success retires it). Without it an entry never lifted, since only a success of
+# the gene it keeps out could retire it: bench/selection.py --overblocking measured the cost (docs/learning.md)
+AVOID_HOLD = 3  # 10 (the bans' window) refused more and fixed less: docs/learning.md
 STATE_KEY = "learning.avoid"
 SHOWN_CHARS = 240
 
@@ -38,10 +48,16 @@ class AvoidEntry(BaseModel):
     files: list[str] = Field(default_factory=list)  # what the last failed attempt touched
     reason: str = ""  # the last failure's first reason
     retired_by: str | None = None  # the success that contradicted it
+    since: int = 0  # cycles on its problem since its last failure
 
     @property
     def active(self) -> bool:
         return self.retired_by is None and self.failures >= AVOID_AFTER
+
+    @property
+    def blocks(self) -> bool:
+        """Whether selection leaves the gene out now (an active entry, for AVOID_HOLD cycles on its problem)."""
+        return self.active and self.since < AVOID_HOLD
 
     def line(self) -> str:
         touched = f" (touched {', '.join(self.files[:3])})" if self.files else ""
@@ -58,10 +74,26 @@ class AvoidList(BaseModel):
         problem = _problem(signals)
         return [e for e in self.entries if e.active and set(e.problem) & set(problem)]
 
+    def blocking(self, signals: Sequence[str]) -> list[AvoidEntry]:
+        """The entries that keep their gene out of selection on this problem now."""
+        return [e for e in self.on(signals) if e.blocks]
+
 
 def _problem(signals: Sequence[str]) -> list[str]:
     situation = situation_key_signals(signals)
     return sorted(problem_of(situation)) or ["situation:" + "|".join(situation)]
+
+
+def judged_problem(e: EvolutionEvent) -> list[str]:
+    """The problem an attempt counts on (see the module doc): its credit's, else its trigger signals'."""
+    credit = e.meta.fix_credit
+    if credit is None or e.outcome.status != "success":
+        return _problem(e.signals)
+    if credit.judged:  # the verdict's problems
+        return _problem(credit.judged)
+    if e.meta.fix_verdict is None:  # not judged yet: what it was credited to (a change that touched none of
+        return _problem(credit.addressed) if credit.addressed else []  # its trigger errors fixed none of them)
+    return _problem(e.signals)
 
 
 def _failed(e: EvolutionEvent) -> bool:
@@ -74,13 +106,17 @@ def build_avoid_list(events: Sequence[EvolutionEvent]) -> AvoidList:
     for e in learns_from(events):
         if not e.genes_used or e.outcome.status not in ("success", "failed"):
             continue
-        for p in _problem(e.signals):
+        for p in judged_problem(e):
             key = (e.genes_used[0], p)
+            for other_key, other in entries.items():
+                if other_key[1] == p and other_key != key:
+                    other.since += 1
             entry = entries.get(key)
             if _failed(e):
                 if entry is None or entry.retired_by is not None:
                     entry = entries[key] = AvoidEntry(gene_id=key[0], problem=[p])
                 entry.failures += 1
+                entry.since = 0
                 entry.event_ids.append(e.id)
                 entry.files = list(e.meta.changed_files or [])
                 entry.reason = " ".join((e.meta.failure_reasons or [""])[0].split())[:120]

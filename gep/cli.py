@@ -429,7 +429,8 @@ def history(
     Columns: the event's short id (what `gep show`, `gep feedback` take; a link to its flow run where the
     terminal shows links), outcome, intent, gene, whether its committed fix held (verified / did not hold, as
     the next cycles saw the logs) and the run's duration; --wide (or 120 columns) adds the flow run's link
-    and state. The last line sums the cycles listed up.
+    and state. The summary line follows; then, per committed fix, the problem it was credited to (the error
+    whose code it touched) or, once judged, the problem its verdict was given on.
     Flow-run states come from PREFECT_API_URL or gep's background server in one request when it answers,
     and show as "-" otherwise. --json prints the EvolutionEvent objects, each with a `flow_run` object when
     Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).

@@ -20,7 +20,7 @@ from gep.fix_credit import Credit, credit_change, live_errors
 from gep.memory import LessonInput, build_lesson, record_lesson
 from gep.memory_graph import parse_at
 from gep.models import Capsule, EventMeta, EvolutionEvent, iso
-from gep.records import CapsuleOriginRecord, FixCheckRecord, ResolvedRecord
+from gep.records import CapsuleOriginRecord, FixCheckRecord, FixCreditRecord, ResolvedRecord
 from gep.resolved import (
     FixVerdict,
     ResolutionCheck,
@@ -61,6 +61,8 @@ def apply_verdict(store: Store, verdict: FixVerdict, now: datetime) -> None:
     if event is None:  # pruned, or imported without its event: nothing left to mark
         return
     event.meta.fix_verdict = verdict.verdict
+    credit = event.meta.fix_credit or FixCreditRecord()
+    event.meta.fix_credit = credit.model_copy(update={"judged": list(verdict.judged)})
     store.add_event(event)
     capsule = store.get_capsule(event.capsule_id) if event.capsule_id else None
     if capsule is not None:
@@ -109,6 +111,8 @@ def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
                                 missed=credit.missed, credited=credit.credited)
     if res is not None:
         ctx.store.save_resolution(res)
+        event.meta.fix_credit = FixCreditRecord(addressed=res.signals, credited=res.credited, missed=res.missed)
+        ctx.store.add_event(event)
 
 
 def reusable(capsules: Sequence[Capsule]) -> list[Capsule]:

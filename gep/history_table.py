@@ -74,3 +74,15 @@ def print_history(console: Console, rows: Sequence[HistoryRow], events: Sequence
     links = hyperlinks(os.environ, console.is_terminal)
     console.print(table(rows, console.width, wide, links))
     console.print(summary(events), markup=False, highlight=False)
+    for line in credit_lines(events, console.width):
+        console.print(line, markup=False, highlight=False, overflow="ellipsis", no_wrap=True)
+
+
+def credit_lines(events: Sequence[EvolutionEvent], width: int) -> list[str]:
+    """Per committed fix, newest first, the problem it was credited to or judged on (one line each)."""
+    from gep.event_ids import short_ids
+    from gep.history_view import credit_shown
+
+    names = short_ids(e.id for e in events)
+    lines = [f"{names[e.id]} {shown}" for e in events if (shown := credit_shown(e))]
+    return [line if len(line) <= width else line[: max(1, width - 1)] + "\u2026" for line in lines]

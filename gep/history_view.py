@@ -8,6 +8,7 @@ Prefect keeps them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -17,6 +18,10 @@ from pydantic import BaseModel
 
 from gep import prefect_api as api
 from gep.models import EvolutionEvent
+from gep.resolved import is_specific
+
+# a log line's leading timestamp (ISO, Python logging, with or without brackets), not part of the problem
+_LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d{2}:?\d{2})?\]?\s*")
 
 
 class HistoryRow(BaseModel):
@@ -114,6 +119,31 @@ def fix_shown(event: EvolutionEvent) -> str:
     if verdict:
         return verdict.replace("_", " ")
     return "pending" if event.outcome.status == "success" and event.meta.commit else "-"
+
+
+def credit_shown(event: EvolutionEvent) -> str | None:
+    """Which problem a committed fix was credited to (gep/fix_credit.py) and, once judged, judged on: its verdict
+    follows that problem, not the signals that triggered its cycle. None for a cycle with no credit recorded."""
+    c = event.meta.fix_credit
+    if c is None:
+        return None
+    named = [s for s in (c.judged or c.addressed) if is_specific(s)]
+    if not named and c.missed and not c.judged:  # it touched none of the errors it was asked to fix
+        return f"fix {fix_shown(event)}; touched none of: {_problem_text(c.missed[0])}"
+    named = named or list(c.judged or c.addressed)
+    if not named:
+        return None
+    label = "judged on" if c.judged else "credited to"
+    if set(named) & set(c.credited):
+        label += " (not a trigger)"
+    more = f" (+{len(named) - 1} more)" if len(named) > 1 else ""
+    return f"fix {fix_shown(event)}; {label}: {_problem_text(named[0])}{more}"
+
+
+def _problem_text(signal: str) -> str:
+    """A problem's signal as people read it: the error line without its leading timestamp."""
+    line = signal.removeprefix("errsig:")
+    return _LEAD_TIME.sub("", line, count=1) or line
 
 
 def prefect_url() -> str | None:

@@ -32,6 +32,7 @@ from gep.records import (
     BehaviorRecord,
     CapsuleOriginRecord,
     FixCheckRecord,
+    FixCreditRecord,
     GenePoolRecord,
     HistoryRecord,
     HostFailure,
@@ -319,6 +320,7 @@ class EventMeta(BaseModel):
     empty_cycle: StrictBool | None = None
     empty_reason: StrictStr | None = None
     fix_verdict: Literal["verified", "did_not_hold"] | None = None  # set by the next cycle (gep.resolved)
+    fix_credit: FixCreditRecord | None = None  # the problem a committed fix was credited to (gep/fixes.py)
     host_failure: HostFailure | None = None  # failed for a reason outside the change (gep/attribution.py)
     # learning (gep/fixes.py, gep/learning.py): signals earlier fixes resolved or that came back, the verdicts
     # this cycle gave on earlier fixes, the lessons shown in its prompt and the conflicts it was asked to reconcile

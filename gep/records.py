@@ -166,6 +166,16 @@ class FixCheckRecord(BaseModel):
     new_lines: int = 0  # lines written since the commit (0: nothing ran since, weak evidence)
 
 
+class FixCreditRecord(BaseModel):
+    """Which problem a committed fix was credited to (gep/fix_credit.py: the errors whose code it touched), and,
+    once the next cycles judged it, the signals its verdict followed. Avoid-lists and ``gep history`` read it."""
+
+    addressed: list[str] = Field(default_factory=list)  # what the fix's verdict follows
+    credited: list[str] = Field(default_factory=list)  # of them, errors that did not trigger the cycle
+    missed: list[str] = Field(default_factory=list)  # trigger errors the change did not touch
+    judged: list[str] | None = None  # set with the verdict: the problems it was judged on
+
+
 class CapsuleOriginRecord(BaseModel):
     """Where a reused capsule came from (another workspace's, with ``share_capsules``)."""
 

@@ -199,7 +199,7 @@ def avoided_genes(avoid: AvoidList, genes: Sequence[Gene], signals: Sequence[str
                   excluded: dict[str, str]) -> dict[str, str]:
     """Genes to leave out of selection here: each active entry's gene, while another gene still matches."""
     out: dict[str, str] = {}
-    entries = avoid.on(signals)
+    entries = avoid.blocking(signals)
     for entry in entries:
         others = [g for g in genes if g.id != entry.gene_id and g.id not in excluded and g.id not in out
                   and match_score(g, signals) > 0]

@@ -138,3 +138,37 @@ def test_verdicts_follow_the_error_the_change_touched(tmp_path: Path) -> None:
     assert _judge(ws, churn_helper(ws), ["log_error", sig], recur=False) == []
     git(ws, "reset", "-q", "--hard", "HEAD~1")
     assert _judge(ws, churn_helper(ws), ["log_error", sig], recur=True) == [("did_not_hold", [sig])]
+
+
+def test_the_fix_event_records_what_it_was_credited_to_and_judged_on(tmp_path: Path) -> None:
+    """remember_commit keeps the credit on the fix's event; the next cycle's verdict adds what it judged."""
+    from gep.context import CycleContext
+    from gep.fixes import check_fixes, remember_commit
+    from gep.git import open_repo
+    from gep.models import EventMeta, EvolutionEvent, Outcome
+    from gep.request import CycleRequest
+    from gep.store import Store
+
+    ws = repo(tmp_path)
+    log = ws / "logs" / "job.log"
+    log.write_text(ERR_LINE + "\n")
+    sha = fix_total(ws)
+    sig = live_errors([ERR_LINE])[0].signal
+    event = EvolutionEvent(id="evt_fix", genes_used=["gene_perf"], signals=["perf_bottleneck"],
+                           outcome=Outcome(status="success", score=0.8),
+                           meta=EventMeta(commit=sha, solidified_at=T0.isoformat()))
+    with Store.for_workspace(ws) as store:
+        store.add_event(event)
+        ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), workspace=open_repo(ws),
+                           store=store, event_id="evt_fix", cycle_number=1, seed=1, started_at=T0, clock=lambda: T0)
+        remember_commit(ctx, event)
+        stored = store.get_event("evt_fix")
+        assert stored is not None and stored.meta.fix_credit is not None
+        assert stored.meta.fix_credit.credited == [sig] and stored.meta.fix_credit.judged is None
+        later = T0 + timedelta(hours=1)
+        with log.open("a") as fh:
+            fh.write(f"{later:%Y-%m-%dT%H:%M:%S}.5Z ERROR app.billing: {ERR}\n")
+        check_fixes(ctx.model_copy(update={"started_at": later, "clock": lambda: later}), ["perf_bottleneck"])
+        judged = store.get_event("evt_fix")
+    assert judged is not None and judged.meta.fix_verdict == "did_not_hold"
+    assert judged.meta.fix_credit is not None and judged.meta.fix_credit.judged == [sig]

@@ -76,3 +76,38 @@ def test_hyperlinks_only_where_the_terminal_shows_them():
         console = Console(width=80, force_terminal=True, record=True)
         console.print(table([row], 80, wide=False, links=links))
         assert ("\x1b]8;" in console.export_text(styles=True)) is links
+
+
+@pytest.mark.timeout(180)
+def test_history_and_show_say_which_problem_a_fix_was_credited_to_and_judged_on(repo: Path):
+    """Issue 28: a fix's verdict follows the problem its change touched; `gep history` (80 columns, --json)
+    and `gep show` say which one, beside the verdict."""
+    err_a = "errsig:2026-11-28T01:00:00.024Z ERROR app.billing: ZeroDivisionError: division by zero in total"
+    err_b = "errsig:2026-11-28T01:00:00.024Z ERROR app.report: KeyError: 'rows' in app.report.summary"
+    fixes = [  # (verdict, credit): judged on an error it was not asked about; credited, not judged; missed
+        ("verified", {"addressed": ["perf_bottleneck", err_a], "credited": [err_a], "judged": [err_a]}),
+        (None, {"addressed": [err_b]}),
+        ("did_not_hold", {"addressed": ["log_error"], "missed": [err_b], "judged": [err_b]}),
+        (None, {"addressed": ["log_error"], "missed": [err_b]}),
+    ]
+    with Store.for_workspace(repo) as store:
+        for i, (verdict, credit) in enumerate(fixes):
+            store.add_event(EvolutionEvent(
+                id=f"evt_17643000{i}0123_{'abcd'[i]}{i}f00d", signals=["perf_bottleneck"],
+                genes_used=["gene_repair_from_errors"], outcome={"status": "success", "score": 0.5},
+                meta={"fix_verdict": verdict, "commit": "c0ffee", "fix_credit": credit,
+                      "at": f"2026-11-28T0{i}:00:00Z"}))
+    listed = gep(repo, "history")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, listed.stdout
+    said = [line.split(" ", 1)[1] for line in lines[lines.index(next(x for x in lines if x.startswith("4 cycles")))+1:]]
+    assert [x.split(": ERROR")[0] for x in said] == [
+        "fix pending; touched none of", "fix did not hold; judged on", "fix pending; credited to",
+        "fix verified; judged on (not a trigger)"], listed.stdout
+    assert said[0].startswith("fix pending; touched none of: ERROR app.report: KeyError: 'rows'")  # no timestamp
+    assert said[-1].endswith("\u2026")  # cut at the terminal's width
+    as_json = json.loads(gep(repo, "history", "--json").stdout)
+    assert [e["meta"]["fix_credit"].get("judged") for e in as_json][-1] == [err_a]
+    shown = json.loads(gep(repo, "show", "evt_1764300000123").stdout)
+    assert shown["meta"]["fix_verdict"] == "verified" and shown["meta"]["fix_credit"]["credited"] == [err_a]
