@@ -26,6 +26,11 @@ Prefect server, the workers, PostgreSQL (when started here), the databases and t
 this exits.
 
 Run: ``.venv/bin/python bench/fleet.py [--workspaces 50] [--slow 40] [--fleet 100] [--others 999] [--limit 4]``
+
+Just issue 30's two rows (the slow-agent ratio and the fleet of 100; about 4 minutes idle), ending with one
+line of both verdicts (exit 1 when either is over):
+
+    nice -n 10 .venv/bin/python bench/fleet.py --workspaces 0 --others 0
 """
 
 from __future__ import annotations
@@ -280,6 +285,7 @@ def main() -> int:
     args = ap.parse_args()
 
     ok = True
+    verdicts: dict[str, bool] = {}
     bytecode_as_installed()
     scratch = Path(tempfile.mkdtemp(prefix="gep-bench-fleet-"))
     try:
@@ -300,11 +306,16 @@ def main() -> int:
                 if args.workspaces:
                     bench_workers(server, env, scratch, args.workspaces, args.limit)
                 if args.slow:
-                    ok &= bench_slow(server, env, scratch, args.slow, args.slow_s, args.slow_sequential)
+                    verdicts["slow-agent ratio <= 0.25"] = bench_slow(server, env, scratch, args.slow, args.slow_s,
+                                                                      args.slow_sequential)
                 if args.fleet:
-                    ok &= bench_100(server, env, scratch, args.fleet)
+                    verdicts[f"fleet of {args.fleet} < {TARGET_FLEET_S * args.fleet / 100:g} s"] = bench_100(
+                        server, env, scratch, args.fleet)
+                ok &= all(verdicts.values())
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if verdicts:
+        print("verdicts: " + "; ".join(f"{k} {'OK' if v else 'OVER'}" for k, v in verdicts.items()), flush=True)
     return 0 if ok else 1
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from gep.allowlist import PYTHONS, check_argv
+from gep.child_wait import wait_exit
 from gep.config import Settings
 from gep.models import CommandResult, ValidationReport, iso, utc_now
 from gep.sandbox import Limits, Sandbox, SandboxUnavailable, command_environment, sandbox_env
@@ -239,10 +240,9 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float, files: Sequence[IO[byte
     ``max_bytes`` (checked every 50 ms, so a flood cannot fill the disk)."""
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            return proc.wait(timeout=max(0.0, min(0.05, deadline - time.monotonic()))), False
-        except subprocess.TimeoutExpired:
-            pass
+        code = wait_exit(proc, max(0.0, min(0.05, deadline - time.monotonic())))
+        if code is not None:
+            return code, False
         if sum(os.fstat(f.fileno()).st_size for f in files) > max_bytes:
             return None, True
         if time.monotonic() >= deadline:

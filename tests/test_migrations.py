@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import init_repo
+from sqlalchemy import event as sa_event
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
@@ -133,6 +134,22 @@ def test_reopening_is_idempotent(tmp_path: Path) -> None:
         with s.engine.connect() as conn:
             after = conn.execute(text("SELECT name, applied_at FROM schema_migrations ORDER BY name")).fetchall()
     assert before == after
+
+
+def test_reopening_a_current_store_takes_no_write_lock(tmp_path: Path) -> None:
+    """Every cycle opens its store: a store that has every migration is read once, not locked once per step
+    (on SQLite each locked step is a BEGIN IMMEDIATE that waits for the other cycles' writers)."""
+    url = url_for(tmp_path)
+    Store.open(url).close()
+    engine = make_engine(url)
+    statements: list[str] = []
+    sa_event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    try:
+        assert migrate(engine) == []
+    finally:
+        engine.dispose()
+    assert not [s for s in statements if "IMMEDIATE" in s or "INSERT" in s or "CREATE" in s], statements
+    assert len([s for s in statements if s.startswith("SELECT name FROM schema_migrations")]) == 1
 
 
 def test_database_from_a_newer_version_opens_untouched_with_a_warning(tmp_path: Path,

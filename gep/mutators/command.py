@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import IO
 
 from gep import constants as C
+from gep.child_wait import wait_exit
 from gep.config import Settings
 from gep.deadline import left
 from gep.errors import ConfigError
@@ -124,11 +125,11 @@ class CommandMutator:
                                      error=one_line(f"cannot start agent command '{redact_command(self.argv[0])}': "
                                                     f"{exc.strerror or exc}"))
             try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc.pid)
-                code = proc.wait()
+                waited = wait_exit(proc, timeout)
+                if waited is None:
+                    timed_out = True
+                    _kill_group(proc.pid)
+                code = proc.wait() if waited is None else waited
             finally:
                 _kill_group(proc.pid)  # the agent's leftover children, if any
             stdout, stderr = _tail(out, limit), _tail(err, limit)

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from gep.models import iso, utc_now
@@ -227,6 +227,21 @@ def _locked(engine: Engine) -> Iterator[Connection]:
             conn.info.pop(WRITE_FLAG, None)
 
 
+def _recorded(engine: Engine) -> set[str] | None:
+    """The migrations recorded in the database (None: it has no migrations table yet). Steps are only ever
+    added, so a database that records every step this version knows has nothing left to apply."""
+    with engine.connect() as conn:
+        if not inspect(conn).has_table(SCHEMA_MIGRATIONS):
+            return None
+        return set(applied(conn))
+
+
+def _warn_newer(newer: list[str]) -> None:
+    if newer:
+        log.warning("this database was migrated by a newer gep (unknown migrations: %s); "
+                    "opening it unchanged, upgrade gep to use its new features", ", ".join(newer))
+
+
 def migrate(engine: Engine, upto: str | None = None) -> list[str]:
     """Apply the pending migrations in order, each in its own transaction; return the names applied.
 
@@ -235,6 +250,10 @@ def migrate(engine: Engine, upto: str | None = None) -> list[str]:
     alone (nothing is dropped or re-run); the store opens and a warning is logged.
     """
     done: list[str] = []
+    recorded = _recorded(engine) if upto is None else None
+    if recorded is not None and all(name in recorded for name, _ in MIGRATIONS):
+        _warn_newer(sorted(recorded - {name for name, _ in MIGRATIONS}))  # every open of a current store:
+        return done  # one read, none of the nine locked transactions (on SQLite: nine write locks)
     with _locked(engine) as conn:
         conn.execute(text(f"CREATE TABLE IF NOT EXISTS {SCHEMA_MIGRATIONS} "
                           "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"))
@@ -248,8 +267,5 @@ def migrate(engine: Engine, upto: str | None = None) -> list[str]:
         if upto == name:
             break
     with engine.connect() as conn:
-        newer = unknown_migrations(conn)
-    if newer:
-        log.warning("this database was migrated by a newer gep (unknown migrations: %s); "
-                    "opening it unchanged, upgrade gep to use its new features", ", ".join(newer))
+        _warn_newer(unknown_migrations(conn))
     return done
