@@ -57,6 +57,7 @@ MAPPING: dict[str, str] = {
     "gep.learning_switch": "gep.core.learning_switch",
     "gep.request": "gep.core.request",
     "gep.event_ids": "gep.core.event_ids",
+    "gep.child_wait": "gep.core.child_wait",
     "gep.learned": "gep.core.learned",
     "gep.behavior_signal": "gep.core.behavior_signal",
     # store/: renamed where a name said another package's job
