@@ -8,7 +8,7 @@ were frozen, never used to change them).
 
 Printed: per type, precision / recall / support on each split and on both; per language; the messages the
 rules got wrong (``--errors``); and the share of messages the hybrid Claude pass would be asked about
-(``gep.llm_signals.wants_llm``: the rules found nothing and the message is not a bare acknowledgement).
+(``gep.signals.claude_pass.wants_llm``: the rules found nothing and the message is not a bare acknowledgement).
 
 Run: ``.venv/bin/python bench/behavior.py [--errors] [--markdown]``
 """
@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydantic import BaseModel, Field
 
-from gep.behavior import SIGNAL_TYPES, detect
-from gep.llm_signals import wants_llm
-from gep.sources import TranscriptExchange
+from gep.signals.behavior import SIGNAL_TYPES, detect
+from gep.signals.claude_pass import wants_llm
+from gep.signals.sources import TranscriptExchange
 
 SET = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "behavior_labelled.jsonl"
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)

@@ -59,9 +59,9 @@ def median(xs: list[float]) -> float:
 
 
 def engine_runs(parent: Path, runs: int) -> tuple[list[float], dict[str, list[float]]]:
-    """Each prompt-mode stage of the pipeline timed on its own, in the order gep/pipeline.py runs them."""
-    from gep import pipeline as P
-    from gep.context import CycleRequest, open_cycle
+    """Each prompt-mode stage of the pipeline timed on its own, in the order gep/cycle/pipeline.py runs them."""
+    from gep.cycle import pipeline as P
+    from gep.cycle.context import CycleRequest, open_cycle
 
     totals: list[float] = []
     stages: dict[str, list[float]] = defaultdict(list)
@@ -97,8 +97,8 @@ def instrument() -> dict[str, list[float]]:
     """Wrap the flow's stages, reporting calls and engine helpers with timers (names looked up at call time)."""
     import flows.cycle as F
     import flows.reporting as R
-    from gep import context as X
-    from gep import pipeline as P
+    from gep.cycle import context as X
+    from gep.cycle import pipeline as P
 
     spent: dict[str, list[float]] = defaultdict(list)
 
@@ -185,8 +185,8 @@ def child(runs: int, profile: bool) -> None:
     t = time.perf_counter()
     from flows.cycle import evolution_cycle
     from flows.runtime import api_url_in_process, foreground_run
-    from gep.models import EvolutionEvent
-    from gep.request import CycleRequest
+    from gep.core.models import EvolutionEvent
+    from gep.core.request import CycleRequest
 
     import_s = time.perf_counter() - t
     spent = instrument()

@@ -14,7 +14,7 @@ engine's verdicts. A task counts as a verified fix when its problem's code is re
 
 Arms: ``full`` (the engine as it ships); ``off`` (``learning = "off"``: the plain engine); ``fresh`` (the full
 engine with an empty store before every cycle); ``no_<mechanism>`` (``learning_off = [mechanism]``) for each
-mechanism of gep/learning_switch.py but ``context`` (agent sessions only); ``reference_prompt`` (no lessons,
+mechanism of gep/core/learning_switch.py but ``context`` (agent sessions only); ``reference_prompt`` (no lessons,
 recent outcomes, capsule, avoid lines or session context: the prompt the reference builds).
 Tasks are paired across arms; each arm is compared with ``full`` by an exact McNemar test over the tasks whose
 outcome differs, with a bootstrap 95% confidence interval of the ratio of verified-fix rates.
@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from evolution_world import World, build, make_world, tick, truth  # noqa: E402 - beside this file
 
 AGENT = Path(__file__).resolve().parent / "evolution_agent.py"
-# every mechanism of gep/learning_switch.py that reaches a cycle; "context" only reaches agent sessions (the
+# every mechanism of gep/core/learning_switch.py that reaches a cycle; "context" only reaches agent sessions (the
 # SessionStart hook), which the scripted agent does not have, so its arm would equal full and is not run
 MECHANISMS = ("memory_graph", "feedback", "bans", "verdicts", "lessons", "capsules", "recent_outcomes", "drift",
               "dominance_cap", "avoid", "problem_memory")
@@ -103,9 +103,9 @@ def _env(arm: str, world_json: Path, state: Path, seed: int, home: Path) -> dict
 def _label(ws: Path, world: World, committed: list[tuple[int, str, str]], cycle: int, at: datetime,
            rng: random.Random) -> None:
     """The person: labels changes committed LABEL_DELAY cycles ago, some of them, sometimes wrongly."""
-    from gep.feedback import FeedbackError
+    from gep.learning.feedback import FeedbackError
+    from gep.learning.human_verdicts import give_feedback
     from gep.store import Store
-    from gep.verdicts import give_feedback
 
     due = [(c, eid, target) for c, eid, target in committed if c == cycle - LABEL_DELAY]
     if not due:

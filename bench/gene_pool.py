@@ -2,7 +2,7 @@
 when the store holds many imported genes, and what an import past the limit costs.
 
 An import of 100,000 genes once made select take 51-63 s a cycle and `gep genes list` minutes. The store
-now keeps at most MAX_STORED_GENES genes (gep/constants.py): a larger import is refused in one line before
+now keeps at most MAX_STORED_GENES genes (gep/core/constants.py): a larger import is refused in one line before
 anything is written, and `gep genes list` shows GENES_LIST_LIMIT rows unless asked for more.
 
 Printed per pool size (0 and the limit by default): the seconds of the select stage's work (the workspace's
@@ -29,15 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from typer.testing import CliRunner
 
-from gep import constants as C
 from gep.api import open_store
-from gep.assets import import_assets, workspace_genes
-from gep.config import load_settings
-from gep.errors import AssetError
-from gep.genepool import gene_pool
-from gep.models import utc_now
-from gep.preconditions import unmet_preconditions
-from gep.stages import select_from_store
+from gep.assets.gene_files import import_assets, workspace_genes
+from gep.core import constants as C
+from gep.core.config import load_settings
+from gep.core.errors import AssetError
+from gep.core.models import utc_now
+from gep.cycle.stages import select_from_store
+from gep.genes.pool import gene_pool
+from gep.genes.preconditions import unmet_preconditions
 
 ROOT = Path(__file__).resolve().parent.parent
 SIGNALS = ["log_error", "errsig:TypeError: unsupported operand", "recurring_error"]
@@ -79,7 +79,7 @@ def select_once(ws: Path) -> float:
 
 
 def genes_list(ws: Path) -> float:
-    from gep.cli import app
+    from gep.cli.root import app
 
     t = time.perf_counter()
     result = CliRunner().invoke(app, ["genes", "list", "-w", str(ws)], terminal_width=80)

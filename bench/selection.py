@@ -20,7 +20,7 @@ takes to adapt after the change.
 
 Run: ``.venv/bin/python bench/selection.py [--cycles 500] [--seed 7] [--world stationary|shifting|both]
 [--worlds 36] [--change-at 0.5] [--jobs 2] [--labeller perfect|imperfect] [--overblocking]``; ``--overblocking``
-runs the shifting worlds with the engine's avoid-list (gep/avoid.py, as gep.stages.select applies it) and without,
+runs the shifting worlds with the engine's avoid-list (gep/learning/avoid.py, as gep.cycle.stages.select applies it) and without,
 and counts the genes it refused that would have fixed the problem on the same draw.
 """
 
@@ -41,13 +41,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gep import constants as C
-from gep.avoid import refresh_avoid_list
-from gep.config import Settings
-from gep.fixes import apply_verdict
-from gep.learning import learn_outcome
-from gep.memory import lessons_for_prompt, synthesis_request
-from gep.models import (
+from gep.core import constants as C
+from gep.core.config import Settings
+from gep.core.models import (
     BlastRadius,
     Capsule,
     EvolutionEvent,
@@ -57,9 +53,11 @@ from gep.models import (
     PersonalityState,
     iso,
 )
-from gep.mutation import build_mutation
-from gep.resolved import FixVerdict
-from gep.selector import (
+from gep.cycle.fixes import apply_verdict
+from gep.cycle.record_learning import learn_outcome
+from gep.cycle.stages import select_from_store
+from gep.genes.mutation import build_mutation
+from gep.genes.selector import (
     Selection,
     avoided_genes,
     dominance_alternative,
@@ -67,10 +65,12 @@ from gep.selector import (
     match_pattern,
     match_score,
 )
-from gep.stages import select_from_store
+from gep.genes.strategy import PRESETS
+from gep.learning.avoid import refresh_avoid_list
+from gep.learning.human_verdicts import give_feedback
+from gep.learning.lessons import lessons_for_prompt, synthesis_request
+from gep.learning.resolved import FixVerdict
 from gep.store import Store
-from gep.strategy import PRESETS
-from gep.verdicts import give_feedback
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ def run(cycles: int, seed: int) -> dict[str, float]:
 # prompt, so lessons change no outcome here: only feedback reaches selection. The row "fix verdicts only" runs the
 # same learning with usefulness_weight 0: what the verdicts alone (a fix that did not hold counts as a failure)
 # do, without the feedback scores. Selection, verdicts, feedback and lessons go through the cycle's own functions
-# on the bench's store (gep.stages.select_from_store, gep.fixes.apply_verdict, gep.learning.learn_outcome and
+# on the bench's store (gep.cycle.stages.select_from_store, gep.cycle.fixes.apply_verdict, gep.cycle.record_learning.learn_outcome and
 # give_feedback), so the bench measures the engine, not a copy of it. Worlds differ by seed; the first is shown
 # in full, every one in a line, and the verdict reads all worlds together (one world's ratio moves by about 0.02
 # with luck, so the worst of many is not the target's ratio; docs/learning.md).
@@ -308,9 +308,9 @@ def shifted_outcome(d: Draw, gid: str | None, after: bool) -> tuple[str, bool, b
 
 class Learning:
     """Feedback and lessons kept as a cycle keeps them, through the engine's own functions on the bench's store:
-    the next cycle's verdict on a fix (gep.fixes.apply_verdict: the event's fix_verdict, the implicit signal,
-    the lesson), a person's verdict (gep.verdicts.give_feedback), each outcome's lesson and implicit signal
-    (gep.learning.learn_outcome), and the lessons the prompt would recall (gep.memory)."""
+    the next cycle's verdict on a fix (gep.cycle.fixes.apply_verdict: the event's fix_verdict, the implicit signal,
+    the lesson), a person's verdict (gep.learning.human_verdicts.give_feedback), each outcome's lesson and implicit signal
+    (gep.cycle.record_learning.learn_outcome), and the lessons the prompt would recall (gep.learning.lessons)."""
 
     def __init__(self, imperfect: bool = False) -> None:
         self.pending: list[tuple[EvolutionEvent, bool, Draw]] = []  # committed changes awaiting verification
@@ -350,7 +350,7 @@ class Learning:
 
 @dataclass
 class OverBlocking:
-    """What the avoid-list (gep/avoid.py) refused in one run, judged by the world's truth on the same draw."""
+    """What the avoid-list (gep/learning/avoid.py) refused in one run, judged by the world's truth on the same draw."""
 
     cycles: int = 0  # selections with at least one gene left out by the avoid-list
     blocked: int = 0  # genes left out (a cycle can leave out more than one)
@@ -364,7 +364,7 @@ class OverBlocking:
 
 
 def _avoided(store: Store, d: Draw, signals: list[str], after: bool, ob: OverBlocking) -> dict[str, str]:
-    """The genes the avoid-list leaves out here (as gep.stages.select does), counted against the world."""
+    """The genes the avoid-list leaves out here (as gep.cycle.stages.select does), counted against the world."""
     out = avoided_genes(refresh_avoid_list(store), pool(after), signals, {})
     if out:
         ob.cycles += 1
@@ -407,8 +407,8 @@ def run_engine_shifting(draws: list[Draw], change: int, seed: int, learn: Learni
                         settings: Settings | None = None,
                         avoid: OverBlocking | None = None) -> list[tuple[str | None, bool]]:
     """(gene picked, problem went away) per cycle, for the engine with feedback and lessons (``learn``) or not.
-    Selection is the cycle's own (gep.stages.select_from_store: whole history, reusable capsules, feedback);
-    with ``avoid`` the avoid-list leaves genes out first, as gep.stages.select does, and what it refused is
+    Selection is the cycle's own (gep.cycle.stages.select_from_store: whole history, reusable capsules, feedback);
+    with ``avoid`` the avoid-list leaves genes out first, as gep.cycle.stages.select does, and what it refused is
     counted there."""
     settings = settings or Settings()
     start = datetime(2026, 1, 5, tzinfo=UTC)
@@ -467,7 +467,7 @@ def run_oracle_shifting(draws: list[Draw], change: int, capped: bool = True) -> 
 
 def oracle_pick(sit: Situation, genes: list[Gene], after: bool, picks: list[str] | None) -> str:
     """The gene with the best chance that the problem goes away; with ``picks`` (the oracle's earlier picks) the
-    dominance cap applies to it as gep.selector applies it to the engine."""
+    dominance cap applies to it as gep.genes.selector applies it to the engine."""
     order = sorted((g.id for g in genes if g.id in sit.p or g.id in PASS_AFTER.get(sit.name, {})),
                    key=lambda g: -p_pass(sit, g, after) * p_hold(sit, g, after))
     if picks is None:
@@ -563,11 +563,11 @@ def world_draws(cycles: int, seed: int) -> list[Draw]:
 
 def run_overblocking(job: tuple[int, int, float, bool, int | None]) -> tuple[int, int, int, OverBlocking]:
     """One shifting world: fixes with the avoid-list, without it, by the oracle; what the list refused."""
-    import gep.avoid
+    import gep.learning.avoid
 
     cycles, seed, change_at, imperfect, hold = job
     if hold is not None:  # --avoid-hold: how many cycles on its problem an entry refuses its gene
-        gep.avoid.AVOID_HOLD = hold
+        gep.learning.avoid.AVOID_HOLD = hold
     draws, change, ob = world_draws(cycles, seed), int(cycles * change_at), OverBlocking()
     with_avoid = run_engine_shifting(draws, change, seed, Learning(imperfect), avoid=ob)
     without = run_engine_shifting(draws, change, seed, Learning(imperfect))
@@ -755,7 +755,7 @@ def main() -> int:
                     help="only the shifting worlds with and without the avoid-list: what it refused that would "
                          "have worked (issue 28)")
     ap.add_argument("--avoid-hold", type=int, help="with --overblocking: cycles on its problem an avoid entry "
-                    "refuses its gene (default gep.avoid.AVOID_HOLD)")
+                    "refuses its gene (default gep.learning.avoid.AVOID_HOLD)")
     args = ap.parse_args()
     if not 0 < args.change_at < 1 or args.worlds < 1 or args.cycles < 40:
         ap.error("--change-at must be in (0, 1), --worlds >= 1, --cycles >= 40")

@@ -1,4 +1,4 @@
-"""Throughput of ``gep.signals.extract_signals`` on 10 KB, 200 KB, 1 MB and 10 MB corpora (MB/s).
+"""Throughput of ``gep.signals.rules.extract_signals`` on 10 KB, 200 KB, 1 MB and 10 MB corpora (MB/s).
 
 200 KB is about the most one cycle reads: the four source tails (64 + 64 + 50 + 20 KB by default).
 
@@ -56,7 +56,7 @@ LINES = [
     "DEBUG http: GET /api/v1/items?page={n} 200 {ms}ms 😀",
 ]
 REGIMES = ("first", "best", "warm")
-HOST_SIGNALS = {"protocol_drift", "path_outside_workspace"}  # left out by gep.signals
+HOST_SIGNALS = {"protocol_drift", "path_outside_workspace"}  # left out by gep.signals.rules
 
 
 def make_corpus(size: int, seed: int = 7) -> str:
@@ -84,7 +84,7 @@ def split4(corpus: str) -> dict[str, str]:
 def child(inputs_path: str, repeat: int, warm_seconds: float) -> None:
     """``--child`` mode: time loading and the three regimes in this fresh process, print JSON."""
     t0 = time.perf_counter()
-    from gep.signals import extract_signals
+    from gep.signals.rules import extract_signals
 
     load = time.perf_counter() - t0
 
@@ -198,7 +198,7 @@ def main() -> None:
         print(f"\n{titles[regime]}\n{head}")
         print("\n".join(rows[regime]))
     ours_load = min(load for load, _ in loads) * 1e3
-    line = f"\nloading (not in the figures above): import gep.signals {ours_load:.0f} ms (pydantic included)"
+    line = f"\nloading (not in the figures above): import gep.signals.rules {ours_load:.0f} ms (pydantic included)"
     if with_node:
         line += f", require the reference {min(t for _, t in loads if t is not None) * 1e3:.1f} ms"
         print(line + "\n" + "; ".join(agree))

@@ -36,16 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import create_engine, text
 from sqlmodel import col, select
 
-from gep.config import Settings
-from gep.memory_graph import (
-    MEMORY_FOLD,
-    MemoryAdvice,
-    SituationSummary,
-    memory_advice,
-    merge_summaries,
-    summarize,
-)
-from gep.models import (
+from gep.core.config import Settings
+from gep.core.models import (
     BlastRadius,
     Capsule,
     EvolutionEvent,
@@ -56,13 +48,21 @@ from gep.models import (
     iso,
     utc_now,
 )
-from gep.outcomes import TERMINAL
-from gep.selector import select_gene_and_capsule
+from gep.core.workspace_id import WorkspaceIdentity
+from gep.cycle.outcomes import TERMINAL
+from gep.genes.selector import select_gene_and_capsule
+from gep.learning.memory_graph import (
+    MEMORY_FOLD,
+    MemoryAdvice,
+    SituationSummary,
+    memory_advice,
+    merge_summaries,
+    summarize,
+)
 from gep.store import Store
 from gep.store.codec import load
-from gep.store.memory import FOLD_KEEP
+from gep.store.graph_history import FOLD_KEEP
 from gep.store.tables import EventRow
-from gep.workspace_id import WorkspaceIdentity
 
 TARGET = 1.2
 END = utc_now() - timedelta(hours=1)  # every simulated history ends here

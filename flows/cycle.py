@@ -1,4 +1,4 @@
-"""The evolution cycle as a Prefect flow: the engine's pipeline (gep/pipeline.py) with each stage run as a
+"""The evolution cycle as a Prefect flow: the engine's pipeline (gep/cycle/pipeline.py) with each stage run as a
 named task.
 
 The flow adds what Prefect is for and nothing of the cycle's logic: the per-workspace concurrency slot, the
@@ -32,15 +32,15 @@ from flows.review import ReviewChoice, review_recorder
 from flows.slot import lease_seconds, workspace_slot
 from flows.stage_tasks import run_stage
 from flows.threads import IN_THREAD, in_thread
-from gep import pipeline as P
-from gep.context import CycleContext, open_cycle, reveal_agent_cmd
-from gep.cycle_state import Approve
-from gep.errors import ConfigError, GepError, PendingCycleError
-from gep.models import EvolutionEvent, OutcomeStatus
-from gep.request import CycleRequest, ScheduledRequest
-from gep.request import Mutator as Mutator  # the Run form's choices, for `gep serve` and the fleet
-from gep.request import Strategy as Strategy
-from gep.stages import CycleState
+from gep.core.errors import ConfigError, GepError, PendingCycleError
+from gep.core.models import EvolutionEvent, OutcomeStatus
+from gep.core.request import CycleRequest, ScheduledRequest
+from gep.core.request import Mutator as Mutator  # the Run form's choices, for `gep serve` and the fleet
+from gep.core.request import Strategy as Strategy
+from gep.cycle import pipeline as P
+from gep.cycle.context import CycleContext, open_cycle, reveal_agent_cmd
+from gep.cycle.stages import CycleState
+from gep.cycle.state import Approve
 
 SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
 

@@ -1,5 +1,5 @@
 """Gene distillation as a Prefect flow (daily deployment `distill-genes/daily`): the engine's
-gep.distilling.distill_workspace, with the analysis and the result shown as artifacts of the run."""
+gep.distill_run.distill_workspace, with the analysis and the result shown as artifacts of the run."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from prefect.states import Failed
 from flows.report_artifact import publish_workspace
 from flows.reporting import workspace_key
 from gep.api import open_store
-from gep.config import load_settings
-from gep.distill import DistillRun
-from gep.distilling import analysis_rows, distill_workspace, run_line, run_markdown
-from gep.errors import GepError
-from gep.models import utc_now
+from gep.core.config import load_settings
+from gep.core.errors import GepError
+from gep.core.models import utc_now
+from gep.distill_run import analysis_rows, distill_workspace, run_line, run_markdown
+from gep.genes.distiller import DistillRun
 
 
 @flow(name="distill-genes", log_prints=False, validate_parameters=True)

@@ -11,10 +11,10 @@ from prefect.client.schemas.objects import State
 
 from flows.states import refused_state
 from gep.api import open_store
-from gep.errors import GepError
-from gep.feedback import FeedbackSignal
-from gep.models import utc_now
-from gep.verdicts import give_feedback
+from gep.core.errors import GepError
+from gep.core.models import utc_now
+from gep.learning.feedback import FeedbackSignal
+from gep.learning.human_verdicts import give_feedback
 
 
 @flow(name="evolution-feedback", validate_parameters=True)

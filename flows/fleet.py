@@ -56,8 +56,9 @@ from pydantic import Field
 from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
 from flows.report_artifact import publish_fleet
 from flows.threads import IN_THREAD
-from gep.context import hide_agent_cmd, reveal_agent_cmd
-from gep.errors import ConfigError
+from gep.core.errors import ConfigError
+from gep.core.request import CycleRequest, ScheduledRequest
+from gep.cycle.context import hide_agent_cmd, reveal_agent_cmd
 from gep.fleet import (
     CYCLE_DEPLOYMENT,
     FLEET_ARTIFACT,
@@ -71,7 +72,6 @@ from gep.fleet import (
 )
 from gep.fleet_progress import FleetProgress
 from gep.prefect_api import run_link
-from gep.request import CycleRequest, ScheduledRequest
 
 WAIT_S = 6 * 3600.0  # the bound on the fleet's wait: a cycle may first wait up to 30 min for its slot
 POLL_S = 1.0  # one request for every run's state per poll

@@ -1,4 +1,4 @@
-"""The Prefect side of `gep fleet` (gep/commands/fleet_cmd.py): start a run of the evolve-fleet deployment on
+"""The Prefect side of `gep fleet` (gep/cli/fleet_cmd.py): start a run of the evolve-fleet deployment on
 the server `gep` uses, and optionally wait for it and print the fleet's table; or (--here) run the fleet's
 flow in this process, its cycles as its subflows."""
 
@@ -12,7 +12,7 @@ from uuid import UUID
 
 import typer
 
-from gep.errors import GepError
+from gep.core.errors import GepError
 
 WATCH_POLL_S = 1.0
 

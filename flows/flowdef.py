@@ -3,7 +3,7 @@
 - Parameters that are JSON already (the cycle's are str, int and bool) go to the server as they are.
   Prefect's generic encoder gives the same values, but it imports FastAPI to do it (~0.2 s of a
   `gep cycle` process); any other value still goes through it.
-- A flow whose parameter is a typed request (``request_model``: gep/request.py) gets it checked into that
+- A flow whose parameter is a typed request (``request_model``: gep/core/request.py) gets it checked into that
   model before it runs, a bad field failing the run with one line. Runs made by deployments and schedules
   registered before the request was one parameter still carry the old flat fields (``workspace``,
   ``mutator``, ..., with "" and -1 for "not set"): the flow's signature keeps those names, hidden from its
@@ -25,8 +25,8 @@ from prefect import Flow
 from prefect.utilities.callables import parameter_schema
 from pydantic import BaseModel
 
-from gep.errors import ConfigError
-from gep.request import parse_request
+from gep.core.errors import ConfigError
+from gep.core.request import parse_request
 
 P = ParamSpec("P")
 R = TypeVar("R")

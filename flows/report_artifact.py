@@ -16,10 +16,10 @@ from pathlib import Path
 from prefect import get_run_logger
 from prefect.artifacts import acreate_markdown_artifact, create_markdown_artifact
 
-from gep.models import utc_now
+from gep.core.models import utc_now
 from gep.prefect_api import prefect_home, workspace_key
-from gep.report_data import CATEGORIES, CATEGORY_LABELS, Report, WorkspaceReport, load_report
-from gep.report_html import render
+from gep.report.data import CATEGORIES, CATEGORY_LABELS, Report, WorkspaceReport, load_report
+from gep.report.html import render
 
 SQUARES = {"verified": "🟩", "did_not_hold": "🟧", "committed": "🟢", "failed": "🟥", "host_failure": "🟪",
            "empty": "⬜", "waiting": "🟦", "other": "🟫"}
@@ -66,7 +66,7 @@ def _page(paths: list[Path]) -> tuple[Report, str]:
 
 
 def _write(out: Path, page: str) -> None:
-    from gep.commands.report_cmd import write_page
+    from gep.cli.report_cmd import write_page
 
     write_page(out, page)
 

@@ -22,7 +22,7 @@ from prefect.context import FlowRunContext
 from prefect.exceptions import PrefectException
 
 from flows import states
-from gep.models import EvolutionEvent
+from gep.core.models import EvolutionEvent
 from gep.prefect_api import workspace_key, workspace_tag
 
 __all__ = ["workspace_key", "workspace_tag", "RunReport", "publish", "label_now", "review_gate",
@@ -246,7 +246,7 @@ def next_step(event: EvolutionEvent, workspace: Path | None, prompt_file: str | 
     if status == "success" and m.merge_command:
         return f"Committed on `{m.branch}`, not merged: merge it with `{m.merge_command}`."
     if status == "success" and m.commit:
-        from gep.event_ids import short_id
+        from gep.core.event_ids import short_id
 
         return (f"Committed `{m.commit[:12]}`. Say whether it helped: "
                 f"`gep feedback {short_id(event.id)} helpful{ws}` (or `not_helpful`).")

@@ -1,5 +1,5 @@
 """What a reviewer sees and says in a review-mode pause: the change (files and a bounded diff) in the form's
-description, and their decision and note kept as feedback on the cycle's gene (gep.learning.record_review)."""
+description, and their decision and note kept as feedback on the cycle's gene (gep.cycle.record_learning.record_review)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
-from gep.context import CycleContext
-from gep.prompt import fence
-from gep.solidify import ReviewRequest
-from gep.verdicts import record_review
+from gep.cycle.context import CycleContext
+from gep.cycle.solidify import ReviewRequest
+from gep.learning.human_verdicts import record_review
+from gep.mutators.gep_prompt import fence
 
 
 class ReviewChoice(StrEnum):

@@ -11,7 +11,7 @@ from prefect.client.schemas.objects import State
 from prefect.context import SettingsContext, get_settings_context
 from prefect.settings import get_current_settings, temporary_settings
 
-from gep.interrupt import interrupt_stops_the_cycle
+from gep.cycle.interrupt import interrupt_stops_the_cycle
 
 
 def api_url_in_process() -> str | None:
@@ -55,7 +55,7 @@ def foreground_run(api_url: str | None = None) -> Iterator[None]:
 
 def run_flow(call: Coroutine[Any, Any, State]) -> State:
     """Run an async flow call (``return_state=True``) to its final state from sync code. Ctrl-C stops it
-    as SIGTERM does (gep/interrupt.py), never after the change is committed."""
+    as SIGTERM does (gep/cycle/interrupt.py), never after the change is committed."""
     with interrupt_stops_the_cycle():
         return asyncio.run(call)
 

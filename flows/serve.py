@@ -10,9 +10,9 @@ from pydantic import BaseModel
 
 from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
 from flows.flowdef import form_values
-from gep.errors import ConfigError
+from gep.core.errors import ConfigError
+from gep.core.request import ScheduledRequest, parse_request
 from gep.prefect_api import workspace_key
-from gep.request import ScheduledRequest, parse_request
 
 START_SERVER = ("start one with `gep server start` (or `prefect server start` and "
                 "PREFECT_API_URL=http://127.0.0.1:4200/api)")

@@ -36,7 +36,7 @@ from prefect.client.schemas.objects import ConcurrencyLeaseHolder
 from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
 from prefect.exceptions import MissingContextError, ObjectAlreadyExists, ObjectNotFound
 
-from gep.errors import ConfigError
+from gep.core.errors import ConfigError
 from gep.prefect_api import workspace_key
 
 LEASE_S = 300.0

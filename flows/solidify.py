@@ -9,8 +9,8 @@ from prefect.client.schemas.objects import State
 
 from flows.cycle import current_flow_run_id, refuse, run_in_slot
 from flows.flowdef import gep_flow
-from gep.errors import ConfigError
-from gep.request import CycleRequest, parse_request
+from gep.core.errors import ConfigError
+from gep.core.request import CycleRequest, parse_request
 
 
 @gep_flow(name="evolution-solidify")

@@ -27,10 +27,10 @@ from prefect.states import Failed
 from prefect.utilities.annotations import quote
 
 from flows import states
-from gep import pipeline as P
-from gep.context import CycleContext
-from gep.models import OutcomeStatus
-from gep.stages import CycleState
+from gep.core.models import OutcomeStatus
+from gep.cycle import pipeline as P
+from gep.cycle.context import CycleContext
+from gep.cycle.stages import CycleState
 
 FAILED = (OutcomeStatus.failed, OutcomeStatus.interrupted)
 

@@ -12,7 +12,7 @@ from prefect.client.schemas.objects import State
 from prefect.results import ResultRecord
 from prefect.states import Completed, Failed
 
-from gep.models import EvolutionEvent, OutcomeStatus
+from gep.core.models import EvolutionEvent, OutcomeStatus
 
 COMPLETED_NAMES: dict[str, str] = {
     OutcomeStatus.success: "Success",

@@ -10,7 +10,7 @@ What a script uses::
     with gep.open_store("/path/to/repo") as store:
         print([e.id for e in store.list_events(limit=5)])
 
-Names are loaded on first use, so ``import gep.signals`` (or the hook behind ``gep capture``) does not pay
+Names are loaded on first use, so ``import gep.signals.rules`` (or the hook behind ``gep capture``) does not pay
 for the store, git and the mutators.
 """
 
@@ -21,24 +21,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gep.api import open_store, recover
-    from gep.config import Settings, load_settings
-    from gep.errors import GepError
-    from gep.models import EvolutionEvent
-    from gep.pipeline import run_cycle, solidify_pending
-    from gep.request import CycleRequest
+    from gep.core.config import Settings, load_settings
+    from gep.core.errors import GepError
+    from gep.core.models import EvolutionEvent
+    from gep.core.request import CycleRequest
+    from gep.cycle.pipeline import run_cycle, solidify_pending
     from gep.store import Store
 
 _EXPORTS = {
-    "CycleRequest": "gep.request",
-    "EvolutionEvent": "gep.models",
-    "GepError": "gep.errors",
-    "Settings": "gep.config",
+    "CycleRequest": "gep.core.request",
+    "EvolutionEvent": "gep.core.models",
+    "GepError": "gep.core.errors",
+    "Settings": "gep.core.config",
     "Store": "gep.store",
-    "load_settings": "gep.config",
+    "load_settings": "gep.core.config",
     "open_store": "gep.api",
     "recover": "gep.api",
-    "run_cycle": "gep.pipeline",
-    "solidify_pending": "gep.pipeline",
+    "run_cycle": "gep.cycle.pipeline",
+    "solidify_pending": "gep.cycle.pipeline",
 }
 
 __all__ = ["CycleRequest", "EvolutionEvent", "GepError", "Settings", "Store", "load_settings", "open_store",

@@ -1,4 +1,4 @@
-"""Library entry points beside the cycle itself (gep/pipeline.py): the store of a workspace, and recovery."""
+"""Library entry points beside the cycle itself (gep/cycle/pipeline.py): the store of a workspace, and recovery."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from gep.config import Settings, load_settings
+from gep.core.config import Settings, load_settings
 from gep.git import open_repo, workspace_lock
 from gep.git.repo import ensure_state_dir
 
 if TYPE_CHECKING:  # recovery pulls in the cycle's machinery and the full store SQLAlchemy: store-only
     # commands read without either
-    from gep.recovery import Recovery
+    from gep.cycle.recovery import Recovery
     from gep.store import Store
-    from gep.store.quick import QuickStore
+    from gep.store.quick_read import QuickStore
     from gep.store.quick_write import QuickWriter
 
 Q = TypeVar("Q")
@@ -27,9 +27,9 @@ def open_store(workspace: Path | str) -> Store:
 
 def read_store(workspace: Path | str) -> QuickStore | Store:
     """What :func:`open_store` reads, for a command that only reads: the workspace checked and prepared the
-    same way, then its own SQLite file read without SQLAlchemy when that answers exactly (gep/store/quick.py).
+    same way, then its own SQLite file read without SQLAlchemy when that answers exactly (gep/store/quick_read.py).
     Close it (or use ``with``)."""
-    from gep.store.quick import open_quick
+    from gep.store.quick_read import open_quick
 
     return _quick_or_full(workspace, open_quick)
 
@@ -60,7 +60,7 @@ def recover(workspace: Path | str) -> Recovery:
     branch is recorded as the success it was, a prompt-mode cycle killed while solidifying awaits changes
     again, any other is recorded as interrupted (its change, if any, saved as a patch). The user's tree was
     never changed by a dead cycle; an ``index.lock`` the engine left is removed and named."""
-    from gep.recovery import recover_workspace
+    from gep.cycle.recovery import recover_workspace
     from gep.store import Store
 
     repo = open_repo(workspace)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from gep.errors import ConfigError
-from gep.sanitize import REDACTED, redact_command
+from gep.core.errors import ConfigError
+from gep.core.sanitize import REDACTED, redact_command
 
 CYCLE_DEPLOYMENT = "evolution-cycle/evolve-now"
 SCHEDULED_DEPLOYMENT = "evolution-cycle/scheduled"  # the same cycle for schedules: ticks may be skipped

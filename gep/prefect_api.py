@@ -60,8 +60,8 @@ def workspace_key(path: Path | str) -> str:
 
 def _workspace_id(real: Path) -> str | None:
     try:
-        from gep.errors import WorkspaceError
-        from gep.workspace_id import workspace_identity
+        from gep.core.errors import WorkspaceError
+        from gep.core.workspace_id import workspace_identity
     except ImportError:
         return None
     try:

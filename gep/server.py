@@ -24,7 +24,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from gep import prefect_api as api
-from gep.errors import GepError
+from gep.core.errors import GepError
 
 RECORD_FILE = "gep-server.json"
 LOG_FILE = "gep-server.log"

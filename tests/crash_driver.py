@@ -6,7 +6,7 @@ whenever the test kills it.
 RUN: ``agent`` (a command agent makes a valid change in the cycle's clone), ``agent_bad`` (its change fails
 validation), ``prompt_cycle`` (prompt mode up to awaiting changes), ``prompt_solidify`` (``gep solidify``
 of the cycle a person has edited for). POINT: ``before:<stage>`` or ``after:<stage>`` for a stage of
-gep.pipeline (``after:record`` is after the whole cycle), or a point inside one: ``in_validation`` (a slow check writes ``sleepy.pid`` in
+gep.cycle.pipeline (``after:record`` is after the whole cycle), or a point inside one: ``in_validation`` (a slow check writes ``sleepy.pid`` in
 the clone and sleeps; the test kills the driver), ``after_commit_object``, ``after_cas`` and
 ``in_read_tree`` (landing), ``after_landing``, ``in_discard``, ``inplace_after_cas``, ``inplace_in_index``;
 ``none`` runs to the end; ``random`` pauses between and inside steps, so that a kill from outside at a
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from gep.models import EvolutionEvent, Gene, GeneConstraints, Mutation, PersonalityState  # noqa: E402
+from gep.core.models import EvolutionEvent, Gene, GeneConstraints, Mutation, PersonalityState  # noqa: E402
 
 EVENT_ID = "evt_1700000000000_abc123"
 
@@ -236,11 +236,11 @@ def _instrument(point: str, pause: float) -> None:
     """Die (or pause) inside the steps where the engine writes: the commit, the landing, the discard."""
     import time
 
-    import gep.delivering as delivering
+    import gep.cycle.commit_change as delivering
+    import gep.cycle.tree as tree
     import gep.git.delivery as delivery
     import gep.git.inplace_commit as inplace_commit
     import gep.git.landing as landing
-    import gep.tree as tree
 
     def at(name: str) -> object:
         return lambda *_a: _die() if point == name else time.sleep(pause)
@@ -266,7 +266,7 @@ def _instrument(point: str, pause: float) -> None:
 def _hooks(ws: Path, point: str, pause: float) -> object:
     import time
 
-    from gep import pipeline as P
+    from gep.cycle import pipeline as P
 
     class Hooks(P.Hooks):
         def run(self, stage: P.Stage, ctx: object, state: object) -> object:
@@ -288,7 +288,8 @@ def main(argv: list[str]) -> int:
         return agent_main(argv[1:] == ["bad"])
     ws, run, point = Path(argv[0]), argv[1], argv[2]
     pause = 0.03 if point == "random" else 0.0
-    from gep import CycleRequest, pipeline
+    from gep import CycleRequest
+    from gep.cycle import pipeline
 
     _instrument(point, pause)
     env = {**os.environ, "GEP_VALIDATION": VALIDATION}

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gep.assets import load_genes_dir, seed_genes_dir
-from gep.models import Capsule, EvolutionEvent, Gene, Outcome, iso
+from gep.assets.gene_files import load_genes_dir, seed_genes_dir
+from gep.core.models import Capsule, EvolutionEvent, Gene, Outcome, iso
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 KEY = "sk-ant-api03-test-" + "k" * 24

@@ -1,4 +1,4 @@
-"""Traps a workspace can hold where the engine reads (tests of gep/inputs.py and its callers).
+"""Traps a workspace can hold where the engine reads (tests of gep/core/safe_files.py and its callers).
 
 A FIFO (opening it for reading waits for a writer), symlinks to /dev/zero and /dev/random (reading them never
 ends), a symlink to a file outside the workspace, a directory 1,500 levels deep (deeper than Python's

@@ -13,7 +13,7 @@ import pytest
 from conftest import EXAMPLE, init_repo
 
 from gep import CycleRequest, run_cycle, solidify_pending
-from gep.models import EvolutionEvent
+from gep.core.models import EvolutionEvent
 from gep.store import Store
 
 REPAIR = "gene_repair_from_errors"

@@ -8,9 +8,9 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from gep.feedback import FeedbackKind, FeedbackSignal, Observation
-from gep.memory import Lesson, LessonCategory
-from gep.models import EvolutionEvent, FailedCapsule, iso
+from gep.core.models import EvolutionEvent, FailedCapsule, iso
+from gep.learning.feedback import FeedbackKind, FeedbackSignal, Observation
+from gep.learning.lessons import Lesson, LessonCategory
 from gep.store import Store
 
 START = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)

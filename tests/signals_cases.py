@@ -1,4 +1,4 @@
-"""Generated inputs for comparing ``gep.signals`` with the reference's ``signals.js`` under node.
+"""Generated inputs for comparing ``gep.signals.rules`` with the reference's ``signals.js`` under node.
 
 Used by ``test_signals_differential.py`` (live, when a reference copy is available) and to write
 ``fixtures/signals_golden.json.gz`` (the reference's outputs on a fixed set of these inputs, which
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gep.signals import extract_signals
+from gep.signals.rules import extract_signals
 
 GOLDEN = Path(__file__).parent / "fixtures" / "signals_golden.json.gz"
 GOLDEN_SEED = 77

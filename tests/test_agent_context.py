@@ -24,12 +24,11 @@ from learning_helpers import (
 from typer.testing import CliRunner
 
 from gep import CycleRequest, run_cycle
-from gep.agent_context import HEADER, build_context, within_chars
-from gep.behavior import BehaviorSignal, Detected
-from gep.behavior_files import record
-from gep.cli import app
-from gep.feedback import FeedbackKind, FeedbackSignal, Observation
-from gep.injections import (
+from gep.cli.root import app
+from gep.core.models import EvolutionEvent, Outcome
+from gep.learning.agent_context import HEADER, build_context, within_chars
+from gep.learning.feedback import FeedbackKind, FeedbackSignal, Observation
+from gep.learning.injections import (
     DROP_BELOW,
     Injected,
     Injection,
@@ -39,9 +38,10 @@ from gep.injections import (
     record_injection,
     scores,
 )
-from gep.memory import Lesson, LessonCategory, Stance
-from gep.models import EvolutionEvent, Outcome
-from gep.sources import FileTail, TailLine
+from gep.learning.lessons import Lesson, LessonCategory, Stance
+from gep.signals.behavior import BehaviorSignal, Detected
+from gep.signals.behavior_log import record
+from gep.signals.sources import FileTail, TailLine
 
 pytestmark = pytest.mark.timeout(300)
 GEP = str(Path(sys.executable).parent / "gep")
@@ -174,7 +174,7 @@ def test_judging_ignored_when_the_problem_returns_used_when_not_and_ignored_item
     problem = "errsig:typeerror: add() takes <n> positional arguments but <n> were given"
     inj = Injection(id="inj_1", at=NOW, session="s", items=[Injected(ref="l_bad", kind="avoid", problems=[problem])])
     line = "2026-11-28T13:00:00Z TypeError: add() takes 2 positional arguments but 3 were given"
-    from gep.resolved import normalized_line, signal_identity
+    from gep.learning.resolved import normalized_line, signal_identity
 
     identity = signal_identity(ERR)
     assert identity is not None
@@ -189,7 +189,7 @@ def test_judging_ignored_when_the_problem_returns_used_when_not_and_ignored_item
 
 
 def judge_injections_pure(inj: Injection, tails: list[FileTail]) -> str:
-    from gep.injections import _verdict
+    from gep.learning.injections import _verdict
 
     verdict = _verdict(inj.items[0], inj.at, tails, [])
     assert verdict is not None
@@ -234,7 +234,7 @@ def test_the_avoid_list_on_a_live_problem_leads_the_context() -> None:
 def test_learning_off_gives_sessions_nothing(tmp_path: Path, toml: str) -> None:
     from conftest import init_repo
 
-    from gep.session_context import workspace_context
+    from gep.sessions.session_start import workspace_context
     from gep.store import Store
 
     ws = init_repo(tmp_path / "ws")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gep.config import DEFAULT_ALLOWLIST, Settings
-from gep.runner import check_command, run_command
+from gep.core.config import DEFAULT_ALLOWLIST, Settings
+from gep.validation.runner import check_command, run_command
 
 WITH_NPM = Settings(command_allowlist=[*DEFAULT_ALLOWLIST, "npm", "npx"])
 
@@ -169,7 +169,7 @@ def test_an_absolute_path_inside_the_workspace_is_inside(ws: Path) -> None:
 
 
 def test_seed_gene_validation_commands_pass(ws: Path) -> None:
-    from gep.assets import load_genes_dir, seed_genes_dir
+    from gep.assets.gene_files import load_genes_dir, seed_genes_dir
 
     for gene in load_genes_dir(seed_genes_dir()):
         for cmd in gene.validation:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flows.reporting import cycle_markdown
-from gep.models import EvolutionEvent
+from gep.core.models import EvolutionEvent
 
 WS = Path("/home/me/my agent")
 

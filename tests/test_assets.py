@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gep.assets import (
+from gep.assets.gene_files import (
     export_assets,
     import_assets,
     load_gene_file,
@@ -16,9 +16,9 @@ from gep.assets import (
     seed_genes_dir,
     workspace_genes,
 )
-from gep.errors import AssetError
-from gep.hashing import compute_asset_id, verify_asset_id
-from gep.models import Capsule, EvolutionEvent, Gene, Outcome, ValidationReport
+from gep.core.errors import AssetError
+from gep.core.hashing import compute_asset_id, verify_asset_id
+from gep.core.models import Capsule, EvolutionEvent, Gene, Outcome, ValidationReport
 from gep.store import Store
 
 REFERENCE = Path(__file__).parent / "fixtures" / "reference_assets"

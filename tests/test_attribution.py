@@ -15,12 +15,12 @@ from learning_helpers import BUG, FIX, REPAIR, agent_workspace, store_of, venv_f
 from typer.testing import CliRunner
 
 from gep import CycleRequest, run_cycle
-from gep.attribution import mutator_host_failure, validation_host_failure
-from gep.cli import app
-from gep.config import Settings
-from gep.models import CommandResult, EvolutionEvent, ValidationReport
-from gep.records import MutatorResult
-from gep.selector import active_bans
+from gep.cli.root import app
+from gep.core.config import Settings
+from gep.core.models import CommandResult, EvolutionEvent, ValidationReport
+from gep.core.records import MutatorResult
+from gep.genes.selector import active_bans
+from gep.learning.attribution import mutator_host_failure, validation_host_failure
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gep.assets import load_genes_dir, seed_genes_dir
-from gep.autogene import (
+from gep.assets.gene_files import load_genes_dir, seed_genes_dir
+from gep.core.config import Settings, load_settings
+from gep.core.hashing import verify_asset_id
+from gep.core.models import Gene, Intent
+from gep.genes.automatic import (
     SAFE_STRATEGY,
     actionable_signals,
     build_auto_gene,
@@ -18,10 +21,7 @@ from gep.autogene import (
     is_actionable,
     literal_pattern,
 )
-from gep.config import Settings, load_settings
-from gep.hashing import verify_asset_id
-from gep.models import Gene, Intent
-from gep.selector import match_pattern, match_score, select_gene_and_capsule
+from gep.genes.selector import match_pattern, match_score, select_gene_and_capsule
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PY = ["python -m compileall -q .", "python -m pytest -q"]

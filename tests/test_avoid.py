@@ -1,4 +1,4 @@
-"""Avoid-lists (gep/avoid.py): repeated failures of one gene on one problem become a stored "do not" entry,
+"""Avoid-lists (gep/learning/avoid.py): repeated failures of one gene on one problem become a stored "do not" entry,
 shown in the prompt, used by selection while another gene matches, retired by a later success."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 from conftest import init_repo
 
-from gep.avoid import AVOID_HOLD, AvoidList, avoid_lines, build_avoid_list, refresh_avoid_list
-from gep.models import BlastRadius, EventMeta, EvolutionEvent, Gene, Outcome
-from gep.records import FixCreditRecord
-from gep.selector import avoided_genes
+from gep.core.models import BlastRadius, EventMeta, EvolutionEvent, Gene, Outcome
+from gep.core.records import FixCreditRecord
+from gep.genes.selector import avoided_genes
+from gep.learning.avoid import AVOID_HOLD, AvoidList, avoid_lines, build_avoid_list, refresh_avoid_list
 from gep.store import Store
 
 REPAIR, OTHER = "gene_repair", "gene_other"

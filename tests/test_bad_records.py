@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gep.config import Settings
-from gep.context import CycleRequest
-from gep.pipeline import run_cycle
-from gep.sources import (
+from gep.core.config import Settings
+from gep.cycle.context import CycleRequest
+from gep.cycle.pipeline import run_cycle
+from gep.signals.sources import (
     collect_exchanges,
     collect_tails,
     parse_line_time,

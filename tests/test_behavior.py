@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from gep.behavior import (
+from gep.core.sanitize import redact
+from gep.signals.behavior import (
     MAX_PER_EXCHANGE,
     BehaviorSignal,
     detect,
@@ -19,8 +20,7 @@ from gep.behavior import (
     exchange_key,
     gep_signals,
 )
-from gep.sanitize import redact
-from gep.sources import TranscriptExchange, transcript_exchanges
+from gep.signals.sources import TranscriptExchange, transcript_exchanges
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)

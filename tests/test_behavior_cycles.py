@@ -21,16 +21,16 @@ from conftest import git, init_repo
 from fake_anthropic import FakeAnthropic, message, text_block, tool_use
 from test_behavior_evolution import CORRECTIONS
 
-import gep.approval
+import gep.learning.approval
 from gep import CycleRequest, run_cycle
-from gep.behavior_files import locked, read_signals, signals_dir
-from gep.behavior_stage import signals_since
-from gep.budget import tokens_used_on
-from gep.config import Settings
-from gep.errors import ConfigError
-from gep.feedback import FeedbackKind, InMemoryFeedback
-from gep.memory_graph import parse_at
-from gep.models import EvolutionEvent
+from gep.core.config import Settings
+from gep.core.errors import ConfigError
+from gep.core.models import EvolutionEvent
+from gep.cycle.budget import tokens_used_on
+from gep.cycle.collect_behavior import signals_since
+from gep.learning.feedback import FeedbackKind, InMemoryFeedback
+from gep.learning.memory_graph import parse_at
+from gep.signals.behavior_log import locked, read_signals, signals_dir
 from gep.store import Store
 
 pytestmark = pytest.mark.timeout(300)
@@ -336,7 +336,7 @@ def test_approval_after_a_gep_change_counts_as_helpful_for_its_gene(tmp_path: Pa
 
     feedback = InMemoryFeedback()
     # the hook: until the store keeps feedback (issue 15's table), tests hand it a repository
-    monkeypatch.setattr(gep.approval, "feedback_repository", lambda store: feedback)
+    monkeypatch.setattr(gep.learning.approval, "feedback_repository", lambda store: feedback)
     with session.open("a", encoding="utf-8") as fh:
         fh.write(record("assistant", "Done: I added the rule to AGENTS.md.", datetime.now(UTC)) + "\n")
         fh.write(record("user", "Great work, thank you!", datetime.now(UTC) + timedelta(seconds=1)) + "\n")

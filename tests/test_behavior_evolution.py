@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from gep.assets import load_genes_dir, seed_genes_dir
-from gep.behavior import gep_signals
-from gep.behavior_files import capture_sessions, read_signals
-from gep.config import Settings
-from gep.models import Capsule, Intent
-from gep.mutation import build_mutation, mutation_category
-from gep.selector import match_pattern, match_score, select_gene_and_capsule
-from gep.sources import collect_exchanges
-from gep.strategy import PRESETS
+from gep.assets.gene_files import load_genes_dir, seed_genes_dir
+from gep.core.config import Settings
+from gep.core.models import Capsule, Intent
+from gep.genes.mutation import build_mutation, mutation_category
+from gep.genes.selector import match_pattern, match_score, select_gene_and_capsule
+from gep.genes.strategy import PRESETS
+from gep.signals.behavior import gep_signals
+from gep.signals.behavior_log import capture_sessions, read_signals
+from gep.signals.sources import collect_exchanges
 
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gep.behavior import MAX_PER_DAY, BehaviorSignal, Detected
-from gep.behavior_files import Busy, locked, read_signals, record, seen, signals_dir
+from gep.signals.behavior import MAX_PER_DAY, BehaviorSignal, Detected
+from gep.signals.behavior_log import Busy, locked, read_signals, record, seen, signals_dir
 
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 

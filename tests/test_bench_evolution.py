@@ -158,8 +158,8 @@ def test_a_careful_agent_leaves_a_fixed_function_alone(tmp_path: Path, monkeypat
 
 
 def test_an_arm_per_learning_mechanism() -> None:
-    from gep.config import Settings
-    from gep.learning_switch import MECHANISMS, learning_switch
+    from gep.core.config import Settings
+    from gep.core.learning_switch import MECHANISMS, learning_switch
 
     # every mechanism a cycle uses has its ablation arm ("context" reaches agent sessions only)
     assert {f"no_{m}" for m in MECHANISMS if m != "context"} <= set(E.ARMS)

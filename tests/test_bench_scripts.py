@@ -53,7 +53,7 @@ def test_the_oracle_obeys_the_dominance_cap():
         sys.path.remove(str(BENCH))
     import random
 
-    from gep.config import Settings
+    from gep.core.config import Settings
 
     world = random.Random(3)
     sits = [s for s in bench.SITUATIONS if s.name in ("type_error", "timeout")]
@@ -76,7 +76,7 @@ def test_the_imperfect_labeller_is_late_and_sometimes_wrong(tmp_path: Path):
         sys.path.remove(str(BENCH))
     from datetime import UTC, datetime, timedelta
 
-    from gep.models import EvolutionEvent, Outcome, iso
+    from gep.core.models import EvolutionEvent, Outcome, iso
     from gep.store import Store
 
     def labels(imperfect: bool, extra: int) -> list[tuple[str, str]]:

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gep.behavior_files import capture_sessions, read_signals, seen
-from gep.capture import parse_hook, run_hook
-from gep.cli import app
-from gep.config import Settings
-from gep.sources import ENGINE_PROMPT_MARKER, collect_exchanges
+from gep.cli.root import app
+from gep.core.config import Settings
+from gep.sessions.capture import parse_hook, run_hook
+from gep.signals.behavior_log import capture_sessions, read_signals, seen
+from gep.signals.sources import ENGINE_PROMPT_MARKER, collect_exchanges
 
 FIXTURES = Path(__file__).parent / "fixtures"
 GEP = Path(sys.executable).parent / "gep"
@@ -215,7 +215,7 @@ def test_worker_errors_go_to_the_capture_log(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "memory" / "growth").mkdir(parents=True)
     (ws / "memory" / "growth" / "signals").write_text("a file where the folder should be")
-    result = subprocess.run([sys.executable, "-m", "gep.capture", "--worker", "--workspace", str(ws)],
+    result = subprocess.run([sys.executable, "-m", "gep.sessions.capture", "--worker", "--workspace", str(ws)],
                             input=hook_json(tmp_path / "none.jsonl", "This is so frustrating!!!"),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""

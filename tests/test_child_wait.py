@@ -1,4 +1,4 @@
-"""gep/child_wait.py: a child's exit awaited on its pidfd, with a timeout."""
+"""gep/core/child_wait.py: a child's exit awaited on its pidfd, with a timeout."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from gep.child_wait import wait_exit
+from gep.core.child_wait import wait_exit
 
 
 def child(code: str) -> subprocess.Popen[bytes]:

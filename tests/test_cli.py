@@ -13,8 +13,8 @@ import pytest
 from conftest import ROOT, init_repo
 from typer.testing import CliRunner
 
-from gep.cli import app
-from gep.models import EvolutionEvent
+from gep.cli.root import app
+from gep.core.models import EvolutionEvent
 from gep.store import Store
 
 runner = CliRunner()
@@ -183,7 +183,7 @@ def test_bad_cycle_requests_are_refused_before_anything_runs(repo: Path):
 
 @pytest.mark.timeout(120)
 def test_pending_cycle_and_nothing_to_solidify_are_one_line(repo: Path):
-    from gep.models import CycleRun
+    from gep.core.models import CycleRun
 
     console_error(console("solidify", "-w", str(repo)), "no cycle is awaiting changes")
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
@@ -233,7 +233,7 @@ except SystemExit as exc:
 print("PREFECT-LOADED" if any(m == "prefect" or m.startswith("prefect.") for m in sys.modules) else "NO-PREFECT",
       file=sys.stderr)
 print("ANTHROPIC-LOADED" if "anthropic" in sys.modules else "NO-ANTHROPIC", file=sys.stderr)  # ~2 s of import
-# the quick read path (gep/store/quick.py): SQLAlchemy and SQLModel are ~0.4 s of import, GitPython ~0.1 s;
+# the quick read path (gep/store/quick_read.py): SQLAlchemy and SQLModel are ~0.4 s of import, GitPython ~0.1 s;
 # a plain-http Prefect API is asked with urllib (httpx: ~0.13 s)
 HEAVY = ("sqlalchemy", "sqlmodel", "git", "httpx")
 print("HEAVY-LOADED " + " ".join(m for m in HEAVY if m in sys.modules)

@@ -21,11 +21,11 @@ from fake_anthropic import FakeAnthropic, message, text_block, tool_use
 from test_mutator_anthropic import BUGGY, FIXED
 from test_sandbox import ATTACK as SANDBOX_ATTACK
 
-import gep.sandbox as sandbox_mod
+import gep.validation.sandbox as sandbox_mod
 from gep import CycleRequest, run_cycle, solidify_pending
-from gep.assets import load_genes_dir, seed_genes_dir
-from gep.errors import ConfigError
-from gep.models import EvolutionEvent
+from gep.assets.gene_files import load_genes_dir, seed_genes_dir
+from gep.core.errors import ConfigError
+from gep.core.models import EvolutionEvent
 from gep.store import Store
 
 KEY = "sk-ant-api03-" + "Wv7" * 14
@@ -201,7 +201,7 @@ def test_a_models_or_agents_cycle_is_refused_without_bwrap_unless_the_user_said_
 
 
 def test_gep_solidify_runs_with_the_settings_the_cycle_started_with(example_ws: Path) -> None:
-    from gep.context import open_cycle
+    from gep.cycle.context import open_cycle
 
     (example_ws / "gep.toml").write_text('validation = ["python -m compileall -q ."]\n')
     pending = run_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env=dict(os.environ))

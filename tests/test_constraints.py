@@ -12,9 +12,9 @@ import test_solidify
 from crash_driver import event, gene, git, make_scenario, mutation
 from test_solidify import cycle
 
-from gep.checks import classify_blast, commit_message
-from gep.config import Settings
-from gep.solidify import SolidifyResult
+from gep.core.config import Settings
+from gep.cycle.checks import classify_blast, commit_message
+from gep.cycle.solidify import SolidifyResult
 from gep.store import Store
 
 

@@ -18,13 +18,13 @@ import pytest
 from fake_anthropic import FakeAnthropic, error_reply, message, tool_use
 from test_mutator_anthropic import KEY, MODEL, request
 
-from gep import constants as C
-from gep.config import Settings
-from gep.context import CycleRequest
+from gep.core import constants as C
+from gep.core.config import Settings
+from gep.cycle.context import CycleRequest
+from gep.cycle.pipeline import run_cycle
 from gep.git import open_repo
 from gep.git.lock import workspace_lock
 from gep.mutators.anthropic_mutator import AnthropicMutator
-from gep.pipeline import run_cycle
 
 pytestmark = pytest.mark.timeout(120)
 

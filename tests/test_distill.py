@@ -20,8 +20,10 @@ from distill_cases import (
     seed_genes,
 )
 
-from gep.config import Settings
-from gep.distill import (
+from gep.core.config import Settings
+from gep.core.hashing import verify_asset_id
+from gep.core.models import Capsule, EvolutionEvent, Gene, GeneConstraints, GeneProvenance, Outcome
+from gep.genes.distiller import (
     DistillRun,
     InMemoryDistillLog,
     ProposalContext,
@@ -33,10 +35,8 @@ from gep.distill import (
     rejected_capsules,
     successful_capsules,
 )
-from gep.feedback import FeedbackKind, FeedbackSignal, Observation
-from gep.hashing import verify_asset_id
-from gep.models import Capsule, EvolutionEvent, Gene, GeneConstraints, GeneProvenance, Outcome
-from gep.selector import match_score
+from gep.genes.selector import match_score
+from gep.learning.feedback import FeedbackKind, FeedbackSignal, Observation
 
 SETTINGS = Settings()
 
@@ -87,7 +87,7 @@ def test_capsules_people_rejected_are_not_learned_from(ws: Path) -> None:
 
 
 def test_distilling_a_workspace_leaves_out_what_its_people_rejected(ws: Path) -> None:
-    from gep.distilling import distill_workspace
+    from gep.distill_run import distill_workspace
     from gep.store import Store
 
     caps = repair_capsules(10)
@@ -377,8 +377,8 @@ def test_run_log_model_round_trips() -> None:
 
 
 def test_thresholds_are_settings_with_one_line_errors() -> None:
-    from gep.config import load_settings
-    from gep.errors import ConfigError
+    from gep.core.config import load_settings
+    from gep.core.errors import ConfigError
 
     assert load_settings(None, env={"GEP_DISTILL_INTERVAL_HOURS": "6"}).distill_interval_hours == 6
     with pytest.raises(ConfigError, match="setting 'distill_min_score'"):
@@ -386,7 +386,7 @@ def test_thresholds_are_settings_with_one_line_errors() -> None:
 
 
 def test_provenance_survives_the_store_and_an_export(ws: Path, tmp_path: Path) -> None:
-    from gep.assets import export_assets, import_assets
+    from gep.assets.gene_files import export_assets, import_assets
     from gep.store import Store
 
     gene = run(ws, mixed_capsules()).gene

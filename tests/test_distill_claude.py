@@ -10,8 +10,10 @@ import pytest
 from distill_cases import KEY, NOW, ZERO_DIV, mixed_capsules, python_workspace, repair_capsules, seed_genes
 from fake_anthropic import FakeAnthropic, error_reply, message, text_block, tool_use
 
-from gep.config import Settings
-from gep.distill import (
+from gep.core.config import Settings
+from gep.core.hashing import verify_asset_id
+from gep.core.models import Gene
+from gep.genes.distiller import (
     TOOL_NAME,
     ClaudeGeneProposer,
     DistillResult,
@@ -20,8 +22,6 @@ from gep.distill import (
     distill,
     gene_tool_schema,
 )
-from gep.hashing import verify_asset_id
-from gep.models import Gene
 
 MODEL = "claude-sonnet-4-6"
 

@@ -21,8 +21,8 @@ from test_selector import event as past
 from typer.testing import CliRunner
 
 from gep import CycleRequest, run_cycle
-from gep.cli import app
-from gep.models import EvolutionEvent, Gene, GeneProvenance
+from gep.cli.root import app
+from gep.core.models import EvolutionEvent, Gene, GeneProvenance
 from gep.store import Store
 
 pytestmark = pytest.mark.timeout(600)

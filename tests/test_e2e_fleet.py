@@ -30,7 +30,7 @@ from live_prefect import BIN, ROOT, LiveServer, kill_group, outside_group, wait_
 from store_backends import NO_PG, pg_schema_url
 
 from flows.fleet import run_workspace
-from gep.models import EvolutionEvent
+from gep.core.models import EvolutionEvent
 from gep.server import group_alive
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, NO_PG, pytest.mark.timeout(600)]
@@ -236,7 +236,7 @@ def test_watch_shows_progress_then_a_terminal_table(fleet: Fleet):
 
 
 def test_a_capsule_of_workspace_a_is_reused_by_the_others_with_its_origin(fleet: Fleet):
-    from gep.workspace_id import workspace_identity
+    from gep.core.workspace_id import workspace_identity
 
     a = workspace_identity(fleet.workspaces[0])
     for ws in fleet.workspaces[1:]:

@@ -33,7 +33,7 @@ def _pure() -> int:
 
 
 def _cycle() -> None:
-    from gep.pipeline import run_cycle
+    from gep.cycle.pipeline import run_cycle
 
     run_cycle  # noqa: B018 - the name is what is found
 

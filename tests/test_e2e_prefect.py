@@ -23,7 +23,7 @@ import pytest
 from conftest import git
 from live_prefect import BIN, ROOT, LiveServer, kill_group, wait_for_flow_run_processes
 
-from gep.event_ids import short_id
+from gep.core.event_ids import short_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

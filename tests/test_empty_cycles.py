@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gep import CycleRequest, run_cycle
-from gep.models import EvolutionEvent
-from gep.signals import analyze_recent_history
+from gep.core.models import EvolutionEvent
+from gep.signals.rules import analyze_recent_history
 from gep.store import Store
 
 NOOP_AGENT = "import sys; sys.stdin.read(); print('nothing to change')"

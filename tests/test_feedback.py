@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo
 
-from gep.feedback import (
+from gep.learning.feedback import (
     FeedbackError,
     FeedbackIndex,
     FeedbackKind,

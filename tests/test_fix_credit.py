@@ -9,11 +9,11 @@ from pathlib import Path
 
 from conftest import git, init_repo
 
-from gep.change_scope import change_scope
-from gep.config import Settings
-from gep.fix_credit import credit_change, live_errors, sites_in
-from gep.resolved import check_resolutions, resolution_for_commit
-from gep.sources import collect_tails, file_marks
+from gep.core.config import Settings
+from gep.git.change_scope import change_scope
+from gep.learning.fix_credit import credit_change, live_errors, sites_in
+from gep.learning.resolved import check_resolutions, resolution_for_commit
+from gep.signals.sources import collect_tails, file_marks
 
 BILLING = '''def total_invoice(pair):
     total, count = pair
@@ -142,11 +142,11 @@ def test_verdicts_follow_the_error_the_change_touched(tmp_path: Path) -> None:
 
 def test_the_fix_event_records_what_it_was_credited_to_and_judged_on(tmp_path: Path) -> None:
     """remember_commit keeps the credit on the fix's event; the next cycle's verdict adds what it judged."""
-    from gep.context import CycleContext
-    from gep.fixes import check_fixes, remember_commit
+    from gep.core.models import EventMeta, EvolutionEvent, Outcome
+    from gep.core.request import CycleRequest
+    from gep.cycle.context import CycleContext
+    from gep.cycle.fixes import check_fixes, remember_commit
     from gep.git import open_repo
-    from gep.models import EventMeta, EvolutionEvent, Outcome
-    from gep.request import CycleRequest
     from gep.store import Store
 
     ws = repo(tmp_path)

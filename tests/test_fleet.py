@@ -14,7 +14,7 @@ from conftest import EXAMPLE, init_repo
 from test_cli import one_line_error, run
 from test_flows import prefect_server, run_state  # noqa: F401 - the session server, as the flow tests use it
 
-from gep.errors import ConfigError
+from gep.core.errors import ConfigError
 from gep.fleet import FleetRow, check_agent_cmd, check_workspaces, markdown
 
 pytestmark = pytest.mark.timeout(120)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo
 
-from gep.models import EvolutionEvent
-from gep.request import CycleRequest
+from gep.core.models import EvolutionEvent
+from gep.core.request import CycleRequest
 from gep.store import Store
 
 pytestmark = pytest.mark.timeout(300)
@@ -143,7 +143,7 @@ def test_prompt_cycle_then_solidify(prefect_server, example_ws: Path):
 
     # a second cycle refuses while this one awaits changes
     from flows.cycle import evolution_cycle
-    from gep.errors import PendingCycleError
+    from gep.core.errors import PendingCycleError
 
     with pytest.raises(PendingCycleError):
         asyncio.run(evolution_cycle(request=CycleRequest(workspace=example_ws, mutator="prompt")))
@@ -246,13 +246,13 @@ def test_command_agent_that_breaks_tests_is_discarded_and_saved(prefect_server, 
 
 
 def test_stage_failure_fails_run_and_records_event(prefect_server, example_ws: Path, monkeypatch):
-    import gep.stages
+    import gep.cycle.stages
     from flows.cycle import evolution_cycle
 
     def broken(*_a, **_k):
         raise RuntimeError("mutator exploded")
 
-    monkeypatch.setattr(gep.stages, "get_mutator", broken)
+    monkeypatch.setattr(gep.cycle.stages, "get_mutator", broken)
     state = run_state(evolution_cycle, workspace=str(example_ws), mutator="prompt")
     assert state.is_failed() and state.message == "RuntimeError: mutator exploded"
     [ev] = events(example_ws)
@@ -262,8 +262,8 @@ def test_stage_failure_fails_run_and_records_event(prefect_server, example_ws: P
     assert flow_run(ev.meta.flow_run_id).state.message == "RuntimeError: mutator exploded"
 
 
-@pytest.mark.parametrize("module, name", [("gep.stages", "collect_sources"), ("gep.stages", "extract_signals"),
-                                           ("gep.stages", "select_gene_and_capsule")])
+@pytest.mark.parametrize("module, name", [("gep.cycle.stages", "collect_sources"), ("gep.cycle.stages", "extract_signals"),
+                                           ("gep.cycle.stages", "select_gene_and_capsule")])
 def test_failure_in_an_early_stage_is_recorded_too(prefect_server, example_ws: Path, monkeypatch, module: str,
                                                    name: str):
     import importlib
@@ -374,7 +374,7 @@ def test_cli_cycle_json_prints_only_the_event(prefect_server, example_ws: Path):
 
     from typer.testing import CliRunner
 
-    from gep.cli import app
+    from gep.cli.root import app
 
     result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "prompt", "--json"])
     assert result.exit_code == 0, result.stderr
@@ -412,8 +412,8 @@ def test_a_run_with_the_old_flat_parameters_still_runs(prefect_server, example_w
 
 def test_a_bad_request_is_refused_in_one_line():
     from flows.cycle import evolution_cycle, scheduled_cycle
-    from gep.errors import ConfigError
-    from gep.request import ScheduledRequest
+    from gep.core.errors import ConfigError
+    from gep.core.request import ScheduledRequest
 
     checked = evolution_cycle.validate_parameters({"request": {"workspace": "/srv/ws", "mutator": " Prompt ",
                                                                "strategy": "repair_only", "branch": " "}})
@@ -444,16 +444,16 @@ def test_gep_cycle_opens_the_workspace_and_reads_its_settings_once(prefect_serve
     instead of opening the repository and reading gep.toml again (git probes and file reads counted)."""
     from typer.testing import CliRunner
 
-    import gep.config
+    import gep.core.config
     import gep.git.repo
-    from gep.cli import app
+    from gep.cli.root import app
 
     (example_ws / "gep.toml").write_text('validation = ["python -m compileall -q ."]\n')
     probes: list[Path] = []
     reads: list[Path] = []
-    probe, from_toml = gep.git.repo._probe, gep.config._from_toml
+    probe, from_toml = gep.git.repo._probe, gep.core.config._from_toml
     monkeypatch.setattr(gep.git.repo, "_probe", lambda p: probes.append(p) or probe(p))
-    monkeypatch.setattr(gep.config, "_from_toml", lambda p: reads.append(p) or from_toml(p))
+    monkeypatch.setattr(gep.core.config, "_from_toml", lambda p: reads.append(p) or from_toml(p))
     result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "command",
                                       "--agent-cmd", agent(tmp_path, "fix", FIX_AGENT)])
     assert result.exit_code == 0, (result.stdout, result.stderr)
@@ -465,7 +465,7 @@ def test_gep_cycle_opens_the_workspace_and_reads_its_settings_once(prefect_serve
 def test_cli_failed_cycle_prints_the_event_and_exits_1(prefect_server, example_ws: Path, tmp_path: Path):
     from typer.testing import CliRunner
 
-    from gep.cli import app
+    from gep.cli.root import app
 
     result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "command",
                                       "--agent-cmd", agent(tmp_path, "brk", BREAK_AGENT)])
@@ -481,7 +481,7 @@ def test_cli_reads_a_recorded_outcome_when_prefect_fails_after_it(prefect_server
     from prefect.client.orchestration import PrefectClient
     from typer.testing import CliRunner
 
-    from gep.cli import app
+    from gep.cli.root import app
 
     real = PrefectClient.set_flow_run_state
 
@@ -500,7 +500,7 @@ def test_cli_reads_a_recorded_outcome_when_prefect_fails_after_it(prefect_server
 
 def test_empty_workspace_parameter_is_refused(prefect_server):
     from flows.cycle import evolution_cycle
-    from gep.errors import ConfigError
+    from gep.core.errors import ConfigError
 
     for bad in ("", "  ", "{{ $GEP_WORKSPACE }}"):
         with pytest.raises(ConfigError, match="workspace"):
@@ -534,7 +534,7 @@ def test_refused_request_fails_the_run_with_the_reason_and_records_nothing(prefe
 
     from flows.cycle import evolution_cycle
     from flows.solidify import solidify_pending
-    from gep.errors import ConfigError, WorkspaceError
+    from gep.core.errors import ConfigError, WorkspaceError
 
     # the Run form offers only the valid mutators and strategies; anything else fails validation at once
     state = run_state(evolution_cycle, workspace=str(example_ws), mutator="claude")
@@ -567,8 +567,8 @@ def test_the_run_form_offers_choices_and_no_null_toggles():
 
     from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
     from flows.fleet import evolve_fleet
+    from gep.genes.strategy import PRESETS
     from gep.mutators import MUTATORS
-    from gep.strategy import PRESETS
 
     assert set(typing.get_args(Mutator)) == {"auto", *MUTATORS}
     assert set(typing.get_args(Strategy)) == {"auto", *PRESETS}
@@ -625,12 +625,12 @@ def test_one_slot_per_workspace_whatever_path_names_it(tmp_path: Path):
 
 
 def test_the_flow_runs_the_engines_stage_list(prefect_server, example_ws: Path, monkeypatch):
-    """flows/cycle.py does not restate the order: each stage of gep.pipeline.STAGES is one task run, and a
+    """flows/cycle.py does not restate the order: each stage of gep.cycle.pipeline.STAGES is one task run, and a
     stage removed from that list is gone from the flow too."""
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    from gep import pipeline as P
+    from gep.cycle import pipeline as P
 
     monkeypatch.setattr(P, "STAGES", [s for s in P.STAGES if s.name != "extract signals"])
     event = cycle(workspace=str(example_ws), mutator="prompt")
@@ -652,7 +652,7 @@ def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(pr
                                                                             tmp_path: Path):
     from typer.testing import CliRunner
 
-    from gep.cli import app
+    from gep.cli.root import app
 
     stats = example_ws / "stats.py"
     stats.write_text(stats.read_text() + "# my own edit, uncommitted\n")  # the agent's file: never overwritten
@@ -680,7 +680,7 @@ def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(pr
 def test_cli_solidify_keeps_a_failed_change_then_abandon_saves_it(prefect_server, example_ws: Path):
     from typer.testing import CliRunner
 
-    from gep.cli import app
+    from gep.cli.root import app
 
     assert CliRunner().invoke(app, ["cycle", "-w", str(example_ws), "--mutator", "prompt"]).exit_code == 0
     stats = example_ws / "stats.py"

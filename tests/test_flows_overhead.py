@@ -32,7 +32,7 @@ import json, sys
 from prefect import Flow
 from flows.cycle import evolution_cycle, scheduled_cycle
 from flows.solidify import solidify_pending
-from gep.request import CycleRequest
+from gep.core.request import CycleRequest
 request = CycleRequest(workspace="/w/ws", mutator="prompt", review=True, seed=7, flow_run_id="not-a-form-field")
 ours = evolution_cycle.serialize_parameters({{"request": request}})
 print(json.dumps(ours))
@@ -105,8 +105,8 @@ def test_a_cycles_models_are_built_once_each_held_models_first():
 from pydantic import BaseModel
 BaseModel.model_config["defer_build"] = True  # as the console script does
 import pydantic._internal._model_construction as mc
-import gep.pipeline, gep.context
-from gep.prebuild import build_models, _subclasses
+import gep.cycle.pipeline, gep.cycle.context
+from gep.core.prebuild import build_models, _subclasses
 built = []
 real = mc.complete_model_class
 def counted(cls, *a, **k):
@@ -116,11 +116,11 @@ mc.complete_model_class = counted
 n = build_models()
 models = [c for c in _subclasses(BaseModel) if c.__module__.startswith("gep.")]
 print(n, len(built), len(set(built)), sum(not c.__pydantic_complete__ for c in models), build_models())
-from gep.prebuild import _types
+from gep.core.prebuild import _types
 name = lambda c: f"{c.__module__}.{c.__qualname__}"
 late = [(name(c), name(h)) for c in models for f in c.__pydantic_fields__.values() for h in _types(f.annotation)
         if h in models and h is not c and {name(h), name(c)} <= set(built) and built.index(name(h)) > built.index(name(c))]
-print(not late and built.index("gep.request.CycleRequest") < built.index("gep.context.CycleContext") or late)
+print(not late and built.index("gep.core.request.CycleRequest") < built.index("gep.cycle.context.CycleContext") or late)
 """).split()
     n, calls, distinct, left, again, order = out
     assert int(n) > 100 and int(calls) == int(distinct) == int(n)  # each model built once

@@ -13,13 +13,13 @@ import pytest
 from conftest import init_repo
 from test_cli import one_line_error, run
 
-from gep import constants as C
 from gep.api import open_store
-from gep.assets import workspace_genes
-from gep.config import load_settings
-from gep.genepool import gene_pool
-from gep.models import Gene, utc_now
-from gep.stages import select_from_store
+from gep.assets.gene_files import workspace_genes
+from gep.core import constants as C
+from gep.core.config import load_settings
+from gep.core.models import Gene, utc_now
+from gep.cycle.stages import select_from_store
+from gep.genes.pool import gene_pool
 
 LIMIT = 30  # the limit, made small so the test is quick; the same code runs at 2,000
 

@@ -15,8 +15,8 @@ from test_store_prune import gep as gep_process
 from typer.testing import CliRunner, Result
 
 from gep import CycleRequest, run_cycle
-from gep.cli import app
-from gep.models import EvolutionEvent
+from gep.cli.root import app
+from gep.core.models import EvolutionEvent
 from gep.store import Store
 
 pytestmark = pytest.mark.timeout(300)
@@ -133,7 +133,7 @@ def test_a_gene_whose_validation_cannot_run_here_is_never_selected_by_real_cycle
         assert event.genes_used and node_id not in event.genes_used, event.meta.selector.reasons
         excluded = dict(event.meta.gene_pool.excluded)
         assert excluded.pop(node_id) == why["excluded"]
-        # the others are out for a precondition that is false here (gep/preconditions.py) or an avoid entry
+        # the others are out for a precondition that is false here (gep/genes/preconditions.py) or an avoid entry
         assert all(w.startswith(("precondition not met", "avoid:")) for w in excluded.values()), excluded
     table = cli("genes", "list", "--workspace", str(ws))
     assert "not runnable here: scripts/validate-modules.js not found" in table.stdout

@@ -19,7 +19,7 @@ from git_scenario import (
     user_edits,
 )
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 from gep.git import (
     clone_change,
     clone_git_actions,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from git_scenario import BIG, ODD, UNICODE, files_of, git, make_repo, snapshot, user_edits
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 from gep.git import abandon_in_place, begin_in_place, commit_in_place, in_place_change, open_repo
 from gep.git.inplace import load_in_place
 

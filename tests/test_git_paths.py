@@ -23,7 +23,7 @@ from git_scenario import (
     user_edits,
 )
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 from gep.git import (
     abandon_in_place,
     begin_in_place,

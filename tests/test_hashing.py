@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gep.hashing import canonical_json, compute_asset_id, js_dumps, js_number, js_string, verify_asset_id
+from gep.core.hashing import canonical_json, compute_asset_id, js_dumps, js_number, js_string, verify_asset_id
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reference_assets"
 

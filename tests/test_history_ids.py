@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from gep.history_table import hyperlinks, table
-from gep.history_view import HistoryRow
-from gep.models import EvolutionEvent
+from gep.cli.history_cmd import HistoryRow
+from gep.cli.history_table import hyperlinks, table
+from gep.core.models import EvolutionEvent
 from gep.store import Store
 
 GEP = str(Path(sys.executable).with_name("gep"))

@@ -9,13 +9,13 @@ import pytest
 from fake_anthropic import FakeAnthropic, message, tool_use
 from test_mutator_anthropic import KEY, MODEL, request
 
-from gep.assets import import_assets
-from gep.config import Settings
-from gep.errors import AssetError
-from gep.json_safe import dumps_finite
+from gep.assets.gene_files import import_assets
+from gep.core.config import Settings
+from gep.core.errors import AssetError
+from gep.core.json_safe import dumps_finite
 from gep.mutators.anthropic_mutator import AnthropicMutator
+from gep.mutators.tools import WorkspaceTools
 from gep.store import Store
-from gep.tools import WorkspaceTools
 
 DEEP = "/".join(["a"] * 2000) + "/f.txt"
 
@@ -116,9 +116,9 @@ def test_a_server_gep_did_not_start_is_never_adopted(tmp_path: Path) -> None:
 def test_the_users_words_reach_neither_a_commit_trailer_nor_the_signals_file() -> None:
     from crash_driver import event, gene, mutation
 
-    from gep.behavior import BehaviorSignal
-    from gep.checks import commit_message
-    from gep.sanitize import redact
+    from gep.core.sanitize import redact
+    from gep.cycle.checks import commit_message
+    from gep.signals.behavior import BehaviorSignal
 
     said = "user_preference:I always want tabs over spaces in the parser module"
     ev = event().model_copy(update={"signals": ["log_error", said, "user_correction:no, use the other flag"]})

@@ -16,7 +16,7 @@ import pytest
 from conftest import git, init_repo
 
 from gep import CycleRequest, run_cycle
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 
 
 def _gep(*args: str) -> subprocess.CompletedProcess[str]:
@@ -75,8 +75,8 @@ def test_a_repository_needing_a_missing_filter_is_refused_at_the_start_in_one_li
 FULL_DISK_CHILD = r'''
 import json, resource, signal, sys
 from pathlib import Path
-from gep.config import Settings
-from gep.runner import run_validation
+from gep.core.config import Settings
+from gep.validation.runner import run_validation
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write over the limit fails with EFBIG, as a full disk fails
 resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
 report = run_validation(commands=["python app.py"], cwd=Path(sys.argv[1]), settings=Settings(sandbox="none"),
@@ -104,7 +104,7 @@ AGENT_FILLS_THE_DISK = r'''
 import json, os, resource, signal, sys
 from pathlib import Path
 import gep.git.isolated as iso
-import gep.tree as tree
+import gep.cycle.tree as tree
 from gep import CycleRequest, run_cycle
 real = iso.clone_change
 def full(*a, **k):  # the disk is full from the moment the agent is done: every write over 1 MB fails

@@ -1,4 +1,4 @@
-"""gep/inputs.py: regular files only, size caps, iterative depth-capped walks and globs (the one way the
+"""gep/core/safe_files.py: regular files only, size caps, iterative depth-capped walks and globs (the one way the
 engine reads what other programs write)."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from input_traps import DEEP_LEVELS, REASONS, TRAPS, plant, sparse
 
-from gep import constants as C
-from gep.inputs import (
+from gep.core import constants as C
+from gep.core.records import InputWarning
+from gep.core.safe_files import (
     Unreadable,
     append_regular,
     glob_files,
@@ -21,7 +22,6 @@ from gep.inputs import (
     shown,
     walk,
 )
-from gep.records import InputWarning
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.usefixtures("memory_cap")]
 

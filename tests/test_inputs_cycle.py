@@ -17,9 +17,9 @@ from conftest import EXAMPLE, git, init_repo
 from input_traps import OUTSIDE_MARKER, make_deep, plant, remove_deep
 
 import gep
-from gep.config import Settings, load_settings
-from gep.errors import ConfigError
-from gep.sources import claude_project_dir
+from gep.core.config import Settings, load_settings
+from gep.core.errors import ConfigError
+from gep.signals.sources import claude_project_dir
 
 GEP = Path(sys.executable).parent / "gep"
 NUMERIC = [name for name, f in Settings.model_fields.items()

@@ -14,14 +14,15 @@ import pytest
 from conftest import git
 from input_traps import OUTSIDE_MARKER, REASONS, TRAPS, plant, sparse
 
-from gep import constants as C
-from gep.assets import import_assets, workspace_genes
-from gep.behavior import BehaviorSignal, Detected
-from gep.behavior_files import log, read_signals, record
-from gep.capture import run_hook
-from gep.config import Settings, load_settings
-from gep.errors import AssetError, ConfigError
-from gep.sources import (
+from gep.assets.gene_files import import_assets, workspace_genes
+from gep.core import constants as C
+from gep.core.config import Settings, load_settings
+from gep.core.errors import AssetError, ConfigError
+from gep.mutators.tools import WorkspaceTools
+from gep.sessions.capture import run_hook
+from gep.signals.behavior import BehaviorSignal, Detected
+from gep.signals.behavior_log import log, read_signals, record
+from gep.signals.sources import (
     MEMORY_MISSING,
     USER_MISSING,
     claude_project_dir,
@@ -31,7 +32,6 @@ from gep.sources import (
     file_marks,
 )
 from gep.store import Store
-from gep.tools import WorkspaceTools
 
 pytestmark = [pytest.mark.timeout(30), pytest.mark.usefixtures("memory_cap")]
 
@@ -60,7 +60,7 @@ def warned(warnings: list, name: str, kind: str) -> bool:
     return any(w.path.endswith(name) and REASONS[kind] in w.reason for w in warnings)
 
 
-# ------------------------------------------------------------------ sources (gep/sources.py)
+# ------------------------------------------------------------------ sources (gep/signals/sources.py)
 
 SOURCE_TRAPS = ["logs/trap.log", "logs/sub/trap.log", "sessions/trap.jsonl", ".claude/projects/p/trap.jsonl",
                 "{claude_project}/trap.jsonl", f"memory/{DAY}.md", "MEMORY.md", "USER.md"]
@@ -118,7 +118,7 @@ def test_odd_workspace_paths_are_read(tmp_path: Path, outside: Path, monkeypatch
     assert [str(w) for w in bundle.warnings] == ["logs/odd\\nname.log: skipped: a FIFO"]  # one line
 
 
-# ------------------------------------------------------------------ genes (gep/assets.py)
+# ------------------------------------------------------------------ genes (gep/assets/gene_files.py)
 
 
 @pytest.fixture
@@ -175,7 +175,7 @@ def test_asset_files_that_are_no_regular_files_or_too_large_stop_the_import(
         import_assets(store, assets)
 
 
-# ------------------------------------------------------------------ gep.toml (gep/config.py)
+# ------------------------------------------------------------------ gep.toml (gep/core/config.py)
 
 
 @pytest.mark.parametrize("kind", [*TRAPS, "oversized"])
@@ -191,7 +191,7 @@ def test_a_gep_toml_that_cannot_be_read_is_refused_in_one_line(tmp_path: Path, o
     assert reason in str(info.value) and "\n" not in str(info.value)
 
 
-# ------------------------------------------------------------------ behavioural signals (gep/behavior_files.py)
+# ------------------------------------------------------------------ behavioural signals (gep/signals/behavior_log.py)
 
 
 def detected(key: str) -> Detected:
@@ -245,7 +245,7 @@ def test_the_hooks_transcript_path_is_read_only_when_a_regular_file(tmp_path: Pa
     assert "s1.jsonl: skipped" in (ws / ".gep" / "behavior" / "capture.log").read_text()
 
 
-# ------------------------------------------------------------------ the model's tools (gep/tools.py)
+# ------------------------------------------------------------------ the model's tools (gep/mutators/tools.py)
 
 
 def tools(ws: Path) -> WorkspaceTools:
@@ -276,12 +276,12 @@ def test_the_models_tools_list_search_and_read_around_the_traps(tmp_path: Path, 
     assert t.call("edit_file", {"path": "src/huge.txt", "old_text": "a", "new_text": "b"}).is_error
 
 
-# ------------------------------------------------------------------ build files (gep/runnable.py), protected files
+# ------------------------------------------------------------------ build files (gep/genes/eligibility.py), protected files
 
 
 @pytest.mark.parametrize(("name", "cmd"), [("Makefile", "make test"), ("package.json", "npm test")])
 def test_an_oversized_build_file_is_not_read_whole(tmp_path: Path, name: str, cmd: str) -> None:
-    from gep.runnable import command_problem
+    from gep.genes.eligibility import command_problem
 
     sparse(tmp_path / name, 10 * 1024**3)
     bin_dir = tmp_path / "bin"
@@ -295,10 +295,10 @@ def test_an_oversized_build_file_is_not_read_whole(tmp_path: Path, name: str, cm
 
 
 def test_an_oversized_protected_file_is_a_violation_not_a_read(repo: Path) -> None:
-    from gep.checks import _protected_violations
-    from gep.config import Settings
+    from gep.core.config import Settings
+    from gep.cycle.checks import _protected_violations
+    from gep.cycle.tree import CycleTree
     from gep.git import open_repo
-    from gep.tree import CycleTree
 
     (repo / "MEMORY.md").write_text("# memory\n")
     git(repo, "add", "MEMORY.md")

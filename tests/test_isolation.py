@@ -14,7 +14,7 @@ import pytest
 from git_scenario import BIG, ODD, UNICODE, files_of, git, make_repo, snapshot, user_edits
 
 from gep import CycleRequest, run_cycle
-from gep.models import EvolutionEvent
+from gep.core.models import EvolutionEvent
 
 LOG = "[ERROR] app: TypeError: add() failed on None\n"
 GOOD = "p = pathlib.Path('app.py'); p.write_text(p.read_text().replace('return a + b', 'return b + a'))"

@@ -18,14 +18,14 @@ from test_mutator_anthropic import fixing_session
 from typer.testing import CliRunner
 
 from gep import CycleRequest, run_cycle
-from gep.assets import ASSET_FILES
-from gep.cli import app
-from gep.feedback import FeedbackKind, Observation
-from gep.memory_graph import MEMORY_FOLD
-from gep.models import BlastRadius, EvolutionEvent, Outcome
-from gep.resolved import Resolution
+from gep.assets.gene_files import ASSET_FILES
+from gep.cli.root import app
+from gep.core.models import BlastRadius, EvolutionEvent, Outcome
+from gep.core.workspace_id import workspace_identity
+from gep.learning.feedback import FeedbackKind, Observation
+from gep.learning.memory_graph import MEMORY_FOLD
+from gep.learning.resolved import Resolution
 from gep.store import Store
-from gep.workspace_id import workspace_identity
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -39,7 +39,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def gep(*args: str) -> subprocess.CompletedProcess[str]:
     """The console script in its own process; these are store commands: they must not import Prefect."""
     code = ("import sys, runpy; sys.argv = ['gep', *sys.argv[1:]]\n"
-            "try:\n    runpy.run_module('gep.cli', run_name='__main__')\n"
+            "try:\n    runpy.run_module('gep.cli.root', run_name='__main__')\n"
             "finally:\n    assert 'prefect' not in sys.modules, 'a store command imported prefect'")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"], "USER": "ana",
@@ -105,8 +105,8 @@ def test_lessons_list_and_an_audited_delete(ws: Path) -> None:
 def test_lessons_and_feedback_travel_with_the_assets(ws: Path, tmp_path: Path) -> None:
     fixed = committed_fix(ws)
     with store_of(ws) as store:
-        from gep.models import utc_now
-        from gep.verdicts import give_feedback
+        from gep.core.models import utc_now
+        from gep.learning.human_verdicts import give_feedback
 
         give_feedback(store, fixed.id, "helpful", now=utc_now(), note="exactly right")
         gone = store.list_lessons()[0]
@@ -171,7 +171,7 @@ def test_the_daily_token_budget_skips_claude_cycles_until_the_next_utc_day(tmp_p
         next_day = claude(day + timedelta(days=1, seconds=5))
         assert next_day.outcome.status != "skipped" and len(fake.requests) > asked
     shown = CliRunner().invoke(app, ["history", "--workspace", str(ws)], env={"COLUMNS": "250"}).stdout
-    from gep.event_ids import short_id  # history shows the id people type
+    from gep.core.event_ids import short_id  # history shows the id people type
 
     assert any(line.startswith(short_id(skipped.id)) and "skipped" in line for line in shown.splitlines()), shown
 
@@ -189,7 +189,7 @@ def test_each_cycle_prunes_as_set_and_lessons_and_feedback_stay(ws: Path) -> Non
     with store_of(ws) as store:
         store.add_events(EvolutionEvent(id=f"evt_old_{i}", genes_used=["gene_retired"], signals=["log_error"],
                                         outcome=Outcome(status="empty", score=0.0)) for i in range(700))
-        from gep.learning import learn_outcome
+        from gep.cycle.record_learning import learn_outcome
 
         learn_outcome(store, store.get_event("evt_old_0"), old)  # type: ignore[arg-type]
         lessons, feedback = store.list_lessons(), store.list_feedback()

@@ -26,14 +26,14 @@ from learning_helpers import (
 from typer.testing import CliRunner
 
 from gep import CycleRequest, run_cycle
-from gep.cli import app
-from gep.event_ids import short_id
-from gep.feedback import FeedbackKind, Observation, feedback_stats
-from gep.learning import learn_outcome
-from gep.memory import LessonCategory
-from gep.models import EvolutionEvent, Outcome, utc_now
-from gep.verdicts import give_feedback
-from gep.workspace_id import HOME_FILE
+from gep.cli.root import app
+from gep.core.event_ids import short_id
+from gep.core.models import EvolutionEvent, Outcome, utc_now
+from gep.core.workspace_id import HOME_FILE
+from gep.cycle.record_learning import learn_outcome
+from gep.learning.feedback import FeedbackKind, Observation, feedback_stats
+from gep.learning.human_verdicts import give_feedback
+from gep.learning.lessons import LessonCategory
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -136,7 +136,7 @@ def _history_of_both(root: Path) -> Path:
 
 def same_workspace_copy(src: Path, dst: Path) -> Path:
     """A copy of ``src`` that is the same workspace (its history with it): a backup restored elsewhere. A plain
-    copy is a new workspace and starts with no history (gep/workspace_id.py), so its id's home record goes."""
+    copy is a new workspace and starts with no history (gep/core/workspace_id.py), so its id's home record goes."""
     ws = Path(shutil.copytree(src, dst, symlinks=True))
     (ws / ".git" / "gep" / HOME_FILE).unlink(missing_ok=True)
     return ws

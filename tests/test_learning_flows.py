@@ -16,9 +16,9 @@ from learning_helpers import REPAIR, agent_workspace, committed_fix, store_of, v
 from test_flows import FIX_AGENT, agent, flow_run
 
 from flows.states import event_of
-from gep.feedback import FeedbackKind, Observation
-from gep.models import EvolutionEvent
-from gep.request import CycleRequest
+from gep.core.models import EvolutionEvent
+from gep.core.request import CycleRequest
+from gep.learning.feedback import FeedbackKind, Observation
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -1,4 +1,4 @@
-"""`learning = "off"` and `learning_off = [...]` (gep/learning_switch.py): each switch changes what a cycle uses."""
+"""`learning = "off"` and `learning_off = [...]` (gep/core/learning_switch.py): each switch changes what a cycle uses."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from learning_helpers import REPAIR, agent_workspace, committed_fix, later, log_
 from test_selector import NOW, SIGNALS, _failed, event, gene
 
 from gep import CycleRequest, run_cycle
-from gep.config import Settings, load_settings
-from gep.errors import ConfigError
-from gep.feedback import FeedbackIndex, explicit_signal
-from gep.learning_switch import MECHANISMS, PLAIN_ENGINE, learning_switch
-from gep.models import Capsule, EvolutionEvent
-from gep.selector import Selection, select_gene_and_capsule
+from gep.core.config import Settings, load_settings
+from gep.core.errors import ConfigError
+from gep.core.learning_switch import MECHANISMS, PLAIN_ENGINE, learning_switch
+from gep.core.models import Capsule, EvolutionEvent
+from gep.genes.selector import Selection, select_gene_and_capsule
+from gep.learning.feedback import FeedbackIndex, explicit_signal
 
 pytestmark = pytest.mark.timeout(300)
 

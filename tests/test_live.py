@@ -1,4 +1,4 @@
-"""A live problem is never starved by the loop rules (gep/live.py): an error the seed's loop rules removed comes
+"""A live problem is never starved by the loop rules (gep/learning/live_problems.py): an error the seed's loop rules removed comes
 back when a log line of it was written after the last cycle that tried it."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from learning_helpers import ERROR_LINE, LOG, REPAIR, agent_workspace, cycle, finish, store_of, venv_first
 
-from gep.live import restore_live
-from gep.models import EvolutionEvent, Outcome, iso
-from gep.signals import extract_signals
-from gep.sources import FileTail, TailLine
+from gep.core.models import EvolutionEvent, Outcome, iso
+from gep.learning.live_problems import restore_live
+from gep.signals.rules import extract_signals
+from gep.signals.sources import FileTail, TailLine
 
 pytestmark = pytest.mark.timeout(300)
 T0 = datetime(2026, 11, 28, 1, 0, tzinfo=UTC)

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from fake_anthropic import FakeAnthropic, RecordedRequest, error_reply, message, text_block, tool_use
 
-from gep.behavior_files import read_signals, seen
-from gep.config import Settings
-from gep.errors import ConfigError
-from gep.llm_signals import (
+from gep.core.config import Settings
+from gep.core.errors import ConfigError
+from gep.mutators.anthropic_mutator import estimate_cost
+from gep.signals.behavior_log import read_signals, seen
+from gep.signals.claude_pass import (
     SYSTEM,
     TOOL,
     LlmSignal,
@@ -26,8 +27,7 @@ from gep.llm_signals import (
     run_llm_pass,
     wants_llm,
 )
-from gep.mutators.anthropic_mutator import estimate_cost
-from gep.sources import TranscriptExchange, transcript_exchanges
+from gep.signals.sources import TranscriptExchange, transcript_exchanges
 
 KEY = "sk-ant-api03-test-" + "k" * 24
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from gep.memory import (
+from gep.learning.lessons import (
     InMemoryLessons,
     Lesson,
     LessonCategory,

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gep import constants as C
-from gep.memory_graph import (
+from gep.core import constants as C
+from gep.core.models import BlastRadius, EvolutionEvent, Gene, Outcome, iso
+from gep.learning.memory_graph import (
     MemoryAdvice,
     SituationSummary,
     compute_signal_key,
@@ -19,7 +20,6 @@ from gep.memory_graph import (
     stable_hash,
     summarize,
 )
-from gep.models import BlastRadius, EvolutionEvent, Gene, Outcome, iso
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 SIG = ["log_error", "errsig:TypeError: x is undefined", "recurring_error"]
@@ -53,7 +53,7 @@ def test_stable_hash_is_fnv1a():
     (["errsig:Error at /home/u/app.py line 12"], ["errsig:Error at /srv/x/app.py line 99"], True),
     (["errsig:bad value 0xdeadbeef"], ["errsig:bad value 0x1f"], True),
     (["errsig:Error   in   C:\\work\\x.js"], ["errsig:error in D:\\other\\x.js"], True),
-    # the learning key keeps a path's file name (gep/problem_key.py): an error in another file is another error
+    # the learning key keeps a path's file name (gep/learning/problem_key.py): an error in another file is another error
     (["errsig:Error   in   C:\\work\\x.js"], ["errsig:error in D:\\other\\y.js"], False),
     (["errsig:TypeError"], ["errsig:ValueError"], False),
     (["b", "a", "a", " "], ["a", "b"], True),  # de-duplicated, sorted, blanks dropped

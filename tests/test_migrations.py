@@ -12,8 +12,8 @@ from sqlalchemy import event as sa_event
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
-from gep.config import Settings
-from gep.models import EvolutionEvent, Outcome, PersonalityState
+from gep.core.config import Settings
+from gep.core.models import EvolutionEvent, Outcome, PersonalityState
 from gep.store import Store, make_engine
 from gep.store.migrations import MIGRATIONS, applied, migrate, unknown_migrations
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gep.models import Gene, Intent, PersonalityState, RiskLevel
-from gep.mutation import (
+from gep.core.models import Gene, Intent, PersonalityState, RiskLevel
+from gep.genes.mutation import (
     SAFETY_DOWNGRADE_HIGH_RISK,
     SAFETY_INNOVATE_HIGH_RISK,
     build_mutation,
@@ -17,7 +17,7 @@ from gep.mutation import (
     is_high_risk_mutation_allowed,
     is_high_risk_personality,
 )
-from gep.strategy import PRESETS
+from gep.genes.strategy import PRESETS
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
 GENE = Gene(id="gene_repair_from_errors", signals_match=["error"])

@@ -22,14 +22,14 @@ from fake_anthropic import (
     tool_use,
 )
 
-from gep.config import Settings
-from gep.errors import ConfigError
-from gep.models import Gene, Mutation
+from gep.core.config import Settings
+from gep.core.errors import ConfigError
+from gep.core.models import Gene, Mutation
 from gep.mutators import get_mutator
 from gep.mutators.anthropic_mutator import AnthropicMutator, estimate_cost
 from gep.mutators.base import MutationRequest, MutatorMetrics
+from gep.mutators.gep_prompt import PromptInput, build_prompt
 from gep.mutators.prompt_mode import PromptMutator
-from gep.prompt import PromptInput, build_prompt
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-ant-api03-test-" + "k" * 24

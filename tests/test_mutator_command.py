@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gep import constants as C
-from gep.config import Settings
-from gep.errors import ConfigError
-from gep.models import Gene, Mutation
+from gep.core import constants as C
+from gep.core.config import Settings
+from gep.core.errors import ConfigError
+from gep.core.models import Gene, Mutation
 from gep.mutators.base import MutationRequest
 from gep.mutators.command import CommandMutator, agent_env, split_command
-from gep.prompt import PromptInput, build_prompt, render_markdown
+from gep.mutators.gep_prompt import PromptInput, build_prompt, render_markdown
 
 FIXING_AGENT = r'''
 import json, os, pathlib, sys
@@ -145,7 +145,7 @@ import os, sys
 from pathlib import Path
 sys.path[:0] = [sys.argv[1], os.path.join(sys.argv[1], "tests")]
 from test_mutator_command import request
-from gep.config import Settings
+from gep.core.config import Settings
 from gep.mutators.command import CommandMutator
 settings = Settings(agent_cmd=sys.argv[3], agent_timeout_s=60)
 CommandMutator(settings, os.environ).apply(request(Path(sys.argv[2]), settings))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gep.config import Settings
-from gep.models import Gene, Mutation
+from gep.core.config import Settings
+from gep.core.models import Gene, Mutation
 from gep.mutators import get_mutator
 from gep.mutators.base import MutationRequest
-from gep.prompt import PromptInput, build_prompt, render_markdown
+from gep.mutators.gep_prompt import PromptInput, build_prompt, render_markdown
 
 
 def test_prompt_file_written_and_cycle_awaits_changes(example_ws: Path) -> None:

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gep.models import EvolutionEvent, Outcome, PersonalityState
-from gep.personality import (
+from gep.core.models import EvolutionEvent, Outcome, PersonalityState
+from gep.genes.personality import (
     TRAITS,
     PersonalityStatEntry,
     PersonalityStats,

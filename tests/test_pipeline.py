@@ -1,4 +1,4 @@
-"""The one pipeline (gep/pipeline.py) and the typed records it writes."""
+"""The one pipeline (gep/cycle/pipeline.py) and the typed records it writes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gep import CycleRequest, run_cycle
-from gep import pipeline as P
-from gep.models import CycleRun, EventMeta, EvolutionEvent, Gene, Mutation, RunPending
+from gep.core.models import CycleRun, EventMeta, EvolutionEvent, Gene, Mutation, RunPending
+from gep.cycle import pipeline as P
 from gep.store import Store, asset_json
 
 FIXED = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -26,8 +26,8 @@ def test_the_stage_order_is_written_once() -> None:
 
 def test_the_context_holds_resources_and_the_state_what_the_stages_make(example_ws: Path) -> None:
     """One object per job: what a stage produces is never written on the context."""
-    from gep.context import CycleContext, open_cycle
-    from gep.cycle_state import CycleState
+    from gep.cycle.context import CycleContext, open_cycle
+    from gep.cycle.state import CycleState
 
     assert set(CycleContext.model_fields) == {"request", "settings", "workspace", "store", "event_id", "cycle_number",
                                               "seed", "started_at", "clock", "env", "stack", "opened"}
@@ -122,7 +122,7 @@ def test_run_pending_is_typed_and_old_records_still_load() -> None:
 
 
 def test_outcome_and_intent_use_their_enums() -> None:
-    from gep.models import Intent, OutcomeStatus
+    from gep.core.models import Intent, OutcomeStatus
 
     event = EvolutionEvent.model_validate({"id": "e", "intent": "optimize", "outcome": {"status": "success"}})
     assert event.intent is Intent.optimize and event.outcome.status is OutcomeStatus.success
@@ -139,15 +139,15 @@ def test_recovered_has_one_type() -> None:
 def test_a_checked_request_is_opened_once_unless_gep_toml_changed(example_ws: Path, monkeypatch) -> None:
     """`gep cycle` checks, then its run opens the cycle: the check's repository and settings are taken over
     (one git probe, one gep.toml read), not when gep.toml changed meanwhile, and only once."""
-    import gep.config
+    import gep.core.config
     import gep.git.repo
-    from gep.context import check_cycle, open_cycle
+    from gep.cycle.context import check_cycle, open_cycle
 
     probes: list[Path] = []
     reads: list[Path] = []
-    probe, from_toml = gep.git.repo._probe, gep.config._from_toml
+    probe, from_toml = gep.git.repo._probe, gep.core.config._from_toml
     monkeypatch.setattr(gep.git.repo, "_probe", lambda p: probes.append(p) or probe(p))
-    monkeypatch.setattr(gep.config, "_from_toml", lambda p: reads.append(p) or from_toml(p))
+    monkeypatch.setattr(gep.core.config, "_from_toml", lambda p: reads.append(p) or from_toml(p))
     toml = example_ws / "gep.toml"
     toml.write_text('validation = ["python -m compileall -q ."]\n')
     request = CycleRequest(workspace=example_ws, mutator="prompt", seed=1)

@@ -1,4 +1,4 @@
-"""A gene's checkable preconditions (gep/preconditions.py) are checked before selection, like the runnable
+"""A gene's checkable preconditions (gep/genes/preconditions.py) are checked before selection, like the runnable
 check: files that must exist, signals that must be present."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from conftest import init_repo
 from test_behavior_cycles import CORRECTIONS, ago, write_session
 
 from gep import CycleRequest, run_cycle
-from gep.models import Gene
-from gep.preconditions import unmet_precondition
+from gep.core.models import Gene
+from gep.genes.preconditions import unmet_precondition
 
 pytestmark = pytest.mark.timeout(300)
 INSTRUCTIONS = "at least one of the agent's instruction files exists: AGENTS.md, CLAUDE.md, USER.md, SOUL.md"

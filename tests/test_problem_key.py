@@ -1,4 +1,4 @@
-"""The learning key of an error (gep/problem_key.py): one key for every occurrence of one error, different keys
+"""The learning key of an error (gep/learning/problem_key.py): one key for every occurrence of one error, different keys
 for different errors, on the log formats agents' jobs write. The seed's ``errsig:`` signal stays exact."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from gep.config import Settings
-from gep.memory_graph import compute_signal_key, normalize_error_signature, normalize_signals
-from gep.models import FailedCapsule
-from gep.problem_key import error_key
-from gep.selector import active_bans
-from gep.signals import extract_signals
+from gep.core.config import Settings
+from gep.core.models import FailedCapsule
+from gep.genes.selector import active_bans
+from gep.learning.memory_graph import compute_signal_key, normalize_error_signature, normalize_signals
+from gep.learning.problem_key import error_key
+from gep.signals.rules import extract_signals
 
 # (the same error twice: other time, pid, ids, port, duration), (another error in the same format)
 FORMATS = {

@@ -1,4 +1,4 @@
-"""Lessons recalled by problem, whatever gene is picked now (gep/problem_memory.py, issue 28)."""
+"""Lessons recalled by problem, whatever gene is picked now (gep/learning/lessons_by_problem.py, issue 28)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from learning_helpers import BUG, REPAIR, agent_workspace, cycle, store_of, venv
 from typer.testing import CliRunner
 
 from gep import CycleRequest, run_cycle
-from gep.cli import app
-from gep.learning import failing_lines
-from gep.memory import LessonCategory, LessonInput, build_lesson
-from gep.models import Capsule
-from gep.problem_memory import for_this_problem, recall_problem
+from gep.cli.root import app
+from gep.core.models import Capsule
+from gep.cycle.record_learning import failing_lines
+from gep.learning.lessons import LessonCategory, LessonInput, build_lesson
+from gep.learning.lessons_by_problem import for_this_problem, recall_problem
 
 pytestmark = pytest.mark.timeout(300)
 T0 = datetime(2026, 11, 28, 1, 0, tzinfo=UTC)

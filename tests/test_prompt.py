@@ -8,18 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gep.config import Settings
-from gep.models import (
-    BlastRadius,
-    Capsule,
-    EvolutionEvent,
-    Gene,
-    Mutation,
-    Outcome,
-    PersonalityState,
-)
-from gep.prompt import GepPrompt, PromptInput, build_prompt, render_markdown
-from gep.records import HostFailure
+from gep.core.config import Settings
+from gep.core.models import BlastRadius, Capsule, EvolutionEvent, Gene, Mutation, Outcome, PersonalityState
+from gep.core.records import HostFailure
+from gep.mutators.gep_prompt import GepPrompt, PromptInput, build_prompt, render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,7 +24,7 @@ SECRETS = [
 
 
 @dataclass
-class Sources:  # duck-typed stand-in for gep.sources.SourceBundle
+class Sources:  # duck-typed stand-in for gep.signals.sources.SourceBundle
     recent_session_transcript: str = ""
     today_log: str = ""
     memory_snippet: str = ""
@@ -188,7 +180,7 @@ def test_build_is_deterministic(budget: int) -> None:
 
 
 def test_accepts_the_sources_modules_bundle() -> None:
-    from gep.sources import SourceBundle
+    from gep.signals.sources import SourceBundle
 
     bundle = SourceBundle(today_log="[ERROR] from the bundle", memory_snippet="memo")
     p = build_prompt(make_input(sources=bundle), context_chars=8000)

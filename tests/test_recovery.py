@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from crash_driver import make_scenario, person_edits, read_progress, run_and_kill, snapshot, user_dirty_edits
 
-from gep import pipeline as P
 from gep.api import recover
+from gep.core.models import EvolutionEvent
+from gep.cycle import pipeline as P
 from gep.git import open_repo
 from gep.git.indexwrite import marker_path
-from gep.models import EvolutionEvent
 from gep.store import Store
 
 pytestmark = pytest.mark.timeout(900)

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gep.config import Settings
-from gep.models import Gene, Intent, Mutation
-from gep.prompt import PromptInput, PromptSources, build_prompt, render_markdown
-from gep.runner import run_command
-from gep.sanitize import REDACTED, redact, redact_command
+from gep.core.config import Settings
+from gep.core.models import Gene, Intent, Mutation
+from gep.core.sanitize import REDACTED, redact, redact_command
+from gep.mutators.gep_prompt import PromptInput, PromptSources, build_prompt, render_markdown
+from gep.validation.runner import run_command
 
 ALNUM = string.ascii_letters + string.digits
 BODY = st.text(alphabet=ALNUM, min_size=24, max_size=40)

@@ -16,10 +16,10 @@ from test_flows import flow_run, prefect_server  # noqa: F401 - the session's li
 from test_mutator_command import request
 from test_redaction_shapes import SHAPES, _pem
 
-from gep import constants as C
-from gep.config import Settings
+from gep.core import constants as C
+from gep.core.config import Settings
 from gep.mutators.command import CommandMutator
-from gep.tools import WorkspaceTools
+from gep.mutators.tools import WorkspaceTools
 
 BODY = "Qx7Rk2Vb9Lm4Tz8Wc3Ny6Pd1Hf5Js0Ga"
 PLANTED = [SHAPES[name](BODY) for name in sorted(SHAPES)]
@@ -52,7 +52,7 @@ def test_a_log_tail_starting_inside_a_key_block_shows_none_of_it(tmp_path: Path,
     marker of their own) reached the prompt and the timeline in clear."""
     from datetime import UTC, datetime
 
-    from gep.sources import collect_sources, collect_tails
+    from gep.signals.sources import collect_sources, collect_tails
 
     key = _pem(BODY * 16, kind)
     (tmp_path / "logs").mkdir()
@@ -103,7 +103,7 @@ def test_gep_solidify_summary_is_redacted_before_prefect(prefect_server, example
     from test_flows import cycle
     from typer.testing import CliRunner
 
-    from gep.cli import app
+    from gep.cli.root import app
 
     event = cycle(workspace=str(example_ws), mutator="prompt")
     assert event is not None and event.outcome.status == "awaiting_changes"

@@ -19,10 +19,10 @@ from conftest import init_repo
 from report_helpers import HOST_REASON, demo_history
 from test_cli import NO_PREFECT, one_line_error, run
 
-from gep.memory import Lesson, LessonCategory
-from gep.models import EvolutionEvent
-from gep.report_data import MAX_BINS, RATE_WINDOW, load_report
-from gep.report_html import COLORS, render
+from gep.core.models import EvolutionEvent
+from gep.learning.lessons import Lesson, LessonCategory
+from gep.report.data import MAX_BINS, RATE_WINDOW, load_report
+from gep.report.html import COLORS, render
 from gep.store import Store
 
 pytestmark = pytest.mark.timeout(180)

@@ -1,6 +1,6 @@
 """Verified fixes: old log lines do not drive repair; a recurrence does, and counts against the fix.
 
-Real files in a tmp workspace, read with gep.sources' timelines; signals from the real extractor."""
+Real files in a tmp workspace, read with gep.signals.sources' timelines; signals from the real extractor."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE
 
-from gep.assets import load_genes_dir, seed_genes_dir
-from gep.config import Settings
-from gep.resolved import Resolution, check_resolutions, resolution_for_commit, signal_identity
-from gep.selector import select_gene_and_capsule
-from gep.signals import extract_signals
-from gep.sources import collect_sources, collect_tails, file_marks, parse_line_time
+from gep.assets.gene_files import load_genes_dir, seed_genes_dir
+from gep.core.config import Settings
+from gep.genes.selector import select_gene_and_capsule
+from gep.learning.resolved import Resolution, check_resolutions, resolution_for_commit, signal_identity
+from gep.signals.rules import extract_signals
+from gep.signals.sources import collect_sources, collect_tails, file_marks, parse_line_time
 
 COMMIT = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
 LATER = COMMIT + timedelta(hours=2)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gep.assets import load_genes_dir, seed_genes_dir
-from gep.config import Settings
-from gep.models import Gene
-from gep.runnable import (
+from gep.assets.gene_files import load_genes_dir, seed_genes_dir
+from gep.core.config import Settings
+from gep.core.models import Gene
+from gep.genes.eligibility import (
     GeneStatusError,
     InMemoryGeneStatuses,
     command_problem,
@@ -24,7 +24,7 @@ from gep.runnable import (
     runner_check,
     selectable_genes,
 )
-from gep.selector import select_gene_and_capsule
+from gep.genes.selector import select_gene_and_capsule
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SIGNALS = ["log_error", "errsig:TypeError: x is undefined", "recurring_error"]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gep.config import DEFAULT_ALLOWLIST, Settings
-from gep.runner import check_command, resolve_program, run_command, run_validation
-from gep.sandbox import find_bwrap
+from gep.core.config import DEFAULT_ALLOWLIST, Settings
+from gep.validation.runner import check_command, resolve_program, run_command, run_validation
+from gep.validation.sandbox import find_bwrap
 
 # npm and npx are off by default; allowed here so that their own rules are what refuses the payloads
 S = Settings(command_allowlist=[*DEFAULT_ALLOWLIST, "npm", "npx"])

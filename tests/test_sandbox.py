@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo
 
-import gep.sandbox as sandbox_mod
-from gep.config import Settings
-from gep.runner import run_command, run_validation
-from gep.sandbox import Limits, Sandbox, find_bwrap, find_state_dir, validation_refusal
-from gep.tools import WorkspaceTools
+import gep.validation.sandbox as sandbox_mod
+from gep.core.config import Settings
+from gep.mutators.tools import WorkspaceTools
+from gep.validation.runner import run_command, run_validation
+from gep.validation.sandbox import Limits, Sandbox, find_bwrap, find_state_dir, validation_refusal
 
 # CI (.ci/run) installs bwrap and sets GEP_REQUIRE_BWRAP: there these tests fail rather than skip without it
 needs_bwrap = pytest.mark.skipif(find_bwrap() is None and not os.environ.get("GEP_REQUIRE_BWRAP"),

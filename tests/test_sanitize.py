@@ -1,4 +1,4 @@
-"""Redaction and environment scrubbing (gep/sanitize.py)."""
+"""Redaction and environment scrubbing (gep/core/sanitize.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gep.sanitize import REDACTED, contains_secret, is_secret_env_name, redact, scrub_env
+from gep.core.sanitize import REDACTED, contains_secret, is_secret_env_name, redact, scrub_env
 
 SECRETS = {
     "anthropic": "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 3,
@@ -276,7 +276,7 @@ def _plain(m: re.Match[str]) -> str:
 @settings(max_examples=500, deadline=None)
 @given(st.lists(PIECES, max_size=40).map("".join))
 def test_linear_jwt_and_url_matchers_redact_what_the_plain_regexes_do(text: str) -> None:
-    from gep.sanitize import _JsonWebTokens, _UrlCredentials
+    from gep.core.sanitize import _JsonWebTokens, _UrlCredentials
 
     assert _JsonWebTokens().sub(_plain, text) == JWT_RE.sub(_plain, text)
     assert _UrlCredentials().sub(_plain, text) == URL_RE.sub(_plain, text)

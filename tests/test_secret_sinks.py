@@ -25,7 +25,7 @@ from test_mutator_anthropic import BUGGY, FIXED
 from test_redaction_shapes import SHAPES
 from typer.testing import CliRunner
 
-from gep.cli import app
+from gep.cli.root import app
 
 BODY = "Zr4Kp8Qw2Nd6Ty1Hb9Mv3Lc7Xs5Fg0Je"
 PLANTED = [SHAPES[name](BODY) for name in sorted(SHAPES)]

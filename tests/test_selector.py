@@ -8,11 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gep import constants as C
-from gep.config import Settings
-from gep.feedback import FeedbackIndex, FeedbackSignal, Observation, explicit_signal, implicit_signal
-from gep.models import BlastRadius, Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, iso
-from gep.selector import (
+from gep.core import constants as C
+from gep.core.config import Settings
+from gep.core.models import BlastRadius, Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, iso
+from gep.genes.selector import (
     active_bans,
     dominance_alternative,
     drift_intensity,
@@ -22,6 +21,7 @@ from gep.selector import (
     select_capsule,
     select_gene_and_capsule,
 )
+from gep.learning.feedback import FeedbackIndex, FeedbackSignal, Observation, explicit_signal, implicit_signal
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SIGNALS = ["log_error", "errsig:TypeError: x is undefined", "recurring_error"]

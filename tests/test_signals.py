@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gep.signals import extract_signals
+from gep.signals.rules import extract_signals
 
 
 def sig(text: str = "", **kw: object) -> list[str]:

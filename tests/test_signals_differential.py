@@ -2,7 +2,7 @@
 
 Set ``GEP_REFERENCE_SIGNALS_JS`` to a copy of the reference's ``src/gep/signals.js`` (docs/signals.md
 says which version and how to rebuild it). The host-specific ``protocol_drift`` and
-``path_outside_workspace`` pushes are removed from the copy at load time, as ``gep.signals`` leaves
+``path_outside_workspace`` pushes are removed from the copy at load time, as ``gep.signals.rules`` leaves
 them out. Without node, ``test_signals_golden.py`` checks a fixed set of these inputs.
 """
 
@@ -18,7 +18,7 @@ import pytest
 from signals_cases import case, history_case, mismatches, run_reference, stress_case
 
 REFERENCE = os.environ.get("GEP_REFERENCE_SIGNALS_JS", "")
-# Extra rounds while changing gep/signals.py: more cases and other seeds than the default run.
+# Extra rounds while changing gep/signals/rules.py: more cases and other seeds than the default run.
 CASES = int(os.environ.get("GEP_SIGNALS_DIFF_CASES", "3000"))
 SEED = int(os.environ.get("GEP_SIGNALS_DIFF_SEED", "20240501"))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gep.signals import extract_signals
+from gep.signals.rules import extract_signals
 
 E = "\U0001f600"  # an astral character: two UTF-16 units
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gep.models import BlastRadius, EvolutionEvent, Outcome
-from gep.signals import analyze_recent_history, extract_signals, is_empty_cycle
+from gep.core.models import BlastRadius, EvolutionEvent, Outcome
+from gep.signals.rules import analyze_recent_history, extract_signals, is_empty_cycle
 
 
 def ev(

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gep.models import BlastRadius, EvolutionEvent, Outcome
-from gep.signals import analyze_recent_history, extract_signals
+from gep.core.models import BlastRadius, EvolutionEvent, Outcome
+from gep.signals.rules import analyze_recent_history, extract_signals
 
 
 def units(s: str) -> int:

@@ -13,13 +13,13 @@ from typing import Literal
 import pytest
 from crash_driver import event, gene, git, make_scenario, mutate, mutation, snapshot, user_dirty_edits
 
-from gep.checks import classify_blast
-from gep.config import Settings
+from gep.core.config import Settings
+from gep.core.models import CycleRun, EvolutionEvent, Gene, Mutation, PersonalityState, RiskLevel
+from gep.cycle.checks import classify_blast
+from gep.cycle.solidify import ReviewRequest, SolidifyInput, SolidifyResult, solidify
+from gep.cycle.tree import CycleTree
 from gep.git import open_repo
-from gep.models import CycleRun, EvolutionEvent, Gene, Mutation, PersonalityState, RiskLevel
-from gep.solidify import ReviewRequest, SolidifyInput, SolidifyResult, solidify
 from gep.store import Store
-from gep.tree import CycleTree
 
 
 @pytest.fixture(autouse=True)

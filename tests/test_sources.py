@@ -1,4 +1,4 @@
-"""What a cycle reads from a workspace (gep/sources.py)."""
+"""What a cycle reads from a workspace (gep/signals/sources.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gep.config import Settings, load_settings
-from gep.sanitize import REDACTED
-from gep.signals import extract_signals
-from gep.sources import (
+from gep.core.config import Settings, load_settings
+from gep.core.sanitize import REDACTED
+from gep.signals.rules import extract_signals
+from gep.signals.sources import (
     MEMORY_MISSING,
     NO_SESSION_LOGS,
     USER_MISSING,
@@ -393,8 +393,8 @@ def test_sessions_that_render_to_nothing_are_not_missing(tmp_path: Path) -> None
 def test_the_engines_own_agent_sessions_are_skipped(tmp_path: Path, monkeypatch) -> None:
     """With `claude -p` as agent_cmd, the agent's session (its first message is the cycle's prompt)
     lands among the workspace's sessions: the next cycle must not read its own prompt back."""
-    from gep.prompt import SYSTEM_PROMPT
-    from gep.sources import ENGINE_PROMPT_MARKER
+    from gep.mutators.gep_prompt import SYSTEM_PROMPT
+    from gep.signals.sources import ENGINE_PROMPT_MARKER
 
     assert ENGINE_PROMPT_MARKER in SYSTEM_PROMPT
     prompt = SYSTEM_PROMPT + "\n## Signals\nlog_error, errsig:Error: from the previous cycle\n"

@@ -13,10 +13,9 @@ import pytest
 from conftest import git
 from sqlalchemy import text
 
-from gep.errors import StoreError
-from gep.git import ensure_gep_dir, open_repo
-from gep.hashing import verify_asset_id
-from gep.models import (
+from gep.core.errors import StoreError
+from gep.core.hashing import verify_asset_id
+from gep.core.models import (
     SCHEMA_VERSION,
     Capsule,
     CycleRun,
@@ -27,6 +26,7 @@ from gep.models import (
     PersonalityState,
     ValidationReport,
 )
+from gep.git import ensure_gep_dir, open_repo
 from gep.store import Store
 
 # The same checks run against PostgreSQL in tests/test_store_postgres.py.
@@ -135,7 +135,7 @@ def test_data_survives_reopening(tmp_path: Path) -> None:
 
 
 def test_for_workspace_uses_dot_gep_or_the_configured_url(tmp_path: Path) -> None:
-    from gep.config import Settings
+    from gep.core.config import Settings
 
     with Store.for_workspace(tmp_path) as s:
         s.add_event(ev(1))

@@ -19,20 +19,20 @@ import pytest
 from conftest import ROOT
 from store_backends import BACKENDS, backend_url
 
-from gep.config import Settings
-from gep.memory_graph import MEMORY_FOLD, MemoryHistory
+from gep.core.config import Settings
+from gep.learning.memory_graph import MEMORY_FOLD, MemoryHistory
 from gep.store import Store
 
 _WRITER = textwrap.dedent("""
     import fcntl, sys
     from pathlib import Path
-    import gep.store.memory
-    from gep.config import Settings
-    from gep.memory_graph import MEMORY_FOLD
-    from gep.models import CycleRun, EvolutionEvent, Gene, Outcome, PersonalityState
+    import gep.store.graph_history
+    from gep.core.config import Settings
+    from gep.learning.memory_graph import MEMORY_FOLD
+    from gep.core.models import CycleRun, EvolutionEvent, Gene, Outcome, PersonalityState
     from gep.store import Store
 
-    gep.store.memory.FOLD_KEEP = 5  # fold while the others write
+    gep.store.graph_history.FOLD_KEEP = 5  # fold while the others write
     url, tag, home, bulk_home, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]), int(sys.argv[5])
     settings = Settings(database_url=url)
     with Store.for_workspace(home, settings) as store, Store.for_workspace(bulk_home, settings) as bulk:

@@ -11,10 +11,10 @@ from sqlmodel import delete
 from store_backends import BACKENDS, backend_url
 from test_store_prune import GENES, cli, gep, one_line_exit_2, simulate
 
-from gep.assets import export_assets
-from gep.config import Settings
-from gep.memory_graph import MEMORY_FOLD
-from gep.models import Gene, PersonalityState
+from gep.assets.gene_files import export_assets
+from gep.core.config import Settings
+from gep.core.models import Gene, PersonalityState
+from gep.learning.memory_graph import MEMORY_FOLD
 from gep.store import Store
 from gep.store.copy import CopyVerificationError, _verify, copy_workspace_store
 from gep.store.tables import CapsuleRow

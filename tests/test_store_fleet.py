@@ -11,9 +11,8 @@ from conftest import init_repo
 from sqlalchemy import event as sa_event
 from store_backends import BACKENDS, backend_url
 
-from gep.config import Settings
-from gep.memory_graph import MEMORY_FOLD
-from gep.models import (
+from gep.core.config import Settings
+from gep.core.models import (
     Capsule,
     CycleRun,
     EvolutionEvent,
@@ -23,7 +22,8 @@ from gep.models import (
     PersonalityState,
     ValidationReport,
 )
-from gep.selector import select_capsule
+from gep.genes.selector import select_capsule
+from gep.learning.memory_graph import MEMORY_FOLD
 from gep.store import Store, StoredCapsule, asset_json
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from store_backends import BACKENDS, backend_url
 
-from gep.config import Settings
-from gep.feedback import Observation, explicit_signal, implicit_signal
-from gep.memory import LessonError, LessonInput, build_lesson
-from gep.resolved import Resolution
+from gep.core.config import Settings
+from gep.learning.feedback import Observation, explicit_signal, implicit_signal
+from gep.learning.lessons import LessonError, LessonInput, build_lesson
+from gep.learning.resolved import Resolution
 from gep.store import Store
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -12,10 +12,10 @@ from conftest import init_repo
 from store_backends import BACKENDS, backend_url
 from test_store_fleet import ws_store
 
-from gep.behavior import StoredSignal
-from gep.config import Settings
-from gep.distill import DistillRun
-from gep.runnable import restore_gene, retire_gene
+from gep.core.config import Settings
+from gep.genes.distiller import DistillRun
+from gep.genes.eligibility import restore_gene, retire_gene
+from gep.signals.behavior import StoredSignal
 from gep.store import Store
 from gep.store.copy import copy_workspace_store
 

@@ -16,9 +16,9 @@ from sqlalchemy import text
 from store_backends import NO_PG, pg_schema_url
 from test_store import check_events, check_genes_capsules, check_runs_state
 
-from gep.assets import export_assets, import_assets
-from gep.config import Settings
-from gep.models import EvolutionEvent, PersonalityState
+from gep.assets.gene_files import export_assets, import_assets
+from gep.core.config import Settings
+from gep.core.models import EvolutionEvent, PersonalityState
 from gep.store import Store, make_engine
 from gep.store.migrations import MIGRATIONS, applied, migrate
 

@@ -17,10 +17,9 @@ from test_memory_graph import same_advice
 from typer.testing import CliRunner, Result
 
 import gep.store.prune as prune_module
-from gep.cli import app
-from gep.config import Settings
-from gep.memory_graph import MEMORY_FOLD, memory_advice
-from gep.models import (
+from gep.cli.root import app
+from gep.core.config import Settings
+from gep.core.models import (
     BlastRadius,
     Capsule,
     CycleRun,
@@ -32,10 +31,11 @@ from gep.models import (
     iso,
     utc_now,
 )
-from gep.outcomes import TERMINAL
-from gep.selector import NOT_A_CYCLE, select_gene_and_capsule
+from gep.cycle.outcomes import TERMINAL
+from gep.genes.selector import NOT_A_CYCLE, select_gene_and_capsule
+from gep.learning.memory_graph import MEMORY_FOLD, memory_advice
 from gep.store import PRUNE_HOOKS, Store, after_cycle
-from gep.store.memory import FOLD_KEEP
+from gep.store.graph_history import FOLD_KEEP
 
 SITUATIONS = [["log_error", "errsig:TypeError: x is undefined"], ["perf_bottleneck"],
               ["log_error", "recurring_error"], ["capability_gap", "user_feature_request:export"]]
@@ -227,7 +227,7 @@ def test_bad_limits_are_refused(tmp_path: Path) -> None:
 def gep(*args: str) -> subprocess.CompletedProcess[str]:
     """The console script in its own process, which must not import Prefect for a store command."""
     code = ("import sys, runpy; sys.argv = ['gep', *sys.argv[1:]]\n"
-            "try:\n    runpy.run_module('gep.cli', run_name='__main__')\n"
+            "try:\n    runpy.run_module('gep.cli.root', run_name='__main__')\n"
             "finally:\n    assert 'prefect' not in sys.modules, 'the store commands imported prefect'")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
@@ -242,7 +242,7 @@ def one_line_exit_2(result: Result, says: str) -> None:
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert says in result.stderr and "Traceback" not in result.output, result.stderr
-    assert len(lines) == 1 or "Usage:" in result.stderr, result.stderr  # usage errors: gep.cli.main's one line
+    assert len(lines) == 1 or "Usage:" in result.stderr, result.stderr  # usage errors: gep.cli.root.main's one line
 
 
 def test_gep_store_prune(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The quick read path of store-only commands (gep/store/quick.py): the same output as the full store on the
+"""The quick read path of store-only commands (gep/store/quick_read.py): the same output as the full store on the
 same database, and the full store whenever the quick path cannot answer exactly (an old or newer schema, a
 moved workspace, a database_url, a read that fails)."""
 
@@ -20,18 +20,18 @@ from learning_helpers import REPAIR, agent_workspace, committed_fix, cycle
 from typer.testing import CliRunner
 
 from gep.api import open_store
-from gep.cli import app
-from gep.config import Settings, load_settings
-from gep.memory import LessonError
-from gep.models import EvolutionEvent, FailedCapsule, Gene, Outcome, iso, utc_now
-from gep.runnable import retire_gene
+from gep.cli.root import app
+from gep.core.config import Settings, load_settings
+from gep.core.models import EvolutionEvent, FailedCapsule, Gene, Outcome, iso, utc_now
+from gep.core.workspace_id import workspace_identity
+from gep.genes.eligibility import retire_gene
+from gep.learning.human_verdicts import give_feedback
+from gep.learning.lessons import LessonError
 from gep.store import Store, default_url, make_engine
-from gep.store import quick as Q
+from gep.store import quick_read as Q
 from gep.store.migrations import migrate
 from gep.store.quick_write import open_writer
 from gep.store.schema import MIGRATION_NAMES
-from gep.verdicts import give_feedback
-from gep.workspace_id import workspace_identity
 
 pytestmark = pytest.mark.timeout(300)
 runner = CliRunner()
@@ -252,7 +252,7 @@ def test_a_feedback_write_adds_the_rows_the_full_store_adds(
     ws, event_id = populated
     db, before = ws / ".gep" / "gep.db", tmp_path / "before.db"
     monkeypatch.setenv("USER", "ana")
-    monkeypatch.setattr("gep.models.utc_now", lambda: datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC))
+    monkeypatch.setattr("gep.core.models.utc_now", lambda: datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC))
     _copy(db, before)
     results: list[tuple[Result, dict[str, list[str]]]] = []
     args = ["feedback", event_id, "helpful", "--note", "fixed the weekly report", "--workspace", str(ws)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gep.errors import ConfigError
-from gep.strategy import PRESETS, resolve_strategy, should_skip_scheduled_tick
+from gep.core.errors import ConfigError
+from gep.genes.strategy import PRESETS, resolve_strategy, should_skip_scheduled_tick
 
 
 def resolve(requested=None, env=None, cycle_count=20, signals=()):

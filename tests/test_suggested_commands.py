@@ -17,8 +17,8 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from gep.cli import _not_solidified, app
-from gep.models import CycleRun
+from gep.cli.root import _not_solidified, app
+from gep.core.models import CycleRun
 from gep.store import Store
 
 runner = CliRunner()

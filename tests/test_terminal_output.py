@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gep.models import EvolutionEvent
+from gep.core.models import EvolutionEvent
 from gep.store import Store
 
 GEP = str(Path(sys.executable).with_name("gep"))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gep.config import Settings
-from gep.tools import TOOL_NAMES, TOOL_SPECS, WorkspaceTools, is_forbidden
+from gep.core.config import Settings
+from gep.mutators.tools import TOOL_NAMES, TOOL_SPECS, WorkspaceTools, is_forbidden
 
 FORBIDDEN = [".git", ".gep", ".venv", "node_modules", "MEMORY.md", "secrets/", "/top.txt", "config/local.toml"]
 

@@ -12,8 +12,8 @@ import pytest
 from crash_driver import git, snapshot
 from test_solidify import cycle, store, venv_python_first, ws_path  # noqa: F401 - fixtures and the helper
 
+from gep.cycle.unsafe_entries import escapes
 from gep.store import Store
-from gep.unsafe_entries import escapes
 
 
 def _readme_to_passwd(p: Path) -> None:

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from gep.assets import import_assets
-from gep.config import Settings
-from gep.distill import GeneProvenance, ProposalContext, check_proposal
-from gep.errors import AssetError
-from gep.models import Gene, GeneConstraints
-from gep.safe_regex import UnsafePattern, compile_untrusted
-from gep.selector import match_pattern, select_gene_and_capsule
+from gep.assets.gene_files import import_assets
+from gep.core.config import Settings
+from gep.core.errors import AssetError
+from gep.core.models import Gene, GeneConstraints
+from gep.core.safe_regex import UnsafePattern, compile_untrusted
+from gep.genes.distiller import GeneProvenance, ProposalContext, check_proposal
+from gep.genes.selector import match_pattern, select_gene_and_capsule
+from gep.mutators.tools import WorkspaceTools
 from gep.store import Store
-from gep.tools import WorkspaceTools
 
 EVIL = "(a+)+$"  # catastrophic backtracking in a backtracking engine
 LINE = "a" * 40 + "!"

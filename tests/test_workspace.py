@@ -1,4 +1,4 @@
-"""The cycle's tree (gep/tree.py) and its delivery (gep/delivering.py) on real repositories: made without
+"""The cycle's tree (gep/cycle/tree.py) and its delivery (gep/cycle/commit_change.py) on real repositories: made without
 touching the user's side, read the same way in both modes, committed with the right identity and no hooks."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import pytest
 from conftest import init_repo
 from crash_driver import git, make_scenario, mutate, snapshot, user_dirty_edits
 
-from gep.config import Settings
-from gep.context import CycleRequest, open_cycle
-from gep.delivering import deliver_change
-from gep.errors import PendingCycleError, WorkspaceError
+from gep.core.config import Settings
+from gep.core.errors import PendingCycleError, WorkspaceError
+from gep.core.models import CycleRun
+from gep.cycle.commit_change import deliver_change
+from gep.cycle.context import CycleRequest, open_cycle
+from gep.cycle.tree import CycleTree
 from gep.git import ensure_gep_dir, open_repo
-from gep.models import CycleRun
 from gep.store import Store
-from gep.tree import CycleTree
 
 MESSAGE = "gep(repair): test\n\nGEP-Event: evt_1\n"
 

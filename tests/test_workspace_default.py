@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gep.cli import app
-from gep.models import CycleRun, EvolutionEvent
+from gep.cli.root import app
+from gep.core.models import CycleRun, EvolutionEvent
 from gep.store import Store
 
 runner = CliRunner()

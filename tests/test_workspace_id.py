@@ -12,12 +12,12 @@ import pytest
 from conftest import ROOT, git, init_repo
 from sqlmodel import select
 
-from gep.config import Settings
-from gep.errors import WorkspaceError
-from gep.models import EvolutionEvent
+from gep.core.config import Settings
+from gep.core.errors import WorkspaceError
+from gep.core.models import EvolutionEvent
+from gep.core.workspace_id import id_file, workspace_identity
 from gep.store import Store
 from gep.store.tables import WorkspaceRow
-from gep.workspace_id import id_file, workspace_identity
 
 
 def test_id_lives_in_the_git_common_dir_and_survives_losing_dot_gep(repo: Path) -> None:
@@ -72,7 +72,7 @@ def test_bad_id_file_and_missing_folder_are_one_line_errors(repo: Path, tmp_path
     assert not (tmp_path / "missing").exists()
 
 
-_CREATE = "import sys; from gep.workspace_id import workspace_identity; print(workspace_identity(sys.argv[1]).id)"
+_CREATE = "import sys; from gep.core.workspace_id import workspace_identity; print(workspace_identity(sys.argv[1]).id)"
 
 
 def test_processes_creating_the_id_at_once_agree(repo: Path) -> None:

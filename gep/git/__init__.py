@@ -24,8 +24,10 @@ Prompt mode (in the person's tree)::
     abandon_in_place(repo, rec)            # patch first, then only the cycle's paths put back
 """
 
+from gep.core.salvage import salvage
 from gep.git.change import Change, FileChange, Radius
 from gep.git.clone import CloneRecord, load_record, open_clone, remove_clone
+from gep.git.crash_repair import RecoveryReport, find_event_commit, recover_git
 from gep.git.delivery import Delivery, deliver
 from gep.git.inplace import (
     InPlaceChange,
@@ -46,11 +48,9 @@ from gep.git.isolated import (
     drift_paths,
 )
 from gep.git.lock import holds_lock, workspace_lock
-from gep.git.recovery import RecoveryReport, find_event_commit, recover_git
 from gep.git.refs import RefRecord, record_refs
 from gep.git.repo import Repo, ensure_gep_dir, open_repo
 from gep.git.rescue import Rescue
-from gep.salvage import salvage
 
 __all__ = [
     "Change", "FileChange", "Radius", "CloneRecord", "load_record", "open_clone", "remove_clone", "Delivery",

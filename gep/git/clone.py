@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 from gep.git.plumbing import Git, shown
 from gep.git.refs import RefRecord, pin, read_refs, record_refs, unpin
 from gep.git.repo import Repo

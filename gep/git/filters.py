@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 import shutil
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 from gep.git.plumbing import shown
 from gep.git.repo import Repo
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 from gep.git.change import Change, FileChange, changed_paths, tree_diff, untracked_changes
 from gep.git.clone import check_event_id
 from gep.git.entries import index_info

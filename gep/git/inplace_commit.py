@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 from gep.git.entries import Entry, index_info, tree_entries
 from gep.git.indexwrite import IndexWrite, announced
 from gep.git.inplace import InPlaceChange, InPlaceRecord

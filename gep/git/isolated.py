@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gep.errors import GepError, WorkspaceError
+from gep.core.errors import GepError, WorkspaceError
 from gep.git.change import Change, FileChange, tree_diff, untracked_changes
 from gep.git.clone import CloneRecord, clone_paths, read_clone_state, remove_clone, save_record
 from gep.git.raw_rescue import rescue_unreadable

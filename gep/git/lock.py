@@ -8,10 +8,10 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
+from gep.core.safe_files import flock_within
 from gep.git.plumbing import shown
 from gep.git.repo import Repo, ensure_gep_dir
-from gep.inputs import flock_within
 
 LOCK_FILE = "cycle.lock"
 POLL_S = 0.1

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gep import constants as C
-from gep.errors import WorkspaceError
+from gep.core import constants as C
+from gep.core.errors import WorkspaceError
 
 SAFE_CONFIG = (
     "core.hooksPath=/dev/null",

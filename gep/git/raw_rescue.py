@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from gep.errors import WorkspaceError
+from gep.core.errors import WorkspaceError
 from gep.git.clone import _alternates_line
 from gep.git.plumbing import Git
 from gep.git.repo import Repo

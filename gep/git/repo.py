@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gep.config import gep_dir
-from gep.errors import WorkspaceError
+from gep.core.config import gep_dir
+from gep.core.errors import WorkspaceError
 from gep.git.plumbing import Git, base_env, shown
 
 GEP_DIR = ".gep"

@@ -3,14 +3,17 @@
 - ``anthropic``: Claude edits the workspace through tools (needs ANTHROPIC_API_KEY).
 - ``command``: the user's own agent CLI (``agent_cmd``), prompt on stdin and in GEP_PROMPT_FILE.
 - ``prompt``: the prompt is written for a human or agent; ``gep solidify`` finishes the cycle later.
+
+Imports core/, git/, validation/, signals/, learning/ and genes/; never assets/, report/, a
+cycle or the CLI.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gep.config import Settings
-from gep.errors import ConfigError
+from gep.core.config import Settings
+from gep.core.errors import ConfigError
 from gep.mutators.base import MutationRequest, Mutator, MutatorMetrics, MutatorResult
 
 MUTATORS = ("anthropic", "command", "prompt")

@@ -18,9 +18,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from gep import constants as C
-from gep.claude import PRICES as PRICES  # kept importable here (tests, other callers)
-from gep.claude import (
+from gep.core import constants as C
+from gep.core.claude import PRICES as PRICES  # kept importable here (tests, other callers)
+from gep.core.claude import (
     Block,
     Deadline,
     MalformedReply,
@@ -30,9 +30,10 @@ from gep.claude import (
     estimate_cost,
     parse_reply,
 )
-from gep.config import Settings
-from gep.deadline import left
-from gep.errors import ConfigError
+from gep.core.config import Settings
+from gep.core.deadline import left
+from gep.core.errors import ConfigError
+from gep.core.sanitize import redact
 from gep.mutators.base import (
     MutationRequest,
     MutatorMetrics,
@@ -42,8 +43,7 @@ from gep.mutators.base import (
     one_line,
     write_prompt_file,
 )
-from gep.sanitize import redact
-from gep.tools import TOOL_SPECS, WorkspaceTools
+from gep.mutators.tools import TOOL_SPECS, WorkspaceTools
 
 if TYPE_CHECKING:
     # imported where used: the SDK takes ~2 s to import, and most commands and prompt-mode cycles never call it

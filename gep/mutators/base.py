@@ -13,15 +13,15 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gep import constants as C
-from gep.config import GEP_DIR, Settings
-from gep.models import Gene
-from gep.prompt import GepPrompt, render_markdown
-from gep.records import MutatorMetrics as MutatorMetrics
-from gep.records import MutatorResult as MutatorResult
-from gep.records import MutatorStatus as MutatorStatus
-from gep.sandbox import ChangeOrigin
-from gep.sanitize import redact
+from gep.core import constants as C
+from gep.core.config import GEP_DIR, Settings
+from gep.core.models import Gene
+from gep.core.records import MutatorMetrics as MutatorMetrics
+from gep.core.records import MutatorResult as MutatorResult
+from gep.core.records import MutatorStatus as MutatorStatus
+from gep.core.sanitize import redact
+from gep.mutators.gep_prompt import GepPrompt, render_markdown
+from gep.validation.sandbox import ChangeOrigin
 
 
 class MutationRequest(BaseModel):

@@ -1,7 +1,7 @@
 """Command mode: run the user's own agent CLI (Claude Code, Codex, aider ...) non-interactively.
 
 ``Settings.agent_cmd`` is split with shlex and run without a shell, cwd = the cycle's clone of the workspace
-(gep/tree.py: the user's own tree is never touched while the agent works), with the
+(gep/cycle/tree.py: the user's own tree is never touched while the agent works), with the
 prompt on stdin and its path in ``GEP_PROMPT_FILE``. Output is captured to temporary files (so a chatty
 agent cannot fill memory), then kept bounded and redacted. On timeout the whole process group is killed,
 and so are stragglers the agent left behind after it exits.
@@ -26,11 +26,12 @@ import time
 from collections.abc import Mapping
 from typing import IO
 
-from gep import constants as C
-from gep.child_wait import wait_exit
-from gep.config import Settings
-from gep.deadline import left
-from gep.errors import ConfigError
+from gep.core import constants as C
+from gep.core.child_wait import wait_exit
+from gep.core.config import Settings
+from gep.core.deadline import left
+from gep.core.errors import ConfigError
+from gep.core.sanitize import redact, redact_command
 from gep.mutators.base import (
     MutationRequest,
     MutatorMetrics,
@@ -39,8 +40,7 @@ from gep.mutators.base import (
     one_line,
     write_prompt_file,
 )
-from gep.runner import die_with_parent
-from gep.sanitize import redact, redact_command
+from gep.validation.runner import die_with_parent
 
 WITHHELD_ENV = ("GEP_DATABASE_URL",)
 _SUMMARY_RE = re.compile(r"^\s*GEP_SUMMARY:\s*(.+?)\s*$", re.MULTILINE)

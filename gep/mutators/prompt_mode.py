@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gep.core.sanitize import redact
 from gep.mutators.base import MutationRequest, MutatorResult, write_prompt_file
-from gep.sanitize import redact
 
 
 class PromptMutator:

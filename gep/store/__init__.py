@@ -2,14 +2,14 @@
 
 Default: SQLite at ``<workspace>/.gep/gep.db`` in WAL mode; ``GEP_DATABASE_URL`` selects another database
 (PostgreSQL works), which a fleet of workspaces may share: every row that belongs to a workspace carries
-its id (gep/workspace_id.py) and :meth:`Store.for_workspace` returns a store scoped to it. Genes are shared.
+its id (gep/core/workspace_id.py) and :meth:`Store.for_workspace` returns a store scoped to it. Genes are shared.
 Each object is kept whole as JSON next to the few columns that queries filter or sort on, so that fields
 this version does not know survive a round-trip (gep/store/codec.py).
 
 Every query a cycle makes reads through an index that starts with the workspace id (recent events by
 sequence, runs by status, the event count from a counter row), so its cost grows neither with the number
 of stored events nor with the number of other workspaces (bench/store.py). Old events can be pruned: the
-memory graph keeps what they taught as summaries (gep/store/memory.py, gep/store/prune.py).
+memory graph keeps what they taught as summaries (gep/store/graph_history.py, gep/store/prune.py).
 
 Schema changes are small named forward-only migrations (gep/store/migrations.py) run on every open; every
 write goes through one upsert helper (gep/store/upsert.py), but for `gep feedback`'s two appends, made with
@@ -22,9 +22,9 @@ lessons and their deletions, verified fixes). Without SQLAlchemy: schema.py (fil
 names), codec.py, rows.py (the rows both write paths insert), quick.py (the read path of store-only commands:
 the sqlite3 module, read-only, falling back to Store) and quick_write.py (`gep feedback`'s append).
 
-Imports core modules only (tests/test_store_imports.py): the values it keeps are gep/learned.py's and
-gep/behavior_signal.py's, and what events teach is folded with the arithmetic its caller gives
-(memory.py's MemoryFold: gep.memory_graph.MEMORY_FOLD). It never calls learning, selection or distillation.
+Imports core modules only (tests/test_store_imports.py): the values it keeps are gep/core/learned.py's and
+gep/core/behavior_signal.py's, and what events teach is folded with the arithmetic its caller gives
+(memory.py's MemoryFold: gep.learning.memory_graph.MEMORY_FOLD). It never calls learning, selection or distillation.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from gep.store.prune import PRUNE_HOOKS, PRUNE_KEEP_EVENTS, PruneHook, PruneReport, after_cycle
     from gep.store.runs import OPEN_RUN_STATUSES
 
-# Imported on first use: a store-only command reads through gep/store/quick.py (the sqlite3 module) and
+# Imported on first use: a store-only command reads through gep/store/quick_read.py (the sqlite3 module) and
 # must not pay for SQLAlchemy and SQLModel (~0.4 s) by importing this package's light modules.
 _WHERE = {
     "OPEN_RUN_STATUSES": "runs", "PRUNE_HOOKS": "prune", "PRUNE_KEEP_EVENTS": "prune", "UNSCOPED": "base",

@@ -14,13 +14,13 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from gep.config import Settings
-from gep.errors import StoreError
-from gep.models import iso, utc_now
+from gep.core.config import Settings
+from gep.core.errors import StoreError
+from gep.core.models import iso, utc_now
+from gep.core.workspace_id import WorkspaceIdentity, workspace_identity
 from gep.store.engine import WRITE_FLAG, db_error, default_url, make_engine, safe_url, scrub, store_errors
 from gep.store.tables import SCOPED_TABLES, CounterRow, WorkspaceRow
 from gep.store.upsert import upsert
-from gep.workspace_id import WorkspaceIdentity, workspace_identity
 
 UNSCOPED = ""  # the workspace id of rows written by an unscoped store, and of rows older than the column
 _REGISTER_LOCK = 0x6E70_7773  # PostgreSQL advisory lock held while a workspace registers ("gep ws")

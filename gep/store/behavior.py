@@ -1,5 +1,5 @@
 """Behavioural signals of one workspace (seed 000) in the store. The workspace's daily JSONL files
-(gep/behavior_files.py) are its own copy, written by hooks and cycles; each cycle adds what it read from them
+(gep/signals/behavior_log.py) are its own copy, written by hooks and cycles; each cycle adds what it read from them
 here, once: a signal's row id is a hash of its content, so reading the same line again adds nothing."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from sqlmodel import col, select
 
-from gep.behavior_signal import StoredSignal
+from gep.core.behavior_signal import StoredSignal
 from gep.store.base import StoreBase
 from gep.store.engine import store_errors
 from gep.store.tables import BehaviorSignalRow

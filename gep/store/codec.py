@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from gep.asset_json import asset_json as asset_json  # kept here: the store's callers name it
-from gep.errors import StoreError
-from gep.hashing import compute_asset_id, verify_asset_id
-from gep.models import SCHEMA_VERSION
+from gep.core.asset_json import asset_json as asset_json  # kept here: the store's callers name it
+from gep.core.errors import StoreError
+from gep.core.hashing import compute_asset_id, verify_asset_id
+from gep.core.models import SCHEMA_VERSION
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -19,9 +19,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlmodel import SQLModel, col, func, select
 
-from gep.errors import StoreError
+from gep.core.errors import StoreError
+from gep.core.workspace_id import workspace_identity
 from gep.store.engine import default_url
-from gep.store.memory import FOLDED
+from gep.store.graph_history import FOLDED
 from gep.store.tables import (
     BehaviorSignalRow,
     CapsuleRow,
@@ -41,7 +42,6 @@ from gep.store.tables import (
     ValidationReportRow,
 )
 from gep.store.upsert import insert_new
-from gep.workspace_id import workspace_identity
 
 if TYPE_CHECKING:
     from gep.store import Store

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import create_engine
 
-from gep.errors import StoreError
+from gep.core.errors import StoreError
 from gep.store.codec import first_line
 from gep.store.schema import SQLITE_PRAGMAS, default_db
 

@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 
 from sqlmodel import col, select
 
-from gep.models import EvolutionEvent, iso, utc_now
+from gep.core.models import EvolutionEvent, iso, utc_now
 from gep.store.base import StoreBase
 from gep.store.codec import load, stored_text
 from gep.store.engine import store_errors

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from gep.errors import StoreError
+from gep.core.errors import StoreError
 
 
 def foreign_objects(conn: sqlite3.Connection) -> list[tuple[str, str]]:

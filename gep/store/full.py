@@ -5,10 +5,10 @@ from __future__ import annotations
 from gep.store.behavior import BehaviorMixin
 from gep.store.events import EventsMixin
 from gep.store.export import ExportMixin
-from gep.store.learning import LearningMixin
+from gep.store.learned import LearningMixin
 from gep.store.objects import ObjectsMixin
-from gep.store.pool import GenePoolMixin
 from gep.store.prune import PruneMixin
+from gep.store.retirements import GenePoolMixin
 from gep.store.runs import RunsMixin
 
 

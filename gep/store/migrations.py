@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
-from gep.models import iso, utc_now
+from gep.core.models import iso, utc_now
 from gep.store.engine import WRITE_FLAG
 from gep.store.schema import MIGRATION_NAMES, SCHEMA_MIGRATIONS
 
@@ -125,7 +125,7 @@ def _rebuild(conn: Connection, table: str, columns: str, copied: str) -> None:
 
 
 def _m005_workspaces(conn: Connection) -> None:
-    # One database for a fleet: every workspace row carries its workspace (gep/workspace_id.py), ids are
+    # One database for a fleet: every workspace row carries its workspace (gep/core/workspace_id.py), ids are
     # unique per workspace, and the memory graph's summaries of pruned events get their table.
     for table, (columns, copied) in _FLEET_TABLES.items():
         _rebuild(conn, table, columns, copied)

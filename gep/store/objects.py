@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, PrivateAttr
 from sqlmodel import Session, col, select
 
-from gep.models import Capsule, FailedCapsule, Gene, ValidationReport, iso, utc_now
+from gep.core.models import Capsule, FailedCapsule, Gene, ValidationReport, iso, utc_now
 from gep.store.base import StoreBase
 from gep.store.codec import load, stored_text
 from gep.store.engine import store_errors
@@ -88,7 +88,7 @@ class ObjectsMixin(StoreBase):
     def list_capsules(self, limit: int = 200) -> list[StoredCapsule]:
         """This workspace's most recent capsules, oldest first; with ``share_capsules``, followed by the most
         recent capsules of other workspaces whose ids this one does not hold (each says where it came from).
-        Own capsules come first so that they win ties (gep.selector.select_capsule prefers list order)."""
+        Own capsules come first so that they win ties (gep.genes.selector.select_capsule prefers list order)."""
         own = [self._origin(c, self.workspace_id, self.workspace_name)
                for c in self._list(CapsuleRow, StoredCapsule, limit)]
         return own + self._shared_capsules({c.id for c in own}, limit) if self.share_capsules else own

@@ -21,18 +21,18 @@ from pydantic import BaseModel
 from sqlalchemy import delete
 from sqlmodel import Session, col, func, select
 
-from gep import constants as C
-from gep.config import Settings
-from gep.learned import parse_at
-from gep.models import iso, utc_now
+from gep.core import constants as C
+from gep.core.config import Settings
+from gep.core.learned import parse_at
+from gep.core.models import iso, utc_now
 from gep.store.engine import store_errors
-from gep.store.memory import FOLD_KEEP, FOLDED, MemoryFold, MemoryMixin
+from gep.store.graph_history import FOLD_KEEP, FOLDED, MemoryFold, MemoryMixin
 from gep.store.tables import CapsuleRow, EventRow, FailedCapsuleRow, RunRow, ValidationReportRow
 
 PRUNE_KEEP_EVENTS = 10_000  # `gep store prune` without a limit from its flags or the settings
 LISTED = 200  # Store.list_capsules / list_failed_capsules: what selection reads
-# the statuses of the events the cycle gives the selector's ban window (gep.outcomes.TERMINAL minus
-# gep.selector.NOT_A_CYCLE; tests/test_store_prune.py checks they agree)
+# the statuses of the events the cycle gives the selector's ban window (gep.cycle.outcomes.TERMINAL minus
+# gep.genes.selector.NOT_A_CYCLE; tests/test_store_prune.py checks they agree)
 BAN_WINDOW_STATUSES = ("success", "failed", "empty", "abandoned", "interrupted")
 _BATCH = 5_000
 
@@ -171,7 +171,7 @@ class PruneMixin(MemoryMixin):
             return self._delete(s, FailedCapsuleRow, col(FailedCapsuleRow.seq).in_(gone)) if gone else 0
 
     def _ban_window_start(self, s: Session, ban_cycles: int) -> datetime | None:
-        """When the ban window starts (gep.selector's failed-capsule bans), or None: every failure counts."""
+        """When the ban window starts (gep.genes.selector's failed-capsule bans), or None: every failure counts."""
         if ban_cycles <= 0:
             return None
         window = (select(EventRow.seq, EventRow.status).where(EventRow.workspace_id == self.workspace_id)

@@ -2,7 +2,7 @@
 person's lesson appended to the workspace's own SQLite file, as the full store appends them (the same row
 values, gep/store/rows.py; the same insert-unless-the-key-exists; BEGIN IMMEDIATE as its writers do).
 
-:func:`open_writer` declines exactly when :func:`gep.store.quick.open_quick` does; a write that fails is
+:func:`open_writer` declines exactly when :func:`gep.store.quick_read.open_quick` does; a write that fails is
 rolled back and made by the full store instead. Every other write goes through the full store."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from gep.config import Settings
-from gep.learned import FeedbackSignal, Lesson, lesson_exists
+from gep.core.config import Settings
+from gep.core.learned import FeedbackSignal, Lesson, lesson_exists
 from gep.store import schema as S
-from gep.store.quick import QuickStore, connect
+from gep.store.quick_read import QuickStore, connect
 from gep.store.rows import Row, feedback_row, lesson_row
 
 
@@ -30,7 +30,7 @@ def open_writer(workspace: Path, settings: Settings) -> QuickWriter | None:
 
 
 class QuickWriter(QuickStore):
-    """A :class:`QuickStore` that also appends feedback signals and lessons (gep.learning.give_feedback)."""
+    """A :class:`QuickStore` that also appends feedback signals and lessons (gep.cycle.record_learning.give_feedback)."""
 
     def add_feedback(self, signal: FeedbackSignal) -> bool:
         """Append a signal; False (nothing written) when its id is stored already."""

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from gep.learned import FeedbackSignal, Lesson
-from gep.models import iso
+from gep.core.learned import FeedbackSignal, Lesson
+from gep.core.models import iso
 
 Row = dict[str, str | None]  # column name -> value: the database edge
 

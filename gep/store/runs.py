@@ -7,8 +7,8 @@ from typing import TypeVar
 from pydantic import BaseModel
 from sqlmodel import col, select
 
-from gep.models import CycleRun
-from gep.salvage import salvage
+from gep.core.models import CycleRun
+from gep.core.salvage import salvage
 from gep.store.base import StoreBase
 from gep.store.engine import store_errors
 from gep.store.tables import RunRow, StateRow

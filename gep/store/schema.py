@@ -1,4 +1,4 @@
-"""Names both read paths of the store share, without SQLAlchemy: the default file, the tables gep/store/quick.py reads (the
+"""Names both read paths of the store share, without SQLAlchemy: the default file, the tables gep/store/quick_read.py reads (the
 SQLModel classes in tables.py are declared with them) and the migrations that make the current schema
 (migrations.py pairs each name with its step)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gep.config import gep_dir
+from gep.core.config import gep_dir
 
 DB_FILE = "gep.db"  # a workspace's own store, in .gep/ (when no database_url is set)
 

@@ -1,7 +1,7 @@
 """The tables, as SQLModel classes for queries. The migrations (gep/store/migrations.py) create them;
 tests/test_store_schema.py checks that both agree, on SQLite and PostgreSQL.
 
-Every row that belongs to a workspace carries its ``workspace_id`` (see gep/workspace_id.py) and every
+Every row that belongs to a workspace carries its ``workspace_id`` (see gep/core/workspace_id.py) and every
 query of one workspace reads through an index that starts with it. Genes are shared by the fleet.
 Each object is kept whole as JSON in ``data`` (gep/store/codec.py) next to the few columns queries use.
 """
@@ -122,7 +122,7 @@ class CounterRow(SQLModel, table=True):
 
 
 class MemorySummaryRow(SQLModel, table=True):
-    """One SituationSummary (gep/memory_graph.py): a gene's outcomes in one signal situation, folded."""
+    """One SituationSummary (gep/learning/memory_graph.py): a gene's outcomes in one signal situation, folded."""
 
     __tablename__ = "memory_summaries"
     __table_args__ = (Index("ix_memory_summaries_ws_key", "workspace_id", "situation", "gene_id", unique=True),
@@ -136,7 +136,7 @@ class MemorySummaryRow(SQLModel, table=True):
 
 
 class GeneStatusRow(SQLModel, table=True):
-    """A gene's standing in this workspace's pool (gep.runnable.GeneStatus: retired or not, and its history)."""
+    """A gene's standing in this workspace's pool (gep.genes.eligibility.GeneStatus: retired or not, and its history)."""
 
     __tablename__ = schema.GENE_STATUS
     workspace_id: str = _text(primary_key=True)
@@ -146,7 +146,7 @@ class GeneStatusRow(SQLModel, table=True):
 
 
 class DistillRunRow(SQLModel, table=True):
-    """One distillation run of a workspace (gep.distill.DistillRun): kept, rejected or skipped."""
+    """One distillation run of a workspace (gep.genes.distiller.DistillRun): kept, rejected or skipped."""
 
     __tablename__ = "distill_runs"
     __table_args__ = (*_ws_indexes("distill_runs"), {"sqlite_autoincrement": True})
@@ -159,7 +159,7 @@ class DistillRunRow(SQLModel, table=True):
 
 
 class BehaviorSignalRow(SQLModel, table=True):
-    """One behavioural signal (gep.behavior.StoredSignal); the workspace's daily JSONL files hold the same."""
+    """One behavioural signal (gep.signals.behavior.StoredSignal); the workspace's daily JSONL files hold the same."""
 
     __tablename__ = "behavior_signals"
     __table_args__ = (*_ws_indexes("behavior_signals"),
@@ -174,7 +174,7 @@ class BehaviorSignalRow(SQLModel, table=True):
 
 
 class FeedbackRow(SQLModel, table=True):
-    """One feedback signal (gep/feedback.py): append-only, the truth gene usefulness scores fold."""
+    """One feedback signal (gep/learning/feedback.py): append-only, the truth gene usefulness scores fold."""
 
     __tablename__ = schema.FEEDBACK
     __table_args__ = (*_ws_indexes("feedback"), Index("ix_feedback_ws_gene", "workspace_id", "gene_id"),
@@ -189,7 +189,7 @@ class FeedbackRow(SQLModel, table=True):
 
 
 class LessonRow(SQLModel, table=True):
-    """One lesson (gep/memory.py): append-only; only its conflict_resolved flag is ever set afterwards."""
+    """One lesson (gep/learning/lessons.py): append-only; only its conflict_resolved flag is ever set afterwards."""
 
     __tablename__ = schema.LESSONS
     __table_args__ = (*_ws_indexes("lessons"), Index("ix_lessons_ws_gene_seq", "workspace_id", "gene_id", "seq"),
@@ -217,7 +217,7 @@ class LessonDeletionRow(SQLModel, table=True):
 
 
 class ResolutionRow(SQLModel, table=True):
-    """What a committed fix addressed (gep/resolved.py), one per fixing event; its status changes."""
+    """What a committed fix addressed (gep/learning/resolved.py), one per fixing event; its status changes."""
 
     __tablename__ = "resolutions"
     __table_args__ = (*_ws_indexes("resolutions", "event_id"), {"sqlite_autoincrement": True})

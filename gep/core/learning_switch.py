@@ -1,0 +1,53 @@
+"""Which learning mechanisms a cycle uses: the one place that reads ``learning`` / ``learning_off``.
+
+``learning = "off"`` (gep.toml, or ``GEP_LEARNING=off``) is the plain engine: selection by signal match, drift
+and the dominance cap (seed 002 rules that learn nothing), with nothing the store learned reaching selection or
+the prompt. It is the evaluation's baseline arm (bench/evolution.py) and a kill switch. ``learning_off`` switches
+single mechanisms off for ablations (``learning_off = ["lessons"]``, ``GEP_LEARNING_OFF=lessons,feedback``).
+What is recorded does not change (events, lessons, feedback, capsules are still written), so switching learning
+back on finds the history; only its use is gated.
+
+Mechanisms (a new one is added to ``gep.core.config.LearningMechanism`` and gated with :meth:`LearningSwitch.on`):
+  memory_graph     the memory graph's expected success per gene in similar situations (selection)
+  feedback         feedback scores (seed 003 usefulness) in the gene's rank and the newcomer trial
+  bans             bans from recent failures, failed capsules, fixes that did not hold and the memory graph
+  verdicts         fix verdicts: a resolved error dropped from the signals, verdicts on earlier fixes recorded
+  lessons          lessons and the synthesis request in the prompt
+  capsules         a stored capsule reused (selection and prompt)
+  recent_outcomes  the "recent outcomes" of earlier cycles in the prompt
+  drift            the stochastic pick among the top genes (off: always the best)
+  dominance_cap    a gene picked too often yields to the next best
+  avoid            the avoid-list: a gene that failed twice on a problem left out there, "do not" lines (gep/learning/avoid.py)
+  problem_memory   lessons recalled by problem whatever the gene, capsules reused for the same problem only
+  context          what agent sessions receive (the SessionStart hook, `gep context`: gep/learning/agent_context.py)
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from pydantic import BaseModel, ConfigDict
+
+from gep.core.config import LearningMechanism, Settings
+
+MECHANISMS: tuple[str, ...] = get_args(LearningMechanism)
+# seed-002 rules that learn nothing: they stay in the plain engine
+PLAIN_ENGINE = ("drift", "dominance_cap")
+
+
+class LearningSwitch(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    off: frozenset[str] = frozenset()
+
+    def on(self, mechanism: str) -> bool:
+        assert mechanism in MECHANISMS, mechanism  # a typo must not silently leave a mechanism on
+        return mechanism not in self.off
+
+
+def learning_switch(settings: Settings) -> LearningSwitch:
+    """The mechanisms switched off by these settings."""
+    off: set[str] = set(settings.learning_off)
+    if settings.learning == "off":
+        off |= {m for m in MECHANISMS if m not in PLAIN_ENGINE}
+    return LearningSwitch(off=frozenset(off))

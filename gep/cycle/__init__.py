@@ -1,0 +1,6 @@
+"""One evolution cycle, from the request to a recorded outcome: the context (resources), the pipeline
+(the one stage list), the stages, the cycle's tree, checks, validation, solidify and delivery,
+outcomes, crash recovery, the deadline and Ctrl-C.
+
+May import every package below it; never api, sessions/, the CLI, flows/ or Prefect.
+"""

@@ -1,0 +1,199 @@
+"""What a finished cycle teaches, and what people tell: feedback signals (seed 003) and lessons (seed 004).
+
+After every cycle that ran (success, failed, empty, abandoned) a lesson on its gene and situation is appended,
+and an empty or abandoned cycle, or one whose change failed its checks and was rolled back, is an implicit
+``ignored`` for its gene. Outcomes recorded outside the stages
+(a pending cycle abandoned by the next one, a crashed cycle recovered) are caught up at the next cycle's
+start, as are people's ``git revert`` of GEP commits (``not_helpful``). A person's verdict (``gep feedback``,
+the feedback flow, the review form) is an explicit signal with its note, and a lesson of its own
+(gep/learning/human_verdicts.py).
+
+The prompt recalls lessons for the selected gene and signals (recency and strength, within a budget) and,
+when a topic's unresolved conflicts reach the threshold, shows them side by side and asks for a synthesis;
+the lesson written after that cycle names them (``meta.synthesis_of``), which marks them resolved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from gep.core.learning_switch import learning_switch
+from gep.core.models import EvolutionEvent, Gene
+from gep.cycle.context import CycleContext
+from gep.cycle.fixes import remember_commit
+from gep.cycle.solidify import REJECTED_IN_REVIEW
+from gep.learning.attribution import is_host_failure
+from gep.learning.avoid import avoid_lines
+from gep.learning.feedback import (
+    FeedbackError,
+    FeedbackSignal,
+    RevertFound,
+    find_reverts,
+    implicit_signal,
+    outcome_observation,
+    revert_signal,
+)
+from gep.learning.human_verdicts import person_lesson
+from gep.learning.lessons import (
+    LessonCategory,
+    LessonInput,
+    build_lesson,
+    recall,
+    record_lesson,
+    synthesis_request,
+    within_budget,
+)
+from gep.learning.lessons_by_problem import merge_recalled, recall_problem
+from gep.store import Store
+
+LEARNED = ("success", "failed", "empty", "abandoned")  # outcomes a gene is judged by (interrupted is not its doing)
+OUTCOME_LESSONS = {LessonCategory.success, LessonCategory.failure, LessonCategory.empty, LessonCategory.abandoned}
+CATCH_UP_EVENTS = 20  # recent events checked for an outcome nobody learned from yet
+REVERT_SCAN = "learning.revert_scan"  # state key: the head up to which reverts were looked for
+VALIDATION_SUMMARY_CHARS = 300
+
+
+# ------------------------------------------------------------------ outcomes
+
+
+def _validation_summary(store: Store, event: EvolutionEvent) -> str:
+    report = store.get_validation_report(event.validation_report_id) if event.validation_report_id else None
+    if report is None:
+        return ""
+    if report.skipped:
+        return f"not run ({report.skipped})"
+    parts = []
+    for r in report.results:
+        tail = failing_lines(r.stderr or r.stdout)
+        parts.append(f"{r.cmd}: {'ok' if r.ok else 'FAILED'}" + ("" if r.ok or not tail else f" ({tail})"))
+    return "; ".join(parts)[:VALIDATION_SUMMARY_CHARS]
+
+
+_FAILING = re.compile(r"^(?:E\s|FAILED\b|ERROR\b|Traceback|\w*(?:Error|Exception)\b|assert\b)")
+
+
+def failing_lines(output: str, most: int = 3) -> str:
+    """What the validation said went wrong (pytest's ``E`` lines, ``FAILED`` lines, exceptions), else its last
+    line: what the next agent on this problem should read."""
+    lines = [x.strip() for x in output.strip().splitlines() if x.strip()]
+    hits = list(dict.fromkeys(x for x in lines if _FAILING.match(x)))
+    return " | ".join(hits[-most:]) if hits else (lines[-1] if lines else "")
+
+
+def _model_summary(event: EvolutionEvent) -> str:
+    """What the agent said it did (prompt mode's "prompt written to ..." is not a summary of a change)."""
+    result = event.meta.mutator_result
+    return result.summary if result is not None and result.status != "awaiting_changes" else ""
+
+
+def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
+    """The lesson of a finished cycle, and the implicit signal its outcome gives (empty, abandoned, rolled back)."""
+    if event.outcome.status not in LEARNED or is_host_failure(event):  # the host's failure teaches nothing
+        return
+    if REJECTED_IN_REVIEW in (event.meta.failure_reasons or []):
+        return  # the reviewer's not_helpful and note are the verdict: no implicit 'ignored', no failure lesson
+    gene = event.genes_used[0] if event.genes_used else None
+    observation = outcome_observation(event.outcome.status, event.is_empty_cycle)
+    signal = implicit_signal(event_id=event.id, gene_id=gene, signals=event.signals, observation=observation,
+                             at=now) if observation else None
+    if signal is not None:
+        store.add_feedback(signal)
+    if gene is None:
+        return
+    m = event.meta
+    # a synthesis was asked for: it is one only when the change was made and checked (not abandoned, not empty)
+    synthesis = list(m.synthesis_of or []) if event.outcome.status in ("success", "failed") else []
+    inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
+                      failure_reasons=list(m.failure_reasons or []), validation_summary=_validation_summary(store, event),
+                      model_summary=_model_summary(event), files_changed=event.blast_radius.files,
+                      files=list(m.changed_files or []),
+                      synthesis_of=synthesis)
+    record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
+
+
+def learn_from_cycle(ctx: CycleContext, event: EvolutionEvent | None) -> None:
+    """The record stage: what this cycle's outcome teaches, and what its commit addressed."""
+    if event is None:
+        return
+    learn_outcome(ctx.store, event, ctx.clock())
+    remember_commit(ctx, event)
+
+
+def catch_up(ctx: CycleContext) -> None:
+    """Outcomes recorded outside the stages (abandoned by ``--abandon-pending``, recovered after a crash)."""
+    events = [e for e in ctx.store.recent_events(CATCH_UP_EVENTS)
+              if e.outcome.status in LEARNED and e.genes_used and e.id != ctx.event_id]
+    known = ctx.store.lessons_of_events([e.id for e in events])
+    for event in events:
+        # a synthesis is the lesson of its cycle's outcome too: learning it again would append one per cycle
+        if not (OUTCOME_LESSONS | {LessonCategory.synthesis}) & {LessonCategory(c) for c in known.get(event.id, [])}:
+            learn_outcome(ctx.store, event, ctx.started_at)
+
+
+# ------------------------------------------------------------------ people
+
+
+class RevertScan(BaseModel):
+    head: str | None = None
+
+
+def scan_reverts(ctx: CycleContext) -> list[FeedbackSignal]:
+    """People's reverts of GEP commits since the last scan: ``not_helpful`` for the reverted cycle's gene."""
+    head = ctx.workspace.head()
+    seen = ctx.store.get_state(REVERT_SCAN, RevertScan) or RevertScan()
+    if seen.head == head:
+        return []
+    try:
+        found = find_reverts(ctx.workspace.path, since=seen.head)
+    except FeedbackError:  # the last scanned head is gone (history rewritten): look again (ids dedupe)
+        found = find_reverts(ctx.workspace.path)
+    added = [s for r in found if (s := _revert(ctx.store, r, ctx.started_at)) is not None]
+    ctx.store.set_state(REVERT_SCAN, RevertScan(head=head))
+    return added
+
+
+def _revert(store: Store, revert: RevertFound, now: datetime) -> FeedbackSignal | None:
+    event = store.get_event(revert.event_id)
+    if event is None or not event.genes_used:
+        return None
+    signal = revert_signal(revert, gene_id=event.genes_used[0], signals=event.signals)
+    if signal is None or not store.add_feedback(signal):
+        return None
+    note = f"reverted in {revert.revert_sha[:12]} by {signal.author}: {signal.note or ''}".strip()
+    person_lesson(store, event, "not_helpful", note, now)
+    return signal
+
+
+# ------------------------------------------------------------------ the prompt
+
+
+class PromptMemory(BaseModel):
+    """What the prompt is told from the lessons: recalled lines (with their ids), and a synthesis request."""
+
+    lines: list[str] = Field(default_factory=list)
+    lesson_ids: list[str] = Field(default_factory=list)
+    synthesis: str = ""
+    synthesis_of: list[str] = Field(default_factory=list)
+
+
+def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> PromptMemory:
+    s, now = ctx.settings, ctx.started_at
+    lessons = ctx.store.list_lessons(gene.id)
+    recalled = recall(lessons, gene_id=gene.id, signals=signals, now=now, limit=s.lesson_limit,
+                      recency_weight=s.lesson_recency_weight)
+    use = learning_switch(s)
+    if use.on("problem_memory"):  # what was tried on this problem by any gene comes first (gep/learning/lessons_by_problem.py)
+        problem = recall_problem(ctx.store.list_lessons(), signals=signals, now=now, limit=s.lesson_limit)
+        recalled = merge_recalled(problem, recalled, s.lesson_limit)
+    avoid = avoid_lines(ctx.store, signals) if use.on("avoid") else []  # short "do not" lines first (gep/learning/avoid.py)
+    lines = within_budget([*avoid, *(r.text for r in recalled)], s.lesson_prompt_chars)
+    recalled_ids = [r.lesson.id for r in recalled[:max(0, len(lines) - len(avoid))]]
+    request = synthesis_request(lessons, gene_id=gene.id, signals=signals, now=now,
+                                threshold=s.lesson_synthesis_threshold)
+    return PromptMemory(lines=lines, lesson_ids=recalled_ids,
+                        synthesis=request.text if request else "",
+                        synthesis_of=request.source_ids if request else [])

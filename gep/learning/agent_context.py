@@ -1,0 +1,185 @@
+"""What the workspace has learned that an agent should know now: the text a Claude Code ``SessionStart`` hook
+adds to a new session (``gep capture``) and ``gep context`` prints for other agents.
+
+Pure: events, lessons, feedback and behavioural signals in, a bounded text and the items it carries out. Three
+parts, each only what bears on now:
+
+* **live problems**: the problems the latest finished cycle still saw (a problem a verified fix resolved is
+  dropped from a cycle's signals, so nothing from a resolved problem is shown): the avoid-list's entries on them
+  (gep/learning/avoid.py), then what was tried on them before: approaches that failed first (a short "avoid" line), then
+  what worked, strongest and newest first;
+* **how the people here want the work done**: preferences, corrections and style signals (seed 000: their
+  one-line summaries only, never the words of the exchange), the most repeated first;
+* **what a person said** in feedback notes, newest first.
+
+Everything is redacted here as well (the stores redact on the way in; this text leaves the engine). Lessons
+that sessions kept ignoring (``gep.learning.injections``) are left out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from gep.core import constants as C
+from gep.core.models import EvolutionEvent
+from gep.core.sanitize import redact
+from gep.learning.avoid import build_avoid_list
+from gep.learning.feedback import FeedbackSignal, Observation
+from gep.learning.lessons import Lesson, Stance, heads
+from gep.learning.resolved import is_specific, signal_identity
+from gep.signals.behavior import BehaviorSignal
+
+DEFAULT_CHARS = C.CONTEXT_CHARS
+PREFERENCE_DAYS = 30
+MAX_LESSONS_PER_PROBLEM = 3
+MAX_PREFERENCES = 5
+MAX_NOTES = 3
+LINE_CHARS = 220
+HEADER = "What this workspace has learned (gep):"
+PREFERENCE_TYPES = ("correction", "preference", "style")
+
+ItemKind = Literal["avoid", "lesson", "preference", "feedback"]
+
+
+class ContextItem(BaseModel):
+    """One line of the context and what it is about (to judge later whether it was used)."""
+
+    kind: ItemKind
+    ref: str  # a lesson id, "signal:<type>:<summary>", or a feedback id
+    text: str
+    problems: list[str] = Field(default_factory=list)  # problem identities (gep.learning.resolved.signal_identity)
+
+
+class AgentContext(BaseModel):
+    text: str  # empty when there is nothing worth saying
+    items: list[ContextItem] = Field(default_factory=list)
+
+
+def problem_identities(signals: Iterable[str]) -> list[str]:
+    """The problems a list of signals names (errors, requests), as identities stable across occurrences."""
+    out = {signal_identity(s) for s in signals if is_specific(s)}
+    return sorted(x for x in out if x)
+
+
+def live_problems(events: Sequence[EvolutionEvent]) -> list[str]:
+    """The problems the newest finished cycle saw (``events`` newest first; running ones are skipped)."""
+    for event in events:
+        if event.status != "running":
+            return problem_identities(event.signals)
+    return []
+
+
+def _clip(text: str, n: int = LINE_CHARS) -> str:
+    text = " ".join(redact(text).split())
+    return text if len(text) <= n else text[: n - 3].rstrip() + "..."
+
+
+def _lesson_rank(lesson: Lesson) -> tuple[int, float, float, str]:
+    return (0 if lesson.stance == Stance.fails else 1, -lesson.strength, -lesson.created_at.timestamp(), lesson.id)
+
+
+def _lesson_items(lessons: Sequence[Lesson], events: dict[str, EvolutionEvent], live: set[str],
+                  skip: set[str]) -> list[ContextItem]:
+    """Per live problem, the lessons whose cycle worked on it: failures first ("avoid"), strongest, newest."""
+    by_problem: dict[str, list[Lesson]] = {}
+    for lesson in heads(lessons):
+        event = events.get(lesson.event_id or "")
+        if lesson.id in skip or event is None or lesson.stance == Stance.neutral:
+            continue
+        for problem in set(problem_identities(event.signals)) & live:
+            by_problem.setdefault(problem, []).append(lesson)
+    items: list[ContextItem] = []
+    seen: set[str] = set()
+    for problem in sorted(by_problem):
+        for lesson in sorted(by_problem[problem], key=_lesson_rank)[:MAX_LESSONS_PER_PROBLEM]:
+            if lesson.id in seen:
+                continue
+            seen.add(lesson.id)
+            avoid = lesson.stance == Stance.fails
+            prefix = "Avoid (failed before on a live problem): " if avoid else "Worked before on a live problem: "
+            items.append(ContextItem(kind="avoid" if avoid else "lesson", ref=lesson.id,
+                                     text=_clip(prefix + lesson.content),
+                                     problems=sorted(set(problem_identities(events[lesson.event_id or ""].signals))
+                                                     & live)))
+    return items
+
+
+def _avoid_items(events: Sequence[EvolutionEvent], live: set[str]) -> list[ContextItem]:
+    """The avoid-list's active entries on the problem the newest finished cycle saw (gep/learning/avoid.py)."""
+    latest = next((e for e in events if e.status != "running"), None)
+    if latest is None:
+        return []
+    entries = build_avoid_list(list(reversed(events))).on(latest.signals)
+    return [ContextItem(kind="avoid", ref=f"avoid:{e.gene_id}:{'|'.join(e.problem)}",
+                        text=_clip("Avoid on a live problem: " + e.line().removeprefix("do not: ")),
+                        problems=sorted(live)) for e in entries]
+
+
+def signal_ref(signal: BehaviorSignal) -> str:
+    return f"signal:{signal.type}:{' '.join(signal.summary.lower().split())}"
+
+
+def _preference_items(signals: Sequence[BehaviorSignal], now: datetime, skip: set[str]) -> list[ContextItem]:
+    """The people's recurring preferences and corrections of the last 30 days, the most repeated first."""
+    since = now - timedelta(days=PREFERENCE_DAYS)
+    recent = [s for s in signals if s.type in PREFERENCE_TYPES and s.at >= since]
+    counts = Counter(signal_ref(s) for s in recent)
+    newest: dict[str, BehaviorSignal] = {}
+    for s in sorted(recent, key=lambda s: s.at):
+        newest[signal_ref(s)] = s
+    order = sorted(newest, key=lambda r: (-counts[r] * newest[r].intensity, -newest[r].at.timestamp(), r))
+    items = []
+    for ref in [r for r in order if r not in skip][:MAX_PREFERENCES]:
+        s = newest[ref]
+        times = f" ({counts[ref]}x)" if counts[ref] > 1 else ""
+        items.append(ContextItem(kind="preference", ref=ref, text=_clip(f"{s.type.capitalize()}: {s.summary}{times}")))
+    return items
+
+
+def _feedback_items(feedback: Sequence[FeedbackSignal], events: dict[str, EvolutionEvent],
+                    live: set[str]) -> list[ContextItem]:
+    """People's notes, newest first; a note on a cycle about problems that are all resolved now is left out."""
+
+    def current(f: FeedbackSignal) -> bool:
+        event = events.get(f.event_id or "")
+        problems = set(problem_identities(event.signals)) if event is not None else set()
+        return not problems or bool(problems & live)
+
+    notes = [f for f in feedback if f.origin == Observation.person and (f.note or "").strip() and current(f)]
+    notes.sort(key=lambda f: (f.created_at, f.id), reverse=True)
+    return [ContextItem(kind="feedback", ref=f.id, text=_clip(f"A person said ({f.kind.value}): {f.note}"))
+            for f in notes[:MAX_NOTES]]
+
+
+def within_chars(items: Sequence[ContextItem], budget: int) -> tuple[str, list[ContextItem]]:
+    """The header and items' lines in order while they fit ``budget`` characters (the rest is dropped)."""
+    lines, kept = [HEADER], []
+    used = len(HEADER)
+    for item in items:
+        line = f"- {item.text}"
+        if used + 1 + len(line) > budget:
+            continue
+        lines.append(line)
+        kept.append(item)
+        used += 1 + len(line)
+    return ("\n".join(lines) if kept else ""), kept
+
+
+def build_context(*, events: Sequence[EvolutionEvent], lessons: Sequence[Lesson], feedback: Sequence[FeedbackSignal],
+                  signals: Sequence[BehaviorSignal], now: datetime, budget_chars: int = DEFAULT_CHARS,
+                  skip: Iterable[str] = (), avoid: bool = True) -> AgentContext:
+    """The context for a new agent session. ``events`` newest first; ``skip``: refs that sessions ignored;
+    ``avoid``: the avoid-list is on (gep/core/learning_switch.py)."""
+    skipped = set(skip)
+    live = set(live_problems(events))
+    by_id = {e.id: e for e in events}
+    items = [*(_avoid_items(events, live) if avoid else []), *_lesson_items(lessons, by_id, live, skipped),
+             *_preference_items(signals, now, skipped),
+             *_feedback_items(feedback, by_id, live)]
+    text, kept = within_chars(items, budget_chars)
+    return AgentContext(text=text, items=kept)

@@ -1,0 +1,114 @@
+"""The last context built for agent sessions, kept so a ``SessionStart`` hook answers within its time.
+
+Building the context reads the store with pydantic's models (~0.4 s of imports on an idle machine); the hook
+has 0.3 s. So each build keeps its answer in ``.gep/context/cache.json`` with the size and modification time
+of every file it read (the SQLite store and its WAL, gep.toml, the behavioural signals' folder and files) and
+the UTC day (preferences fade by day). The hook answers from the cache when none of these changed, with the
+standard library only, and records the injection; otherwise it builds the context again. A store in
+PostgreSQL (``database_url``) is never cached: its changes leave no file to stat.
+
+Injection records are written here too (one writer for gep/learning/injections.py's file): the hook's fast path has
+no pydantic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+CACHE = Path(".gep") / "context" / "cache.json"
+LOG = Path(".gep") / "context" / "injections.jsonl"
+
+
+def repository_top(path: Path) -> Path | None:
+    """The top of the git repository ``path`` is in (a session may start in a sub-folder), or None."""
+    for folder in (path, *path.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def hook_answer(text: str) -> str:
+    """The JSON a ``SessionStart`` hook prints (empty when there is nothing to add)."""
+    if not text:
+        return ""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}},
+                      ensure_ascii=False)
+
+
+def answer_from_cache(workspace: Path, session: str, now: datetime) -> str | None:
+    """The hook's answer from the cache, its injection recorded; None when the context must be built."""
+    top = repository_top(workspace.resolve())
+    if top is None:
+        return ""
+    hit = read(top, now.date().isoformat())
+    if hit is None:
+        return None
+    append_injection(top, session=session, items=hit["items"], now=now)
+    return hook_answer(hit["text"])
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def fingerprint(paths: Sequence[str]) -> list[list[int] | None]:
+    return [_stat(p) for p in paths]
+
+
+def watched(folder: Path, files: Sequence[Path]) -> list[str]:
+    """``files`` and ``folder`` itself (a new file in it changes the folder's time)."""
+    return [str(folder), *(str(f) for f in files)]
+
+
+def read(workspace: Path, day: str) -> dict[str, Any] | None:
+    """The cached answer (``text``, ``items``) when it is still the answer, else None."""
+    try:
+        data = json.loads((Path(workspace) / CACHE).read_text(encoding="utf-8"))
+        paths = [str(p) for p in data["paths"]]
+        if data["day"] != day or fingerprint(paths) != data["stamp"]:
+            return None
+        return {"text": str(data["text"]), "items": list(data["items"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write(workspace: Path, *, paths: Sequence[str], stamp: Sequence[list[int] | None], day: str, text: str,
+          items: Sequence[dict[str, Any]]) -> None:
+    """Keep an answer with the fingerprint its files had *before* it was built (a change made meanwhile
+    then misses the cache instead of hiding behind it)."""
+    path = Path(workspace) / CACHE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"paths": list(paths), "stamp": list(stamp), "day": day, "text": text,
+                                   "items": list(items)}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no cache: the next hook builds the context again
+
+
+def append_injection(workspace: Path, *, session: str, items: Sequence[dict[str, Any]], now: datetime) -> str | None:
+    """Record what a session received (gep/learning/injections.py reads it); the injection's id, None when nothing."""
+    if not items:
+        return None
+    injection_id = f"inj_{int(now.timestamp() * 1000)}_{os.getpid()}"
+    line = json.dumps({"type": "inject", "id": injection_id, "at": now.isoformat(), "session": session,
+                       "items": [{"ref": i["ref"], "kind": i["kind"], "problems": list(i.get("problems", []))}
+                                 for i in items]}, ensure_ascii=False) + "\n"
+    path = Path(workspace) / LOG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))  # one write: concurrent hooks do not interleave their lines
+    finally:
+        os.close(fd)
+    return injection_id

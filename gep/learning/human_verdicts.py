@@ -1,0 +1,57 @@
+"""A person's verdict on a cycle's change (`gep feedback`, the feedback flow, a review, a revert): the explicit
+feedback signal and the lesson it teaches. Kept apart from gep/cycle/record_learning.py (the cycle's learning) so that
+`gep feedback EVENT helpful` writes them without loading the cycle's machinery or SQLAlchemy."""
+
+from __future__ import annotations
+
+import getpass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from gep.learning.feedback import FeedbackError, FeedbackRepository, FeedbackSignal, explicit_signal
+from gep.learning.lessons import LessonInput, LessonLog, build_lesson, record_lesson
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from gep.core.models import EvolutionEvent
+
+
+class VerdictStore(FeedbackRepository, LessonLog, Protocol):
+    """What recording a verdict reads and writes: the full store, or gep/store/quick_write.py's writer."""
+
+    def get_event(self, event_id: str) -> EvolutionEvent | None: ...
+
+
+def person_lesson(store: LessonLog, event: EvolutionEvent, verdict: Literal["helpful", "not_helpful"],
+                  note: str | None, now: datetime) -> None:
+    gene = event.genes_used[0]
+    inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
+                      person_verdict=verdict, note=note)
+    record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
+
+
+def default_author() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container without a passwd entry)
+        return "unknown"
+
+
+def give_feedback(store: VerdictStore, event_id: str, verdict: str, *, now: datetime, note: str | None = None,
+                  author: str | None = None) -> FeedbackSignal:
+    """A person's ``helpful`` / ``not_helpful`` on one of the workspace's events, with their note (redacted)."""
+    event = store.get_event(event_id)
+    if event is None:
+        raise FeedbackError(f"no event {event_id!r} in this workspace (see `gep history`)")
+    signal = explicit_signal(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
+                             signals=event.signals, kind=verdict, at=now, note=note, author=author or default_author())
+    if store.add_feedback(signal):
+        person_lesson(store, event, "helpful" if verdict == "helpful" else "not_helpful", signal.note, now)
+    return signal
+
+
+def record_review(store: VerdictStore, event_id: str, *, approved: bool, note: str, now: datetime,
+                  author: str = "reviewer") -> FeedbackSignal:
+    """A review-mode decision: approve is ``helpful``, reject ``not_helpful``, the note kept with it."""
+    return give_feedback(store, event_id, "helpful" if approved else "not_helpful", now=now, note=note,
+                         author=author)

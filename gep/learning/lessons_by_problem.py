@@ -1,0 +1,101 @@
+"""Lessons recalled by problem, whatever gene is picked now (issue 28).
+
+Lessons are written on a topic, ``<gene>@<situation>``, and the seed recalls them for the selected gene. But
+the next cycle on one error often picks another gene (the failure-ratio rules, a ban, drift), and then its
+prompt carried nothing of what was tried on that error: the next agent was free to repeat the mistake. What
+was tried on a problem belongs to the problem.
+
+The problem of a situation is its specific signals by their learning key (``errsig_norm:`` of the error's
+key, gep/learning/problem_key.py; a recurring error, a feature or improvement request); a situation with none of
+them is its whole signal set, compared by the memory graph's similarity rule. A lesson is on the same
+problem when it shares a specific signal with now, or (no specific signal either side) when its situation is
+similar. Recalled: the strongest and the most recent first, each lesson that contradicts another shown next
+to it, within the prompt's lesson budget (characters).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from gep.core import constants as C
+from gep.core.models import Capsule
+from gep.learning.feedback import situation_key_signals
+from gep.learning.lessons import Lesson, Recalled, heads, marker
+from gep.learning.memory_graph import jaccard
+from gep.learning.problem_key import learning_key
+
+SPECIFIC = ("errsig_norm:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
+
+
+_COUNT = re.compile(r"^recurring_errsig\(\d+x\):")
+
+
+def _identity(signal: str) -> str:
+    """A specific signal as one problem whatever its count (``recurring_errsig(3x):`` and ``(4x):``) or time."""
+    if _COUNT.match(signal):
+        return "recurring_errsig:" + (learning_key(_COUNT.sub("", signal)) or "")
+    return signal
+
+
+def problem_of(situation: Sequence[str]) -> set[str]:
+    """The specific signals that name the problem (empty for a situation of generic signals only)."""
+    return {_identity(s) for s in situation if s.startswith(SPECIFIC)}
+
+
+def same_problem(lesson: Lesson, situation: Sequence[str], problem: set[str]) -> bool:
+    mine = problem_of(lesson.situation)
+    if problem or mine:
+        return bool(problem & mine)
+    return jaccard(lesson.situation, situation) >= C.SIGNAL_KEY_JACCARD_MIN
+
+
+def _side_by_side(order: list[Lesson], pool: Sequence[Lesson]) -> list[Lesson]:
+    """Each lesson followed by the lessons it contradicts (when they are on the problem too)."""
+    by_id = {x.id: x for x in pool}
+    out: list[Lesson] = []
+    for x in order:
+        for y in [x, *(by_id[c] for c in x.conflicts_with if c in by_id)]:
+            if y not in out:
+                out.append(y)
+    return out
+
+
+def recall_problem(lessons: Sequence[Lesson], *, signals: Sequence[str], now: datetime,
+                   limit: int = C.LESSON_RECALL_LIMIT) -> list[Recalled]:
+    """Lessons of any gene on this problem: alternately the most recent and the strongest not yet taken."""
+    situation = situation_key_signals(signals)
+    problem = problem_of(situation)
+    pool = [x for x in heads(lessons) if same_problem(x, situation, problem)]
+    recent = sorted(pool, key=lambda x: (x.created_at, x.id), reverse=True)
+    strong = sorted(pool, key=lambda x: (-x.strength, -x.created_at.timestamp(), x.id))
+    order: list[Lesson] = []
+    for pair in zip(strong, recent, strict=True):
+        order += [x for x in pair if x not in order]
+    chosen = _side_by_side(order, pool)[:max(0, limit)]
+    return [Recalled(lesson=x, why="strong" if x in strong[:1] else "recent", text=f"{marker(x, now)}: {x.content}")
+            for x in chosen]
+
+
+def merge_recalled(first: Sequence[Recalled], then: Sequence[Recalled], limit: int) -> list[Recalled]:
+    """The problem's lessons, then the gene's own on its topic, each lesson once."""
+    out: list[Recalled] = []
+    for r in [*first, *then]:
+        if all(o.lesson.id != r.lesson.id for o in out):
+            out.append(r)
+    return out[:max(0, limit)]
+
+
+def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str]) -> list[Capsule]:
+    """Capsules offered for reuse only on the same problem (or, when it names none, a similar situation): a
+    capsule from another error is not an example of how to fix this one."""
+    situation = situation_key_signals(signals)
+    problem = problem_of(situation)
+    out = []
+    for c in capsules:
+        trigger = situation_key_signals(c.trigger)
+        mine = problem_of(trigger)
+        if (problem & mine) if (problem or mine) else jaccard(trigger, situation) >= C.SIGNAL_KEY_JACCARD_MIN:
+            out.append(c)
+    return out

@@ -1,0 +1,5 @@
+"""`gep report`'s page: what it shows, computed from a workspace's store (data), and the one
+self-contained HTML file drawn from it (html).
+
+Imports the packages below it (core, store, learning, genes); never assets/, a cycle or the CLI.
+"""

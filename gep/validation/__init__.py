@@ -1,0 +1,5 @@
+"""Running a command safely: the allowlist parser, the one runner, the bubblewrap sandbox, the scratch
+clone a command runs in, the canary, and whether a report is a verdict on the change.
+
+Imports core/ and git/ only; never the store, signals, genes, learning, mutators or a cycle.
+"""

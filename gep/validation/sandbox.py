@@ -1,0 +1,425 @@
+"""Confinement of the commands a cycle runs: validation, the canary and the model's ``run_validation``.
+
+Those commands execute code the model or an agent wrote (pytest imports a ``conftest.py``), so the
+allowlist is no boundary by itself. Under bubblewrap (``bwrap``) each command gets:
+
+- a root that shows only the system's folders (``SYSTEM_DIRS``, read-only), the tree under check (writable:
+  in fact its throw-away copy, gep/validation/scratch.py, bound where the tree is), the tree's git metadata and the
+  environments the command runs from (read-only). The user's home is an empty tmpfs; the workspace's
+  ignored files, other repositories and the engine's state are not there at all, wherever they live;
+- a private ``/tmp`` (a size-capped tmpfs) and an empty ``/run`` (no host service sockets);
+- no network, a new PID namespace (its ``/proc`` shows its own processes only, never the engine's
+  environment), new IPC/UTS/cgroup namespaces, no capabilities, its own session;
+- an environment of the variables a check needs (``command_environment``: scrubbed, then a name allowlist);
+- limits (``Limits``): memory and processes through a writable cgroup v1 controller, else RLIMIT_AS and
+  nothing for processes (RLIMIT_NPROC counts every process of the user, and never binds root); time and
+  output are enforced by the runner (timeout + process-group kill, byte cap).
+
+Bind order matters: mounts are applied parents first, so the tree lands inside the home's tmpfs when it
+lives there, and a read-only ``<tree>/.git`` lands on top of the writable tree.
+
+Policy (``validation_refusal``): setting ``sandbox`` is "auto" (bwrap when installed), "bwrap" (required)
+or "none" (the user's explicit choice). Without bwrap, a change made by a model or an agent is not
+validated unless the user chose "none"; a person's change may run unconfined.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from gep.core.config import GEP_DIR, Settings
+from gep.core.sanitize import scrub_env
+
+SandboxKind = Literal["bwrap", "none"]
+ChangeOrigin = Literal["model", "agent", "person"]
+
+TMP_SIZE_BYTES = 512 * 1024 * 1024  # the private /tmp; its pages count against the memory cgroup too
+SANDBOX_TMP = "/tmp"
+# Variables a check may need; everything else (API keys, GEP_*, PREFECT_*, MAKEFLAGS ...) stays out.
+PASSED_ENV = frozenset(
+    """PATH HOME USER LOGNAME LANG LANGUAGE TZ TERM NO_COLOR FORCE_COLOR CI TMPDIR TEMP TMP VIRTUAL_ENV
+    PYTHONPATH PYTHONHASHSEED PYTHONUTF8 PYTHONIOENCODING PYTHONWARNINGS PYTHONDEVMODE NODE_PATH NODE_ENV
+    SOURCE_DATE_EPOCH""".split()
+)
+
+
+class SandboxUnavailable(Exception):
+    """bwrap was required but cannot be used."""
+
+
+def find_bwrap() -> str | None:
+    """A bubblewrap that works here, or None (tests replace this to simulate a machine without it)."""
+    path = shutil.which("bwrap")
+    return path if path is not None and _bwrap_works(path) else None
+
+
+@lru_cache(maxsize=4)
+def _bwrap_works(path: str) -> bool:
+    """Whether bwrap can make its namespaces here (some containers forbid them): one probe per process."""
+    noop = [shutil.which("true") or sys.executable, *([] if shutil.which("true") else ["-c", ""])]
+    try:
+        probe = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-all", "--cap-drop", "ALL", "--die-with-parent",
+                                "--", *noop], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0
+
+
+def validation_refusal(origin: ChangeOrigin | None, settings: Settings) -> str | None:
+    """Why a change of this origin may not be validated on this machine, or None when it may.
+
+    The solidify step calls it with the change's origin; ``Sandbox.resolve`` applies it to every command."""
+    if settings.sandbox == "none" or find_bwrap() is not None:
+        return None
+    if settings.sandbox == "bwrap":
+        return 'sandbox = "bwrap" but bubblewrap (bwrap) is not installed'
+    if origin in ("model", "agent"):
+        return (f"bubblewrap (bwrap) is not installed, and a change made by {'a model' if origin == 'model' else 'an agent'}"
+                ' is not validated unconfined: install bubblewrap, or set sandbox = "none" in gep.toml to accept the risk')
+    return None
+
+
+def find_state_dir(tree: Path) -> Path | None:
+    """The engine's state dir for ``tree``: ``<tree>/.gep``, or the ``.gep`` a worktree lies under."""
+    tree = tree.resolve()
+    if (tree / GEP_DIR).is_dir():
+        return tree / GEP_DIR
+    return next((p for p in tree.parents if p.name == GEP_DIR), None)
+
+
+def command_environment(env: Mapping[str, str], extra_names: Sequence[str] = ()) -> dict[str, str]:
+    """What a command sees: ``env`` without credentials (by name or value), then only the names it needs."""
+    wanted = set(extra_names)
+    return {k: v for k, v in scrub_env(env).items() if k in PASSED_ENV or k.startswith("LC_") or k in wanted}
+
+
+def _under(path: Path, root: str) -> bool:
+    return path == Path(root) or Path(root) in path.parents
+
+
+def _prefix(exe: Path) -> Path:
+    """What to bind for an executable: its environment (``venv/``) when it lives in a ``bin/`` folder."""
+    return exe.parent.parent if exe.parent.name == "bin" else exe.parent
+
+
+# Dot-folders of a home that hold credentials or a person's settings and data, never tools to bind whole.
+_HOME_PRIVATE = {".ssh", ".aws", ".gnupg", ".config", ".cache", ".docker", ".kube", ".azure", ".gcloud",
+                 ".password-store", ".mozilla", ".thunderbird", ".local", ".git", ".gep"}
+# A tool whose PATH folder is in one dot-folder of the home and its toolchains in another.
+_HOME_COMPANIONS = {".cargo": ".rustup"}
+
+
+def _home_tools(found: Sequence[Path], home: Path) -> list[Path]:
+    """The tool roots in the home behind the PATH folders found there (its tmpfs hides the rest).
+
+    A version manager's shim execs its own root (``~/.pyenv/shims/python`` runs ``~/.pyenv/libexec/pyenv``
+    and a Python under ``~/.pyenv/versions``; asdf, rbenv, nodenv alike; rustup's proxies in ``~/.cargo/bin``
+    run toolchains in ``~/.rustup``), so the dot-folder a PATH folder lives in is bound whole, unless it
+    holds credentials or a person's settings. Python's user site-packages (``pip install --user``) is code
+    the command runs from too."""
+    out: list[Path] = []
+    for p in found:
+        if home not in p.parents:
+            continue
+        top = home / p.relative_to(home).parts[0]
+        if top.name.startswith(".") and top.name not in _HOME_PRIVATE:
+            out.append(top)
+            if (companion := _HOME_COMPANIONS.get(top.name)) is not None:
+                out.append(home / companion)
+        elif not top.name.startswith(".") and p.name in ("shims", "bin") and p.parent != home:
+            out.append(p.parent)
+    out += sorted((home / ".local" / "lib").glob("python*/site-packages"))
+    return out
+
+
+def _git_metadata(tree: Path) -> list[Path]:
+    """``<tree>/.git`` and, when it points elsewhere (a worktree's ``gitdir:``, alternates), those too."""
+    dot_git = tree / ".git"
+    if not dot_git.exists():
+        return []
+    out = [dot_git]
+    git_dir = dot_git
+    if dot_git.is_file():
+        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        if text.startswith("gitdir:"):
+            git_dir = (tree / text.removeprefix("gitdir:").strip()).resolve()
+            out.append(git_dir)
+            common = git_dir / "commondir"
+            if common.is_file():
+                out.append((git_dir / common.read_text(encoding="utf-8").strip()).resolve())
+    alternates = git_dir / "objects" / "info" / "alternates"
+    if alternates.is_file():
+        out += [Path(line).resolve() for line in alternates.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.startswith("#")]
+    return [p for p in out if p.exists()]
+
+
+class Sandbox(BaseModel):
+    """How the commands of one validation run are confined."""
+
+    kind: SandboxKind
+    tree: Path
+    state_dir: Path | None = None
+    refusal: str | None = None  # set: the runner blocks every command with this reason
+    readonly: list[Path] = []  # more folders to show read-only (a clone's links to the user's .venv ...)
+    env_dirs: list[str] = []  # environment folders (ignored) the throw-away copy links to, read-only
+    scratch: Path | None = None  # the throw-away copy of ``tree`` the commands really run in (gep/validation/scratch.py)
+
+    @classmethod
+    def resolve(cls, tree: Path, settings: Settings, *, origin: ChangeOrigin | None = None,
+                state_dir: Path | None = None) -> Sandbox:
+        """The sandbox ``settings`` ask for on this machine; ``origin`` applies ``validation_refusal``."""
+        refusal = validation_refusal(origin, settings)  # sandbox = "bwrap" without bwrap: refused for everyone
+        kind: SandboxKind = "bwrap" if settings.sandbox != "none" and find_bwrap() is not None else "none"
+        tree = tree.resolve()
+        return cls(kind=kind, tree=tree, state_dir=state_dir.resolve() if state_dir else find_state_dir(tree),
+                   refusal=refusal, env_dirs=list(settings.env_dirs))
+
+    def host_cwd(self, cwd: Path) -> Path:
+        """Where a command started in ``cwd`` really runs: in the throw-away copy when there is one."""
+        if self.scratch is None:
+            return cwd
+        try:
+            return self.scratch / cwd.resolve().relative_to(self.tree)
+        except ValueError:
+            return cwd
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> list[str]:
+        """``argv`` (its program an absolute path) as a bwrap command line; ``argv`` itself when kind is none.
+
+        The root is empty but for the system's folders (read-only): the user's home is an empty tmpfs, and
+        of the rest only the tree under check (its throw-away copy, bound where the tree is), its git
+        metadata and the environments the command runs from are bound back."""
+        if self.kind == "none":
+            return list(argv)
+        bwrap = find_bwrap()
+        if bwrap is None:
+            raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
+        head = [bwrap, "--dev", "/dev", "--proc", "/proc", "--size", str(TMP_SIZE_BYTES), "--tmpfs", SANDBOX_TMP,
+                "--tmpfs", "/run", *_system_binds()]
+        # (depth, rank, args): parents first, and at one depth the home's tmpfs before what is bound into it
+        mounts: list[tuple[int, int, list[str]]] = []
+        for masked in self._masked(env):
+            mounts.append((len(masked.parts), 0, ["--tmpfs", str(masked)]))
+        src = self.scratch or self.tree
+        mounts.append((len(self.tree.parts), 1, ["--bind", str(src), str(self.tree)]))
+        for p in dict.fromkeys([*_git_metadata(self.tree), *self._needs(argv[0], env)]):
+            if p != self.tree and p.exists():
+                mounts.append((len(p.parts), 2, ["--ro-bind", str(p), str(p)]))
+        mounts.sort(key=lambda m: (m[0], m[1]))
+        tail = ["--remount-ro", "/", "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+                "--chdir", str(cwd.resolve()), "--", *argv]
+        return [*head, *(a for *_, args in mounts for a in args), *tail]
+
+    def _masked(self, env: Mapping[str, str]) -> list[Path]:
+        """The user's folders shown as an empty tmpfs: the home (as named and as resolved) always, and the
+        workspace when it lies in a folder the root shows (``/opt/app``): its ignored files and the engine's
+        state are then hidden too, whatever the paths (issue 32). Never ``/`` nor a system folder itself."""
+        found: list[Path] = []
+        home = env.get("HOME")
+        if home and Path(home).is_absolute():
+            found += [Path(home), Path(home).resolve()]
+        if self.state_dir is not None and _system(self.state_dir.parent):
+            found.append(self.state_dir.parent)
+        return [p for p in dict.fromkeys(found) if not any(_under(Path(d), str(p)) for d in ("/", *SYSTEM_DIRS))]
+
+    def _needs(self, program: str, env: Mapping[str, str]) -> list[Path]:
+        """What the command runs from, outside the system's folders: its program's environment, the PATH
+        folders, the virtualenv and its base Python, PYTHONPATH/NODE_PATH, the linked environment folders.
+        Never the home, the workspace or a folder holding them (that would show the user's data)."""
+        found = [_prefix(Path(program).resolve())]
+        for name in ("PATH", "PYTHONPATH", "NODE_PATH"):
+            found += [Path(p).resolve() for p in env.get(name, "").split(os.pathsep) if p and Path(p).is_absolute()]
+        if env.get("VIRTUAL_ENV"):
+            found.append(Path(env["VIRTUAL_ENV"]).resolve())
+        found += [p.resolve() for p in self.readonly]
+        found += [b for p in found if (b := _venv_base(p)) is not None]
+        if env.get("HOME") and Path(env["HOME"]).is_absolute():
+            found += _home_tools(found, Path(env["HOME"]).resolve())
+        keep = [Path(h) for h in (env.get("HOME"),) if h] + [self.tree]
+        if self.state_dir is not None:
+            keep.append(self.state_dir.parent)
+        masked = self._masked(env)  # a folder inside one is bound back, even in a system folder (/opt/me/.venv)
+        return [p for p in dict.fromkeys(found) if p.exists() and not _under(p, str(self.tree))
+                and (not _system(p) or any(_under(p, str(m)) for m in masked))
+                and not any(k == p or p in k.parents for k in keep)]
+
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/gnu",
+               "/snap", "/sys")
+
+
+def _system(p: Path) -> bool:
+    return any(_under(p, d) for d in SYSTEM_DIRS)
+
+
+@lru_cache(maxsize=1)
+def _system_binds() -> tuple[str, ...]:
+    """The system's folders, read-only (a merged-/usr link stays a link)."""
+    out: list[str] = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            out += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            out += ["--ro-bind", d, d]
+    return tuple(out)
+
+
+def _venv_base(p: Path) -> Path | None:
+    """The base Python of a virtualenv ``p`` (or of the venv ``p`` is the bin folder of), from pyvenv.cfg."""
+    for root in (p, p.parent):
+        cfg = root / "pyvenv.cfg"
+        if cfg.is_file():
+            for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "home" and value.strip():
+                    return _prefix(Path(value.strip()).resolve() / "python")
+    return None
+
+
+def sandbox_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment inside bwrap: temp and cache dirs in the private /tmp (the home is read-only)."""
+    out = {k: v for k, v in env.items() if k not in ("TEMP", "TMP")}
+    out["TMPDIR"] = SANDBOX_TMP
+    out["XDG_CACHE_HOME"] = f"{SANDBOX_TMP}/.cache"
+    return out
+
+
+# ------------------------------------------------------------------ resource limits
+
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+_STALE_CGROUP_S = 600
+
+
+def _v1_cgroup_base(controller: str) -> Path | None:
+    """This process's cgroup of a v1 ``controller`` (where a child group can be made), or None."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) == 3 and controller in parts[1].split(","):
+            for mount in (_CGROUP_ROOT / parts[1], _CGROUP_ROOT / controller):
+                base = mount / parts[2].lstrip("/")
+                if (base / "cgroup.procs").is_file():
+                    return base
+    return None
+
+
+def _drop_stale(base: Path) -> None:
+    """Empty ``gep-*`` groups a killed engine left behind (best effort)."""
+    for d in base.glob("gep-*"):
+        try:
+            if d.stat().st_mtime < time.time() - _STALE_CGROUP_S and not (d / "cgroup.procs").read_text().strip():
+                d.rmdir()
+        except OSError:
+            continue
+
+
+def _make_cgroup(controller: str, limit_file: str, value: int) -> Path | None:
+    base = _v1_cgroup_base(controller)
+    if base is None:
+        return None
+    _drop_stale(base)
+    group = base / f"gep-{uuid.uuid4().hex[:12]}"
+    try:
+        group.mkdir()
+        (group / limit_file).write_text(str(value))
+    except OSError:
+        try:
+            group.rmdir()
+        except OSError:
+            pass
+        return None
+    return group
+
+
+class Limits:
+    """Memory and process limits of one command (cgroup v1 when writable, else rlimits); ``applied`` says
+    which took effect. Use as a context manager; ``preexec`` runs in the child before exec."""
+
+    def __init__(self, settings: Settings, *, timeout_s: float):
+        self.applied = [f"time {timeout_s:g}s (process group killed)", f"output {settings.max_output_bytes} bytes"]
+        self.groups: list[Path] = []
+        self._rlimits: list[tuple[int, int]] = []
+        mem = settings.sandbox_memory_mb
+        if mem:
+            group = _make_cgroup("memory", "memory.limit_in_bytes", mem * 1024 * 1024)
+            if group is not None:
+                self.groups.append(group)
+                self.applied.append(f"memory {mem} MiB (cgroup memory)")
+            else:
+                self._rlimits.append((resource.RLIMIT_AS, mem * 1024 * 1024))
+                self.applied.append(f"memory {mem} MiB (RLIMIT_AS, address space)")
+        procs = settings.sandbox_max_processes
+        if procs:
+            group = _make_cgroup("pids", "pids.max", procs)
+            if group is not None:
+                self.groups.append(group)
+                self.applied.append(f"processes {procs} (cgroup pids)")
+            else:
+                self.applied.append("processes: not limited (no writable pids cgroup; RLIMIT_NPROC counts every "
+                                    "process of the user and does not bind root)")
+        self._procs_files = [str(g / "cgroup.procs") for g in self.groups]
+
+    def __enter__(self) -> Limits:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def preexec(self) -> None:
+        """In the forked child: join the groups (its descendants follow) and set the rlimits."""
+        pid = str(os.getpid()).encode()
+        for path in self._procs_files:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+        for which, value in self._rlimits:
+            resource.setrlimit(which, (value, value))
+
+    def kill_all(self) -> None:
+        """SIGKILL whatever is still in the groups (a daemon that left the process group too)."""
+        for group in self.groups:
+            for _ in range(100):
+                try:
+                    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+                except (OSError, ValueError):
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                time.sleep(0.01)
+
+    def close(self) -> None:
+        self.kill_all()
+        for group in self.groups:
+            for _ in range(50):
+                try:
+                    group.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)  # the last killed tasks are still being torn down
+        self.groups = []
