@@ -12,12 +12,12 @@ from pydantic import BaseModel, Field
 from gep.assets.gene_files import is_valid_gene_id
 from gep.core import constants as C
 from gep.core.config import CONFIG_FILE, GEP_DIR, Settings
+from gep.core.forbidden_paths import is_forbidden
 from gep.core.models import EvolutionEvent, Gene, Intent, Mutation, RiskLevel, ValidationReport
 from gep.core.sanitize import redact
 from gep.cycle.tree import CycleTree, TreeChange
 from gep.cycle.unsafe_entries import unsafe_entries
 from gep.genes.mutation import is_high_risk_mutation_allowed, is_high_risk_personality
-from gep.mutators.tools import is_forbidden
 from gep.signals.behavior import DETAIL_PREFIXES
 from gep.validation.canary import CanaryResult
 

@@ -20,13 +20,14 @@ import fnmatch
 import re
 import stat
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from gep.core import constants as C
 from gep.core.config import Settings
+from gep.core.forbidden_paths import is_forbidden
 from gep.core.models import ValidationReport
 from gep.core.records import InputWarning
 from gep.core.safe_files import Unreadable, read_capped, walk
@@ -133,25 +134,6 @@ class ToolOutcome(BaseModel):
 class FinishReport(BaseModel):
     summary: str
     rationale: str = ""
-
-
-def is_forbidden(rel: str, patterns: list[str]) -> bool:
-    """Whether the workspace-relative posix path ``rel`` is, or lies under, a forbidden path."""
-    parts = PurePosixPath(rel).parts
-    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    for raw in patterns:
-        p = raw.strip().replace("\\", "/")
-        while p.startswith("./"):
-            p = p[2:]
-        anchored = p.startswith("/") or "/" in p.strip("/")  # as in .gitignore
-        p = p.strip("/")
-        if not p:
-            continue
-        wild = any(ch in p for ch in "*?[")
-        candidates = prefixes if anchored else parts
-        if any((fnmatch.fnmatchcase(x, p) if wild else x == p) for x in candidates):
-            return True
-    return False
 
 
 def _number(lines: list[str], first: int) -> str:
