@@ -217,6 +217,21 @@ def test_the_hook_answers_from_its_cache_until_the_store_changes(ws: Path) -> No
     assert "prefer a smaller diff" in session_start(ws, ws, "sess-3").stdout  # the change is seen at once
 
 
+def test_the_hooks_cache_follows_the_gep_environment(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GEP_LEARNING=off (the kill switch) silences the hook at once, though the cache was built with learning
+    on and no file it watches changed; the environment's values are kept as a digest, never in clear."""
+    committed_fix(ws)
+    first = session_start(ws, ws).stdout
+    assert "What this workspace has learned" in first
+    assert session_start(ws, ws, "sess-1b").stdout == first  # the cache is in place
+    monkeypatch.setenv("GEP_LEARNING", "off")
+    assert session_start(ws, ws, "sess-2").stdout == ""
+    monkeypatch.setenv("GEP_LEARNING", "on")
+    monkeypatch.setenv("GEP_DATABASE_URL_NOTE", "postgres://u:cache-secret-9Qz@h/db")
+    assert session_start(ws, ws, "sess-3").stdout == first
+    assert "cache-secret-9Qz" not in (ws / ".gep" / "context" / "cache.json").read_text()
+
+
 def test_the_avoid_list_on_a_live_problem_leads_the_context() -> None:
     failed = [EvolutionEvent(id=f"f{i}", signals=[ERR], genes_used=[REPAIR], blast_radius={"files": 1, "lines": 3},
                              outcome=Outcome(status="failed"),

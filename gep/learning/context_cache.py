@@ -3,7 +3,9 @@
 Building the context reads the store with pydantic's models (~0.4 s of imports on an idle machine); the hook
 has 0.3 s. So each build keeps its answer in ``.gep/context/cache.json`` with the size and modification time
 of every file it read (the SQLite store and its WAL, gep.toml, the behavioural signals' folder and files) and
-the UTC day (preferences fade by day). The hook answers from the cache when none of these changed, with the
+the UTC day (preferences fade by day) and a digest of the ``GEP_*`` environment (``GEP_LEARNING=off`` and
+other settings given that way change the answer; the digest keeps their values, a database URL say, out of
+the file). The hook answers from the cache when none of these changed, with the
 standard library only, and records the injection; otherwise it builds the context again. A store in
 PostgreSQL (``database_url``) is never cached: its changes leave no file to stat.
 
@@ -13,6 +15,7 @@ no pydantic.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -64,6 +67,12 @@ def fingerprint(paths: Sequence[str]) -> list[list[int] | None]:
     return [_stat(p) for p in paths]
 
 
+def environment_digest() -> str:
+    """A digest of the ``GEP_*`` variables settings are read from (gep/core/config.py)."""
+    pairs = sorted((k, v) for k, v in os.environ.items() if k.startswith("GEP_"))
+    return hashlib.sha256(json.dumps(pairs).encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def watched(folder: Path, files: Sequence[Path]) -> list[str]:
     """``files`` and ``folder`` itself (a new file in it changes the folder's time)."""
     return [str(folder), *(str(f) for f in files)]
@@ -74,7 +83,7 @@ def read(workspace: Path, day: str) -> dict[str, Any] | None:
     try:
         data = json.loads((Path(workspace) / CACHE).read_text(encoding="utf-8"))
         paths = [str(p) for p in data["paths"]]
-        if data["day"] != day or fingerprint(paths) != data["stamp"]:
+        if data["day"] != day or data.get("env") != environment_digest() or fingerprint(paths) != data["stamp"]:
             return None
         return {"text": str(data["text"]), "items": list(data["items"])}
     except (OSError, ValueError, KeyError, TypeError):
@@ -89,8 +98,8 @@ def write(workspace: Path, *, paths: Sequence[str], stamp: Sequence[list[int] | 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"paths": list(paths), "stamp": list(stamp), "day": day, "text": text,
-                                   "items": list(items)}), encoding="utf-8")
+        tmp.write_text(json.dumps({"paths": list(paths), "stamp": list(stamp), "day": day, "env": environment_digest(),
+                                   "text": text, "items": list(items)}), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         pass  # no cache: the next hook builds the context again
