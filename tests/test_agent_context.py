@@ -232,6 +232,18 @@ def test_the_hooks_cache_follows_the_gep_environment(ws: Path, monkeypatch: pyte
     assert "cache-secret-9Qz" not in (ws / ".gep" / "context" / "cache.json").read_text()
 
 
+def test_the_first_answer_after_a_cycle_is_cached_for_the_next_session(ws: Path) -> None:
+    """The hook's read of the store leaves an empty WAL file where none was: that is no change to the store,
+    so the answer the first session built is the next session's (before, the second session built it again,
+    1-5 s on a loaded machine against the hook's 0.3 s)."""
+    from gep.learning.context_cache import read
+
+    committed_fix(ws)
+    assert not (ws / ".gep" / "gep.db-wal").exists()  # the cycle's store is closed
+    session_start(ws, ws)
+    assert read(ws, datetime.now(UTC).date().isoformat()) is not None
+
+
 def test_the_avoid_list_on_a_live_problem_leads_the_context() -> None:
     failed = [EvolutionEvent(id=f"f{i}", signals=[ERR], genes_used=[REPAIR], blast_radius={"files": 1, "lines": 3},
                              outcome=Outcome(status="failed"),

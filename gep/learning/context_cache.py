@@ -60,6 +60,8 @@ def _stat(path: str) -> list[int] | None:
         st = os.stat(path)
     except OSError:
         return None
+    if path.endswith("-wal") and st.st_size == 0:
+        return None  # an empty WAL (a reader made it, or a checkpoint emptied it) holds nothing: as if absent
     return [st.st_size, st.st_mtime_ns]
 
 
