@@ -196,6 +196,26 @@ def judge_injections_pure(inj: Injection, tails: list[FileTail]) -> str:
     return verdict
 
 
+def test_a_correction_given_to_a_session_is_ignored_when_it_is_made_again_and_used_when_not(tmp_path: Path) -> None:
+    """Seed 003 through the hook: the same correction captured after the session received it means the
+    session did not heed it."""
+    said = BehaviorSignal(ts=(NOW - timedelta(hours=2)).isoformat(), type="correction", intensity=3,
+                          summary="User corrected: run the linter before committing")
+    items = build_context(events=[], lessons=[], feedback=[], signals=[said], now=NOW).items
+    assert [i.kind for i in items] == ["preference"] and items[0].ref.startswith("signal:correction:")
+    record_injection(tmp_path, session="s", items=items, now=NOW)
+    again = said.model_copy(update={"ts": (NOW + timedelta(minutes=30)).isoformat()})
+    before = said.model_copy(update={"ts": (NOW - timedelta(minutes=30)).isoformat()})
+    other = tmp_path / "other"
+    other.mkdir()
+    record_injection(other, session="s", items=items, now=NOW)
+    later_ = NOW + timedelta(hours=1)
+    assert [j.verdict for j in judge_injections(tmp_path, started_at=later_, tails=[], signals=[said, again],
+                                                now=later_)] == ["ignored"]
+    assert [j.verdict for j in judge_injections(other, started_at=later_, tails=[], signals=[said, before],
+                                                now=later_)] == ["used"]
+
+
 def test_judge_injections_appends_once(tmp_path: Path) -> None:
     item = build_context(events=[_event("e", [ERR], NOW)], lessons=[_lesson("l", "e", Stance.fails, "x", NOW)],
                          feedback=[], signals=[], now=NOW).items
