@@ -188,6 +188,13 @@ def test_judging_ignored_when_the_problem_returns_used_when_not_and_ignored_item
     assert table["l_bad"].ignored == 2 and table["l_bad"].score < DROP_BELOW
 
 
+def test_an_items_score_decays_back_toward_neutral_as_genes_do() -> None:
+    inj = Injection(id="inj_1", at=NOW, session="s", items=[Injected(ref="l_bad", kind="avoid", problems=["p"])])
+    twice = [Judgment(injection=f"i{n}", ref="l_bad", verdict="ignored", at=NOW + timedelta(hours=n)) for n in (1, 2)]
+    now, later_ = scores([inj], twice, NOW + timedelta(hours=2)), scores([inj], twice, NOW + timedelta(days=365))
+    assert now["l_bad"].score < DROP_BELOW < later_["l_bad"].score < 0.5  # a year on, it may be given again
+
+
 def judge_injections_pure(inj: Injection, tails: list[FileTail]) -> str:
     from gep.learning.injections import _verdict
 
