@@ -93,6 +93,11 @@ SHAPES: dict[str, Shape] = {
     "key_then_assignment": lambda b: (f"auth_token: password: {b}", [b]),
     "key_then_assignment_eq": lambda b: (f"API_KEY=SECRET_TOKEN={b}", [b]),
     "cookie_header": lambda b: (f"Cookie: theme=dark; connect.sid={b}", [b]),
+    # more common vendor formats (audit): Google OAuth access tokens, DigitalOcean, Docker Hub, Shopify
+    "google_oauth_access": lambda b: (f"ya29.a0AfH6SM{b}", [b]),
+    "digitalocean": lambda b: ("dop_v1_" + (b.encode().hex() * 2)[:64], [(b.encode().hex() * 2)[:64]]),
+    "docker_hub": lambda b: (f"dckr_pat_{b}", [b]),
+    "shopify": lambda b: ("shpat_" + b.encode().hex()[:32], [b.encode().hex()[:32]]),
 }
 assert len(SHAPES) >= 45
 

@@ -53,6 +53,10 @@ _WHOLE = [
     r"npm_[A-Za-z0-9]{36,}",
     _B + r"hf_[A-Za-z0-9]{30,}",
     r"xox[abposrv]-[A-Za-z0-9-]{10,}",
+    _B + r"ya29\.[A-Za-z0-9\-_]{20,}",  # Google OAuth access tokens
+    _B + r"do[opr]_v1_[a-f0-9]{64}",  # DigitalOcean
+    _B + r"dckr_pat_[A-Za-z0-9\-_]{20,}",  # Docker Hub
+    _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",  # Shopify
     # Azure connection-string and app secrets.
     r"(?i:accountkey)=[^;\s]+",
     r"(?i:instrumentationkey)=[0-9a-fA-F-]{20,}",
