@@ -69,6 +69,18 @@ def test_an_agent_that_crashes_before_editing_is_a_host_failure_and_one_that_edi
         assert [x.event_id for x in store.list_lessons()] == [edited.id]  # the gene's own doing
 
 
+def test_the_agents_command_line_is_no_evidence_of_a_provider_error(ws: Path) -> None:
+    """An agent run with `--max-turns 500` that edited and then failed failed at the change: the status
+    code is looked for in what the agent said, not in its command line (which the error line repeats)."""
+    argv = shlex.join([sys.executable, "-c", "import sys, pathlib; sys.stdin.read(); "
+                       "pathlib.Path('stats.py').write_text('broken'); sys.exit(2)", "--max-turns", "500"])
+    event = run_cycle(CycleRequest(workspace=ws, mutator="command", seed=1, agent_cmd=argv), env=dict(os.environ))
+    assert event is not None and event.outcome.status == "failed"
+    assert event.meta.host_failure is None, event.meta.host_failure
+    with store_of(ws) as store:
+        assert [x.event_id for x in store.list_lessons()] == [event.id]
+
+
 def test_an_agent_timeout_with_no_edit_is_a_host_failure(ws: Path) -> None:
     (ws / "gep.toml").write_text("agent_timeout_s = 1\n")
     event = _agent(ws, "time.sleep(30)")

@@ -44,7 +44,9 @@ def mutator_host_failure(result: MutatorResult, *, edited: bool) -> HostFailure 
     crashed, a model that ran out of turns or tokens)."""
     if result.status != "error" or not result.error:
         return None
-    text = f"{result.error}\n{result.output[-2000:]}"
+    # a command agent's error line repeats its command line (`--max-turns 500`): only what it said is evidence
+    said = result.output[-2000:]
+    text = said if result.error.startswith("agent command ") else f"{result.error}\n{said}"
     if result.error.startswith(("token budget exhausted", "turn budget exhausted")):
         return None
     if _PROVIDER.search(text):
