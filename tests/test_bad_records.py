@@ -64,3 +64,6 @@ def test_a_cycle_reads_around_them(example_ws: Path) -> None:
     assert collect_tails(example_ws, Settings(), datetime.now(UTC), [])
     event = run_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env={})
     assert event is not None and event.outcome.status != "failed", event.meta.failure_reasons
+    # counted where the cycle keeps what it read (it was only in the helper's list, thrown away by the cycle)
+    assert event.meta.behavior is not None
+    assert [w.reason for w in event.meta.behavior.warnings] == ["2 records skipped: they cannot be parsed"]

@@ -21,13 +21,13 @@ from pydantic import BaseModel, Field
 
 from gep.core.config import Settings
 from gep.core.models import EvolutionEvent
-from gep.core.records import BehaviorRecord, LlmPassRecord
+from gep.core.records import BehaviorRecord, InputWarning, LlmPassRecord
 from gep.learning.approval import record_approvals
 from gep.learning.memory_graph import parse_at
 from gep.signals.behavior import StoredSignal, gep_signals
 from gep.signals.behavior_log import Busy, capture_sessions, read_signals
 from gep.signals.claude_pass import capture_llm
-from gep.signals.sources import collect_exchanges
+from gep.signals.sources import SKIPPED_RECORDS, collect_exchanges
 from gep.store import Store
 
 PLATEAU = "stable_success_plateau"  # the log rules' "nothing to do", which a person's words contradict
@@ -47,8 +47,11 @@ def capture_behavior(workspace: Path, *, settings: Settings, env: Mapping[str, s
     (a held lock, an unwritable folder): the cycle goes on without them and the event says why.
     ``no_llm``: why the Claude pass may not run this cycle (its exchanges wait for a later one)."""
     out = BehaviorCapture()
-    # the transcripts' own problems are the sources' warnings already (the same files): not noted twice
-    sessions = collect_exchanges(workspace, settings, now, warnings=[])
+    # the transcripts' own problems are the sources' warnings already (the same files): not noted twice; the
+    # records skipped inside a readable file are counted here only (the sources' rendering does not parse times)
+    seen: list[InputWarning] = []
+    sessions = collect_exchanges(workspace, settings, now, warnings=seen)
+    out.record.warnings += [w for w in seen if w.reason.endswith(SKIPPED_RECORDS)]
     out.record.exchanges = sum(len(s.exchanges) for s in sessions)
     try:
         report = capture_sessions(workspace, sessions, now=now)

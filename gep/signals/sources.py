@@ -765,6 +765,9 @@ def transcript_exchanges(jsonl: str, session_id: str = "") -> SessionExchanges:
                             pending_agent="\n".join(a for a in agent if a)[-_AGENT_CLIP:], pending_tools=tools)
 
 
+SKIPPED_RECORDS = "records skipped: they cannot be parsed"  # a transcript's warning (gep/cycle/collect_behavior.py)
+
+
 def is_engine_session(path: Path) -> bool:
     """Whether a session file is the engine's own agent at work (its first bytes hold the cycle prompt)."""
     return _engine_session(path)
@@ -787,8 +790,7 @@ def collect_exchanges(workspace: Path, settings: Settings, now: datetime,
             continue
         parsed = transcript_exchanges(tail.text, session_id=path.stem)
         if parsed.skipped_records:
-            note(warnings, InputWarning(path=shown(path, root), reason=f"{parsed.skipped_records} records skipped: "
-                                        "they cannot be parsed"))
+            note(warnings, InputWarning(path=shown(path, root), reason=f"{parsed.skipped_records} {SKIPPED_RECORDS}"))
         if tail.truncated:  # the first exchange's agent turn may have lost records before the cut
             parsed.exchanges = parsed.exchanges[1:]
         if parsed.exchanges:
