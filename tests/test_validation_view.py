@@ -59,8 +59,8 @@ print("READ", json.dumps(sorted(got)))
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[dict[str, Path]]:
     """Under /var/tmp: the workspace (an ignored .env), a HOME (~/.aws a symlink elsewhere, ~/.netrc) and
-    another repository of the user's. ``request.param`` /opt (a folder the sandbox's root shows read-only) puts
-    the workspace and HOME there instead (another folder under /opt stays readable: docs/security.md)."""
+    another repository of the user's. ``request.param`` /opt (a folder the sandbox's root once showed whole) puts
+    the workspace and HOME there instead (other repositories under /opt: tests/test_sandbox_other_repos.py)."""
     where = getattr(request, "param", "/var/tmp")
     if not os.access(where, os.W_OK):
         pytest.skip(f"{where} is not writable here")
@@ -101,7 +101,7 @@ def _everything_stored(ws: Path) -> bytes:
 
 @needs_bwrap
 @pytest.mark.parametrize(("mode", "world"), [("bwrap", "/var/tmp"), ("none", "/var/tmp"), ("bwrap", "/opt")],
-                         indirect=["world"])  # /opt: the root shows it read-only, so the user's folders are masked
+                         indirect=["world"])  # /opt: a folder tools live in, next to the user's
 def test_validation_reads_no_user_data_and_its_writes_never_reach_the_commit(
         world: dict[str, Path], monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     ws = world["ws"]

@@ -13,15 +13,31 @@ the id file (the git common dir). Found elsewhere, the id is the original's only
 holds it (the repository was moved or renamed: the history follows); while the original still holds the
 same id, this is a copy, and it gets an id of its own (``WorkspaceIdentity.copied_from`` says so). An id
 from before this record (no ``workspace-home``) is kept and bound where it is found.
+
+A copy at the same path on another machine (a container image or a template used by two agents, a backup
+restored on a second host) passes that test, so the binding also names the host (``host_identity``: the
+hostname and ``/etc/machine-id``; containers from one image may share the machine-id, not the hostname) and
+the id file's inode, which no copy carries (``cp``, ``tar``, ``rsync`` and image layers make new files):
+
+- on the host that made the binding, the path rule above decides (a move or rename on one host, a backup
+  restored in place, a move to another disk: the history follows);
+- on another host, the id is the same workspace only when the id file is the same file (same inode): a
+  network file system that several hosts (fleet workers) mount, or this machine after its hostname changed;
+  a different file is a copy brought from that host, and it gets its own id;
+- a shared store (gep/store/bindings.py) keeps each id's binding per host and applies the same rule, so a
+  copy made before the local binding existed (no ``workspace-home`` in the image) is found there too.
+Every worktree of a repository reads one id file, so worktrees never look like copies.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -39,6 +55,36 @@ class WorkspaceIdentity(BaseModel):
     path: str
     name: str
     copied_from: str | None = None  # set when this workspace was found to be a copy and got its own id
+    host: str = ""  # host_identity() where it was read
+    inode: int = 0  # the id file's inode: a copy has another one
+
+
+class _Binding(NamedTuple):
+    """What ``workspace-home`` records: the folder holding the id, and (since issue 32) host and inode."""
+
+    folder: Path
+    host: str | None
+    inode: int | None
+
+
+def host_identity() -> str:
+    """This machine as an id binding names it: ``hostname/machine-id`` (the hostname alone when no
+    machine-id can be read). Tests replace it to play two hosts."""
+    machine = ""
+    for source in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            machine = Path(source).read_text(encoding="ascii").strip()[:32]
+        except (OSError, UnicodeDecodeError):
+            continue
+        if machine:
+            break
+    host = socket.gethostname() or "localhost"
+    return f"{host}/{machine}" if machine else host
+
+
+def host_name(host: str) -> str:
+    """The readable part of a ``host_identity``."""
+    return host.split("/", 1)[0]
 
 
 def workspace_identity(workspace: Path | str) -> WorkspaceIdentity:
@@ -48,14 +94,36 @@ def workspace_identity(workspace: Path | str) -> WorkspaceIdentity:
         raise WorkspaceError(f"workspace {path} is not a directory")
     file = id_file(path)
     wid = _read_or_create(file)
-    original = _copied_from(file, wid)
+    host = host_identity()
+    original = _copied_from(file, wid, host)
     if original is not None:
-        wid = _fresh_id(file)
-        print(f"gep: {path} is a copy of the workspace at {original}: it gets its own identity "
-              f"{wid} (its history starts here; the original's stays with the original)", file=sys.stderr)
-    _bind(file)
-    return WorkspaceIdentity(id=wid, path=str(path), name=path.name or str(path),
-                             copied_from=str(original) if original else None)
+        wid = _announce_copy(path, _fresh_id(file), original)
+    _bind(file, host)
+    return WorkspaceIdentity(id=wid, path=str(path), name=path.name or str(path), copied_from=original,
+                             host=host, inode=_inode(file))
+
+
+def give_own_identity(identity: WorkspaceIdentity, original: str) -> WorkspaceIdentity:
+    """``identity`` found to be a copy of ``original`` by the store (gep/store/bindings.py): a new id,
+    kept in its id file and bound here, said on stderr."""
+    path = Path(identity.path)
+    file = id_file(path)
+    wid = _announce_copy(path, _fresh_id(file), original)
+    _bind(file, identity.host)
+    return identity.model_copy(update={"id": wid, "copied_from": original, "inode": _inode(file)})
+
+
+def _announce_copy(path: Path, wid: str, original: str) -> str:
+    print(f"gep: {path} is a copy of the workspace at {original}: it gets its own identity "
+          f"{wid} (its history starts here; the original's stays with the original)", file=sys.stderr)
+    return wid
+
+
+def _inode(file: Path) -> int:
+    try:
+        return file.stat().st_ino
+    except OSError:
+        return 0
 
 
 def _workspace_of(home: Path) -> Path:
@@ -64,20 +132,37 @@ def _workspace_of(home: Path) -> Path:
     return up.parent if up.name == ".git" else up
 
 
-def _copied_from(file: Path, wid: str) -> Path | None:
-    """The folder this id belongs to when ``file`` is a copy of it (that folder still holds the same id)."""
+def _read_binding(file: Path) -> _Binding | None:
+    """The binding recorded beside ``file``: folder, then host and inode (absent in a record from before)."""
     try:
-        home = Path(file.with_name(HOME_FILE).read_text(encoding="utf-8").strip())
+        lines = file.with_name(HOME_FILE).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        return None  # an id from before the record: bound where it is found
+        return None
+    if not lines or not Path(lines[0].strip()).is_absolute():
+        return None
+    host = lines[1].strip() or None if len(lines) > 1 else None
+    inode = int(lines[2]) if len(lines) > 2 and lines[2].strip().isdigit() else None
+    return _Binding(Path(lines[0].strip()), host, inode)
+
+
+def _copied_from(file: Path, wid: str, host: str) -> str | None:
+    """Where the workspace this id belongs to is, when ``file`` is a copy of it: on this host, that folder
+    still holds the same id; from another host, ``file`` is another file than the one bound there."""
+    bound = _read_binding(file)
+    if bound is None:
+        return None  # an id from before the record: bound where it is found (the store checks it too)
+    if bound.host is not None and bound.host != host:
+        if bound.inode is None or bound.inode == _inode(file):
+            return None  # the same file seen from another host (a network file system), or a renamed host
+        return f"{_workspace_of(bound.folder)} on {host_name(bound.host)}"
     here = file.parent.resolve()
-    if not home.is_absolute() or home == here:
+    if bound.folder == here:
         return None
     try:
-        theirs = (home / ID_FILE).read_text(encoding="utf-8").strip()
+        theirs = (bound.folder / ID_FILE).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None  # the original is gone: a move (or a rename); the history follows
-    return _workspace_of(home) if theirs == wid else None
+    return str(_workspace_of(bound.folder)) if theirs == wid else None
 
 
 def _fresh_id(file: Path) -> str:
@@ -93,17 +178,18 @@ def _fresh_id(file: Path) -> str:
     return wid
 
 
-def _bind(file: Path) -> None:
-    """Record the folder the id belongs to (best effort: a read-only repository keeps working)."""
-    home, here = file.with_name(HOME_FILE), str(file.parent.resolve())
+def _bind(file: Path, host: str) -> None:
+    """Record the folder, host and inode the id belongs to (best effort: a read-only repository works)."""
+    home = file.with_name(HOME_FILE)
+    record = f"{file.parent.resolve()}\n{host}\n{_inode(file)}\n"
     try:
-        if home.read_text(encoding="utf-8").strip() == here:
+        if home.read_text(encoding="utf-8") == record:
             return
     except (OSError, UnicodeDecodeError):
         pass
     tmp = file.with_name(f".{HOME_FILE}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
     try:
-        tmp.write_text(here + "\n", encoding="utf-8")
+        tmp.write_text(record, encoding="utf-8")
         os.replace(tmp, home)
     except OSError:
         tmp.unlink(missing_ok=True)

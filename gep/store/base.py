@@ -17,7 +17,8 @@ from sqlmodel import Session, col, select
 from gep.core.config import Settings
 from gep.core.errors import StoreError
 from gep.core.models import iso, utc_now
-from gep.core.workspace_id import WorkspaceIdentity, workspace_identity
+from gep.core.workspace_id import WorkspaceIdentity, give_own_identity, workspace_identity
+from gep.store.bindings import IdBindings, is_current, judge, read_bindings, write_bindings
 from gep.store.engine import WRITE_FLAG, db_error, default_url, make_engine, safe_url, scrub, store_errors
 from gep.store.tables import SCOPED_TABLES, CounterRow, WorkspaceRow
 from gep.store.upsert import upsert
@@ -97,19 +98,29 @@ class StoreBase:
     @store_errors
     def enter(self, identity: WorkspaceIdentity) -> None:
         """Scope this store to ``identity``: register the workspace (path and name kept current) and, when
-        it is the first workspace in this database, adopt the rows that predate workspace scoping."""
+        it is the first workspace in this database, adopt the rows that predate workspace scoping. An id
+        another host holds in another file is a copy (gep/store/bindings.py): it gets its own id first."""
         self.workspace_id, self.workspace_name = identity.id, identity.name
         with self.session() as s:
             row = s.get(WorkspaceRow, identity.id)
-            if row is not None and (row.path, row.name) == (identity.path, identity.name):
+            if row is not None and (row.path, row.name) == (identity.path, identity.name) \
+                    and is_current(read_bindings(s, identity.id), identity):
                 return  # registered as it is: nothing to write
         now = iso(utc_now())
         with self.writing() as s:
             if s.get_bind().dialect.name == "postgresql":
                 s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _REGISTER_LOCK})
+            bindings = read_bindings(s, identity.id)
+            original = judge(bindings, identity)
+            if original is not None:  # another host's workspace, copied here: its rows stay its own
+                identity = give_own_identity(identity, original)
+                self.workspace_id, bindings = identity.id, IdBindings()
+                judge(bindings, identity)
             first = s.exec(select(WorkspaceRow.id).limit(1)).first() is None
             upsert(s, WorkspaceRow, {"id": identity.id},
                    {"path": identity.path, "name": identity.name, "updated_at": now}, on_insert={"created_at": now})
+            if identity.host and identity.inode:
+                write_bindings(s, identity.id, bindings)
             if first:
                 for table in SCOPED_TABLES:
                     s.execute(text(f"UPDATE {table.__tablename__} SET workspace_id = :w "

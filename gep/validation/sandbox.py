@@ -3,10 +3,15 @@
 Those commands execute code the model or an agent wrote (pytest imports a ``conftest.py``), so the
 allowlist is no boundary by itself. Under bubblewrap (``bwrap``) each command gets:
 
-- a root that shows only the system's folders (``SYSTEM_DIRS``, read-only), the tree under check (writable:
+- a root that shows only the system's folders (``SYSTEM_DIRS``: ``/usr``, ``/bin``, ``/lib*``, ``/etc``, ``/sys``,
+  and the package stores ``/nix/store`` and ``/gnu/store``, read-only), the tree under check (writable:
   in fact its throw-away copy, gep/validation/scratch.py, bound where the tree is), the tree's git metadata and the
-  environments the command runs from (read-only). The user's home is an empty tmpfs; the workspace's
-  ignored files, other repositories and the engine's state are not there at all, wherever they live;
+  environments the command runs from (read-only). Of folders that hold both tools and people's data
+  (``/opt``, ``/srv``, ``/snap``, ``/mnt``, ``/home``, ``/var`` ...) only those environments are shown: the
+  tool root behind each PATH folder (``/opt/python/bin`` -> ``/opt/python``; never a top-level folder nor a
+  git repository), the program's, the virtualenv and its base Python, and the tools ``/usr/local/bin`` links
+  to. The user's home is an empty tmpfs; the workspace's ignored files, other repositories and the engine's
+  state are not there at all, wherever they live;
 - a private ``/tmp`` (a size-capped tmpfs) and an empty ``/run`` (no host service sockets);
 - no network, a new PID namespace (its ``/proc`` shows its own processes only, never the engine's
   environment), new IPC/UTS/cgroup namespaces, no capabilities, its own session;
@@ -240,26 +245,60 @@ class Sandbox(BaseModel):
         """What the command runs from, outside the system's folders: its program's environment, the PATH
         folders, the virtualenv and its base Python, PYTHONPATH/NODE_PATH, the linked environment folders.
         Never the home, the workspace or a folder holding them (that would show the user's data)."""
-        found = [_prefix(Path(program).resolve())]
+        # the program as named (a venv's bin/python when no python is on PATH) and where its link leads
+        found = [_prefix(Path(program).absolute()), _prefix(Path(program).resolve())]
         for name in ("PATH", "PYTHONPATH", "NODE_PATH"):
             found += [Path(p).resolve() for p in env.get(name, "").split(os.pathsep) if p and Path(p).is_absolute()]
+        home = Path(env["HOME"]).resolve() if env.get("HOME") and Path(env["HOME"]).is_absolute() else None
+        # outside the home (whose tool roots _home_tools picks, never a private dot-folder): each bin's root
+        found += [_tool_root(p) for p in found[2:] if home is None or home not in p.parents]
+        found += _linked_tools(env.get("PATH", ""))
         if env.get("VIRTUAL_ENV"):
             found.append(Path(env["VIRTUAL_ENV"]).resolve())
         found += [p.resolve() for p in self.readonly]
         found += [b for p in found if (b := _venv_base(p)) is not None]
-        if env.get("HOME") and Path(env["HOME"]).is_absolute():
-            found += _home_tools(found, Path(env["HOME"]).resolve())
+        if home is not None:
+            found += _home_tools(found, home)
         keep = [Path(h) for h in (env.get("HOME"),) if h] + [self.tree]
         if self.state_dir is not None:
             keep.append(self.state_dir.parent)
         masked = self._masked(env)  # a folder inside one is bound back, even in a system folder (/opt/me/.venv)
-        return [p for p in dict.fromkeys(found) if p.exists() and not _under(p, str(self.tree))
+        return [p for p in dict.fromkeys(found) if p.exists() and not _under(p, str(self.tree)) and len(p.parts) > 2
                 and (not _system(p) or any(_under(p, str(m)) for m in masked))
                 and not any(k == p or p in k.parents for k in keep)]
 
 
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/gnu",
-               "/snap", "/sys")
+# Shown whole: the system's own folders, and the package stores (content-addressed builds, world-readable by
+# design, where a tool needs its whole closure). /opt, /srv, /snap, /mnt, /home, /var ... are not: they hold
+# other repositories and people's data next to tools, so only the environments a command runs from are bound.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys", "/nix/store",
+               "/gnu/store")
+_LINK_DIRS = ("/usr/local/bin", "/usr/local/sbin")  # where an administrator links tools kept in /opt
+_MAX_LINKS = 2000
+
+
+def _tool_root(folder: Path) -> Path:
+    """What to bind for a PATH folder: the tool's root for a ``bin`` folder (``/opt/python/bin`` ->
+    ``/opt/python``: its ``lib/`` is there too), unless that root is a top-level folder or a repository."""
+    root = folder.parent
+    if folder.name in ("bin", "sbin", "shims") and len(root.parts) > 2 and not (root / ".git").exists():
+        return root
+    return folder
+
+
+def _linked_tools(path: str) -> list[Path]:
+    """The tool roots that links in ``/usr/local/bin`` (when on PATH) point to outside the shown folders."""
+    out: list[Path] = []
+    for d in _LINK_DIRS:
+        if d not in path.split(os.pathsep) or not os.path.isdir(d):
+            continue
+        with os.scandir(d) as entries:
+            for n, entry in enumerate(entries):
+                if n >= _MAX_LINKS:
+                    break
+                if entry.is_symlink() and not _system(target := Path(entry.path).resolve()):
+                    out.append(_tool_root(target.parent) if target.parent.name in ("bin", "sbin") else target.parent)
+    return out
 
 
 def _system(p: Path) -> bool:
