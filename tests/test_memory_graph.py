@@ -17,6 +17,7 @@ from gep.learning.memory_graph import (
     memory_advice,
     merge_summaries,
     normalize_error_signature,
+    problem_signals,
     stable_hash,
     summarize,
 )
@@ -96,9 +97,11 @@ def test_edge_evidence_decays_with_a_30_day_half_life():
 
 
 def test_similar_situations_count_by_jaccard_at_least_0_34():
+    # situations that name no specific problem are compared as a whole
+    now = ["log_error", "recurring_error", "high_memory"]
     near = ["log_error", "recurring_error", "perf_bottleneck"]  # 2 shared of 4 -> 0.5
     far = ["log_error", "perf_bottleneck", "high_tool_usage", "capability_gap"]  # 1 of 6 -> 0.17
-    a = advice([ev(1, "gene_a", "failed", signals=near), ev(2, "gene_a", "failed", signals=far)])
+    a = advice([ev(1, "gene_a", "failed", signals=near), ev(2, "gene_a", "failed", signals=far)], signals=now)
     st = a.stats("gene_a")
     assert st.failures == 1
     assert st.prior_attempts == 2  # the far event still counts toward the gene's global prior
@@ -110,7 +113,7 @@ def test_control_signals_do_not_split_a_situation():
               ev(2, "gene_a", "failed", signals=SIG + ["consecutive_failure_streak_4", "ban_gene:gene_a"])]
     a = advice(events, signals=SIG + ["consecutive_failure_streak_5"])
     assert len(a.similar_keys) == 1
-    assert a.signal_key == compute_signal_key(SIG)
+    assert a.signal_key == compute_signal_key(problem_signals(SIG))
     assert a.stats("gene_a").attempts == 2
 
 

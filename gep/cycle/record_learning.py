@@ -48,6 +48,7 @@ from gep.learning.lessons import (
     within_budget,
 )
 from gep.learning.lessons_by_problem import merge_recalled, recall_problem
+from gep.learning.similar_problems import similar_fixes
 from gep.store import Store
 
 LEARNED = ("success", "failed", "empty", "abandoned")  # outcomes a gene is judged by (interrupted is not its doing)
@@ -55,6 +56,7 @@ OUTCOME_LESSONS = {LessonCategory.success, LessonCategory.failure, LessonCategor
 CATCH_UP_EVENTS = 20  # recent events checked for an outcome nobody learned from yet
 REVERT_SCAN = "learning.revert_scan"  # state key: the head up to which reverts were looked for
 VALIDATION_SUMMARY_CHARS = 300
+SIMILAR_EVENTS = 200  # recent cycles searched for fixes of similar problems
 
 
 # ------------------------------------------------------------------ outcomes
@@ -180,6 +182,12 @@ class PromptMemory(BaseModel):
     synthesis_of: list[str] = Field(default_factory=list)
 
 
+def _approach(store: Store, event: EvolutionEvent) -> str:
+    """What a fix did, in a line: its capsule's summary (its commit's subject), else the agent's own."""
+    capsule = store.get_capsule(event.capsule_id) if event.capsule_id else None
+    return (capsule.summary if capsule is not None else "") or _model_summary(event)
+
+
 def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> PromptMemory:
     s, now = ctx.settings, ctx.started_at
     lessons = ctx.store.list_lessons(gene.id)
@@ -190,7 +198,10 @@ def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> 
         problem = recall_problem(ctx.store.list_lessons(), signals=signals, now=now, limit=s.lesson_limit)
         recalled = merge_recalled(problem, recalled, s.lesson_limit)
     avoid = avoid_lines(ctx.store, signals) if use.on("avoid") else []  # short "do not" lines first (gep/learning/avoid.py)
-    lines = within_budget([*avoid, *(r.text for r in recalled)], s.lesson_prompt_chars)
+    # then what worked on similar problems elsewhere in the workspace (gep/learning/similar_problems.py)
+    similar = similar_fixes(ctx.store.recent_events(SIMILAR_EVENTS), signals, lambda e: _approach(ctx.store, e)) \
+        if use.on("problem_memory") else []
+    lines = within_budget([*avoid, *(r.text for r in recalled), *similar], s.lesson_prompt_chars)
     recalled_ids = [r.lesson.id for r in recalled[:max(0, len(lines) - len(avoid))]]
     request = synthesis_request(lessons, gene_id=gene.id, signals=signals, now=now,
                                 threshold=s.lesson_synthesis_threshold)

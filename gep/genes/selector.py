@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -66,8 +66,10 @@ from gep.learning.memory_graph import (
     memory_advice,
     normalize_signals,
     parse_at,
+    problem_signals,
     situation_signals,
 )
+from gep.learning.problem_key import outcome_signals
 from gep.signals.behavior import DETAIL_PREFIXES
 
 __all__ = [
@@ -253,10 +255,17 @@ def _overlap(current: Sequence[str], trigger: Sequence[str]) -> float:
     return sum(1 for s in keys if s in other) / len(keys) if keys else 0.0
 
 
+def _trigger_situation(event: EvolutionEvent) -> list[str] | None:
+    return list(event.signals)
+
+
 def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str],
                          events: Sequence[EvolutionEvent], ban_cycles: int, *, source: str = "failed_capsules",
-                         what: str = "failed capsules") -> list[GeneBan]:
-    current = situation_signals(signals)
+                         what: str = "failed capsules", view: Callable[[Sequence[str]], list[str]] = situation_signals,
+                         about: Callable[[EvolutionEvent], list[str] | None] = _trigger_situation) -> list[GeneBan]:
+    """``view``: what of a situation is compared (its workspace signals; for fixes, its problem); ``about``: the
+    signals an event's success counts on (a success of the gene there lifts the ban)."""
+    current = view(signals)
     if not current or not failed:
         return []
     cycles = _cycles(events)
@@ -265,15 +274,17 @@ def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str]
     window_start = times[-ban_cycles] if 0 < ban_cycles <= len(times) else None
     last_success: dict[str, datetime] = {}
     for ev, at in zip(cycles, times, strict=True):
-        if ev.genes_used and at is not None and ev.outcome.status == "success" and not ev.is_empty_cycle \
-                and _overlap(current, situation_signals(ev.signals)) >= C.FAILED_CAPSULE_OVERLAP_MIN:
+        if not ev.genes_used or at is None or ev.outcome.status != "success" or ev.is_empty_cycle:
+            continue
+        where = about(ev)
+        if where is not None and _overlap(current, view(where)) >= C.FAILED_CAPSULE_OVERLAP_MIN:
             gid = ev.genes_used[0]
             if gid not in last_success or at > last_success[gid]:
                 last_success[gid] = at
 
     hits: dict[str, list[datetime | None]] = {}
     for fc in failed:
-        if not fc.gene or _overlap(current, situation_signals(fc.trigger)) < C.FAILED_CAPSULE_OVERLAP_MIN:
+        if not fc.gene or _overlap(current, view(fc.trigger)) < C.FAILED_CAPSULE_OVERLAP_MIN:
             continue
         at = parse_at(fc.created_at)
         if at is not None:
@@ -300,14 +311,18 @@ def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str]
 
 
 def _unheld_fix_bans(events: Sequence[EvolutionEvent], signals: Sequence[str], ban_cycles: int) -> list[GeneBan]:
-    """The failed-capsule rule applied to committed fixes whose trigger came back (``meta.fix_verdict``
-    "did_not_hold"): each is a failed attempt of its gene in its situation, dated when it ran. Its checks passed,
-    so no failed capsule was written; without this, a fix that keeps not holding is only outweighed slowly by the
-    gene's older record."""
-    unheld = [FailedCapsule(id=e.id, gene=e.genes_used[0], trigger=list(e.signals), created_at=e.meta.at)
-              for e in events if e.genes_used and e.meta.fix_verdict == "did_not_hold"]
+    """The failed-capsule rule applied to committed fixes whose problem came back (``meta.fix_verdict``
+    "did_not_hold"): each is a failed attempt of its gene on the problem it was judged on (gep/learning/problem_key.py
+    ``outcome_signals``: the errors the change touched, not the generic signals that triggered its cycle; an event
+    recorded before fixes were credited: its trigger signals), dated when it ran. Situations are compared by
+    their problem, as the memory graph does. Its checks passed, so no failed capsule was written; without this,
+    a fix that keeps not holding is only outweighed slowly by the gene's older record."""
+    unheld = [FailedCapsule(id=e.id, gene=e.genes_used[0], trigger=about, created_at=e.meta.at)
+              for e in events if e.genes_used and e.meta.fix_verdict == "did_not_hold"
+              and (about := outcome_signals(e)) is not None]
     return _failed_capsule_bans(unheld, signals, events, ban_cycles, source="fix_did_not_hold",
-                                what="fixes that did not hold") if unheld else []
+                                what="fixes that did not hold", view=problem_signals,
+                                about=outcome_signals) if unheld else []
 
 
 def _memory_bans(advice: MemoryAdvice) -> list[GeneBan]:

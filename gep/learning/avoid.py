@@ -26,6 +26,7 @@ from gep.core.models import EvolutionEvent
 from gep.learning.attribution import learns_from
 from gep.learning.feedback import situation_key_signals
 from gep.learning.lessons_by_problem import problem_of
+from gep.learning.problem_key import outcome_signals
 
 if TYPE_CHECKING:  # the report and the session context build the list from events without the store
     from gep.store import Store
@@ -86,14 +87,10 @@ def _problem(signals: Sequence[str]) -> list[str]:
 
 def judged_problem(e: EvolutionEvent) -> list[str]:
     """The problem an attempt counts on (see the module doc): its credit's, else its trigger signals'."""
-    credit = e.meta.fix_credit
-    if credit is None or e.outcome.status != "success":
+    if e.outcome.status != "success":
         return _problem(e.signals)
-    if credit.judged:  # the verdict's problems
-        return _problem(credit.judged)
-    if e.meta.fix_verdict is None:  # not judged yet: what it was credited to (a change that touched none of
-        return _problem(credit.addressed) if credit.addressed else []  # its trigger errors fixed none of them)
-    return _problem(e.signals)
+    about = outcome_signals(e)  # a change that touched none of its trigger errors (None) fixed none of them
+    return _problem(about) if about is not None else []
 
 
 def _failed(e: EvolutionEvent) -> bool:

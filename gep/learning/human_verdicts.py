@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from gep.learning.feedback import FeedbackError, FeedbackRepository, FeedbackSignal, explicit_signal
 from gep.learning.lessons import LessonInput, LessonLog, build_lesson, record_lesson
+from gep.learning.problem_key import outcome_signals
+
+SPECIFIC_SIGNALS = ("errsig:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -22,10 +25,18 @@ class VerdictStore(FeedbackRepository, LessonLog, Protocol):
     def get_event(self, event_id: str) -> EvolutionEvent | None: ...
 
 
+def worked_on(event: EvolutionEvent) -> list[str]:
+    """The signals a person's word on a cycle is filed under: the problems its change was judged on or credited
+    with (gep/learning/problem_key.py: a fix made in a ``perf_bottleneck`` cycle worked on the error it fixed),
+    then its trigger signals; so the next cycle on that problem recalls it, whatever triggered this one."""
+    about = [s for s in outcome_signals(event) or [] if s.startswith(SPECIFIC_SIGNALS)]
+    return list(dict.fromkeys([*about, *event.signals]))
+
+
 def person_lesson(store: LessonLog, event: EvolutionEvent, verdict: Literal["helpful", "not_helpful"],
                   note: str | None, now: datetime) -> None:
     gene = event.genes_used[0]
-    inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
+    inp = LessonInput(event_id=event.id, gene_id=gene, signals=worked_on(event), outcome=event.outcome.status,
                       person_verdict=verdict, note=note)
     record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
 
@@ -44,7 +55,7 @@ def give_feedback(store: VerdictStore, event_id: str, verdict: str, *, now: date
     if event is None:
         raise FeedbackError(f"no event {event_id!r} in this workspace (see `gep history`)")
     signal = explicit_signal(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
-                             signals=event.signals, kind=verdict, at=now, note=note, author=author or default_author())
+                             signals=worked_on(event), kind=verdict, at=now, note=note, author=author or default_author())
     if store.add_feedback(signal):
         person_lesson(store, event, "helpful" if verdict == "helpful" else "not_helpful", signal.note, now)
     return signal

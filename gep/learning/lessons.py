@@ -181,9 +181,11 @@ def build_lesson(inp: LessonInput, existing: Sequence[Lesson], now: datetime) ->
     own = [x for x in existing if x.gene_id == inp.gene_id]
     topic = [x for x in own if same_topic(x, inp.gene_id, situation)]
     current = heads(own)
-    # a verdict on an event's fix updates that event's lesson; anything else stands beside it
+    # a verdict on an event's fix updates that event's lesson; anything else stands beside it. A person's
+    # lesson on the event is theirs, not the cycle's: a verdict never replaces it (their note stays recalled)
     supersedes = None if inp.fix_held is None or inp.person_verdict or inp.synthesis_of else next(
-        (x.id for x in sorted(current, key=lambda x: x.created_at, reverse=True) if x.event_id == inp.event_id), None)
+        (x.id for x in sorted(current, key=lambda x: x.created_at, reverse=True)
+         if x.event_id == inp.event_id and x.category is not LessonCategory.person), None)
     conflicts: list[str] = []
     if stance is not Stance.neutral:
         topic_ids = {x.id for x in topic}

@@ -15,7 +15,6 @@ to it, within the prompt's lesson budget (characters).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -24,24 +23,13 @@ from gep.core.models import Capsule
 from gep.learning.feedback import situation_key_signals
 from gep.learning.lessons import Lesson, Recalled, heads, marker
 from gep.learning.memory_graph import jaccard
-from gep.learning.problem_key import learning_key
-
-SPECIFIC = ("errsig_norm:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
-
-
-_COUNT = re.compile(r"^recurring_errsig\(\d+x\):")
-
-
-def _identity(signal: str) -> str:
-    """A specific signal as one problem whatever its count (``recurring_errsig(3x):`` and ``(4x):``) or time."""
-    if _COUNT.match(signal):
-        return "recurring_errsig:" + (learning_key(_COUNT.sub("", signal)) or "")
-    return signal
+from gep.learning.problem_key import SPECIFIC as SPECIFIC  # named here too
+from gep.learning.problem_key import specific_identities
 
 
 def problem_of(situation: Sequence[str]) -> set[str]:
     """The specific signals that name the problem (empty for a situation of generic signals only)."""
-    return {_identity(s) for s in situation if s.startswith(SPECIFIC)}
+    return specific_identities(situation)
 
 
 def same_problem(lesson: Lesson, situation: Sequence[str], problem: set[str]) -> bool:

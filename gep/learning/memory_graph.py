@@ -47,7 +47,7 @@ from gep.core.learned import SituationSummary as SituationSummary
 from gep.core.learned import parse_at as parse_at
 from gep.core.models import EvolutionEvent, Gene
 from gep.learning.attribution import is_host_failure
-from gep.learning.problem_key import learning_key
+from gep.learning.problem_key import learning_key, outcome_signals, specific_identities
 from gep.learning.problem_key import normalize_error_signature as normalize_error_signature  # named here too
 
 NONE_KEY = "(none)"
@@ -100,6 +100,15 @@ def is_control_signal(signal: str) -> bool:
 def situation_signals(signals: Iterable[str]) -> list[str]:
     """The signals that describe the workspace: control signals removed."""
     return [s for s in signals if not is_control_signal(s)]
+
+
+def problem_signals(signals: Iterable[str]) -> list[str]:
+    """A situation by the problem it names: its specific signals by identity (an error by its learning key, a
+    request), or, when it names none, all its workspace signals. What the graph keys outcomes and compares
+    situations on, so that the generic signals a cycle happened to be triggered by do not decide which problem
+    its outcome says something about."""
+    situation = sorted(set(normalize_signals(situation_signals([str(s) for s in signals]))))
+    return sorted(specific_identities(situation)) or situation
 
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
@@ -207,14 +216,18 @@ class MemoryAdvice(BaseModel):
 # ------------------------------------------------------------------ situation summaries
 
 
-def _situation(ev: EvolutionEvent) -> tuple[str, str, str, datetime | None] | None:
-    """(signal key, gene, outcome kind, time) of an event the memory graph learns from, else None."""
+def _situation(ev: EvolutionEvent) -> tuple[list[str], str, str, datetime | None] | None:
+    """(problem signals, gene, outcome kind, time) of an event the memory graph learns from, else None. The
+    problem is the one the outcome counts on (gep/learning/problem_key.py ``outcome_signals``: a committed fix's
+    judged or credited errors, else the trigger signals), so a fix made in a ``perf_bottleneck`` cycle teaches
+    about the error it fixed, not about ``perf_bottleneck``."""
     if not ev.genes_used:
         return None
     kind = outcome_kind(ev)
-    if kind is None:
+    about = outcome_signals(ev)
+    if kind is None or about is None:
         return None
-    return compute_signal_key(situation_signals(ev.signals)), ev.genes_used[0], kind, event_time(ev)
+    return problem_signals(about), ev.genes_used[0], kind, event_time(ev)
 
 
 def _fade(summary: SituationSummary, factor: float) -> None:
@@ -279,11 +292,11 @@ def summarize(events: Iterable[EvolutionEvent], ref: datetime | None = None) -> 
         dated = [at for _, (_, _, _, at) in seen if at is not None]
         ref = max(dated) if dated else None
     out: dict[tuple[str, str], SituationSummary] = {}
-    for ev, (key, gid, kind, at) in seen:
+    for _, (problem, gid, kind, at) in seen:
+        key = compute_signal_key(problem)
         summary = out.get((key, gid))
         if summary is None:
-            signals = sorted(set(normalize_signals(situation_signals(ev.signals))))
-            summary = out[(key, gid)] = SituationSummary(key=key, signals=signals, gene_id=gid,
+            summary = out[(key, gid)] = SituationSummary(key=key, signals=problem, gene_id=gid,
                                                          ref_at=ref.isoformat() if ref else None)
         _add_outcome(summary, kind, at, ref)
     return list(out.values())
@@ -403,6 +416,8 @@ class _Graph:
 
     def __init__(self, summaries: Iterable[SituationSummary], current: Sequence[str], wanted: set[str],
                  now: datetime) -> None:
+        """``current``: the situation's problem signals (:func:`problem_signals`). A summary folded before
+        outcomes were keyed by problem keeps its whole situation: it is compared by the problem that names."""
         self.now = now
         self.sim_by_key: dict[str, float] = {compute_signal_key(current): 1.0}
         self.edges: dict[tuple[str, str], _Edge] = {}
@@ -412,7 +427,7 @@ class _Graph:
             if s.gene_id not in wanted:
                 continue
             if s.key not in self.sim_by_key:
-                self.sim_by_key[s.key] = jaccard(current, s.signals)
+                self.sim_by_key[s.key] = jaccard(current, problem_signals(s.signals))
             self.priors.setdefault(s.gene_id, _Edge()).add(s, now)
             similar = self.sim_by_key[s.key] >= C.SIGNAL_KEY_JACCARD_MIN
             target = self.edges.setdefault((s.key, s.gene_id), _Edge()) if similar \
@@ -491,7 +506,7 @@ def memory_advice(
 
     ``summaries`` stand for events folded earlier (a :class:`MemoryHistory`'s), ``events`` for the ones
     after them: the advice is the same as from all of those events given one by one."""
-    current = situation_signals(signals)
+    current = problem_signals(signals)
     gene_ids = list(dict.fromkeys(g.id for g in genes))
     graph = _Graph([*summaries, *summarize(events, ref=now)], current, set(gene_ids), now)
     stats = [_gene_stats(graph, gid, now) for gid in gene_ids]

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
+
+from gep.core.models import EvolutionEvent
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
 _TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?"
@@ -102,3 +105,38 @@ def error_key(text: str) -> str | None:
 def learning_key(text: str) -> str | None:
     """What learning keys an error on (the seed's ``errsig:`` signal keeps the reference's normalisation)."""
     return error_key(text)
+
+
+# ------------------------------------------------------------------ the problem of a situation, of an outcome
+
+# signals that name one problem (an error, a person's request); the others (log_error, perf_bottleneck, ...) are
+# generic: many problems share them
+SPECIFIC = ("errsig_norm:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
+_COUNT = re.compile(r"^recurring_errsig\(\d+x\):")
+
+
+def problem_identity(signal: str) -> str:
+    """A specific signal as one problem whatever its count (``recurring_errsig(3x):`` and ``(4x):``) or time."""
+    if _COUNT.match(signal):
+        return "recurring_errsig:" + (learning_key(_COUNT.sub("", signal)) or "")
+    return signal
+
+
+def specific_identities(normalized: Iterable[str]) -> set[str]:
+    """The problems that signals (errsig already normalised to ``errsig_norm:``) name; empty for generic ones."""
+    return {problem_identity(s) for s in normalized if s.startswith(SPECIFIC)}
+
+
+def outcome_signals(event: EvolutionEvent) -> list[str] | None:
+    """The signals an attempt's outcome counts on: for a committed fix, the problems it was judged on (the
+    verdict's), else, not judged yet, the errors it was credited with (gep/learning/fix_credit.py); otherwise
+    (a change that failed its checks, an event recorded before fixes were credited) its trigger signals. None: a
+    committed change, not judged yet, that touched none of its trigger errors (it is not a fix of any)."""
+    credit = event.meta.fix_credit
+    if credit is None:
+        return list(event.signals)
+    if credit.judged:
+        return list(credit.judged)
+    if event.meta.fix_verdict is None:
+        return list(credit.addressed) if credit.addressed else None
+    return list(event.signals)
