@@ -54,7 +54,8 @@ from gep.core.config import Settings
 from gep.core.learning_switch import learning_switch
 from gep.core.models import Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, OutcomeStatus
 from gep.core.records import CandidateScore, GeneBan, SelectorDecision
-from gep.core.safe_regex import SafePattern, UnsafePattern, compile_untrusted
+from gep.core.safe_regex import SafePattern, UnsafePattern
+from gep.genes.patterns import compile_regex, pattern_refusal, regex_parts
 from gep.learning.avoid import AvoidList
 from gep.learning.feedback import FeedbackIndex
 from gep.learning.memory_graph import (
@@ -109,40 +110,13 @@ class _Pattern:
     needles: tuple[str, ...]
 
 
-def _regex_parts(p: str) -> tuple[str, str] | None:
-    """(body, flags) of a ``/body/flags`` pattern, or None when ``p`` is not one."""
-    if len(p) >= 2 and p.startswith("/") and p.rfind("/") > 0:
-        last = p.rfind("/")
-        body, flags = p[1:last], p[last + 1:] or "i"
-        if set(flags) <= set("gimsuy"):
-            return body, flags
-    return None
-
-
-def _compile_regex(body: str, flags: str) -> SafePattern:
-    """A gene's regex runs without backtracking (gep/core/safe_regex.py): a gene is untrusted input."""
-    return compile_untrusted(body, ignore_case="i" in flags, dotall="s" in flags, multiline="m" in flags)
-
-
-def pattern_refusal(pattern: str) -> str | None:
-    """Why a ``/body/flags`` pattern is refused as a regex (it is then matched as a substring), or None."""
-    parts = _regex_parts(str(pattern))
-    if parts is None:
-        return None
-    try:
-        _compile_regex(*parts)
-    except UnsafePattern as exc:
-        return f"{str(pattern)[:80]!r}: {exc}"
-    return None
-
-
 def _compile(pattern: str) -> _Pattern:
     p = str(pattern)
     if len(p) >= 2 and p.startswith("/") and p.rfind("/") > 0:
-        parts = _regex_parts(p)
+        parts = regex_parts(p)
         if parts is not None:
             try:
-                return _Pattern(p, _compile_regex(*parts), ())
+                return _Pattern(p, compile_regex(*parts), ())
             except UnsafePattern:
                 pass  # invalid or unbounded: the whole text is matched as a substring (as the reference)
         return _Pattern(p, None, (p.lower(),))
