@@ -65,7 +65,7 @@ from gep.assets.gene_folders import workspace_genes as workspace_genes
 from gep.assets.gene_folders import workspace_genes_dir as workspace_genes_dir
 from gep.assets.learned import LEARNING_FILES, export_learning, import_learning, read_learning
 from gep.assets.retired import RETIRED_KEY, import_retired, retired_marks
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.errors import AssetError
 from gep.core.hashing import compute_asset_id, js_dumps, verify_asset_id
 from gep.core.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport, utc_now
@@ -205,9 +205,9 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
 
 def _gene_cap(path: Path, count: int, stored: int = 0) -> None:
     """Refuse an import that would leave the store more genes than every cycle's select can read fast."""
-    if count + stored > C.MAX_STORED_GENES:
+    if count + stored > constants.MAX_STORED_GENES:
         held = f" beside the {stored:,} stored" if stored else ""
-        raise AssetError(f"{path}: {count:,} genes{held} is over the limit of {C.MAX_STORED_GENES:,} genes a "
+        raise AssetError(f"{path}: {count:,} genes{held} is over the limit of {constants.MAX_STORED_GENES:,} genes a "
                          "store keeps; import fewer (nothing was imported)")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gep.assets.files import _read_json, _validate
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import gep_dir
 from gep.core.errors import AssetError
 from gep.core.hashing import compute_asset_id, verify_asset_id
@@ -50,7 +50,7 @@ def load_gene_file(path: Path | str, within: Path | None = None) -> Gene:
     """One gene from a JSON file; AssetError naming the file and the field when it is malformed, or
     :class:`gep.core.safe_files.Unreadable` when it is no regular file (inside ``within``) of at most 1 MB."""
     path = Path(path)
-    obj = _read_json(path, C.GENE_FILE_MAX_BYTES, within)
+    obj = _read_json(path, constants.GENE_FILE_MAX_BYTES, within)
     gene = _check_gene_id(_validate(Gene, obj, str(path)), str(path))
     if isinstance(obj.get("asset_id"), str) and obj["asset_id"] and not verify_asset_id(obj):
         raise AssetError(f"{path}: field 'asset_id': does not match the gene's content "
@@ -108,11 +108,11 @@ def workspace_genes(workspace: Path | str, store: ReadStore, warnings: list[Inpu
     merged: dict[str, Gene] = {}
     # a stored gene with an id no import accepts any more (stored before ids were checked) is left out
     stored = [g for g in store.list_genes() if is_valid_gene_id(g.id)]
-    if len(stored) > C.MAX_STORED_GENES:  # stored before imports had a limit: select reads the limit's worth
+    if len(stored) > constants.MAX_STORED_GENES:  # stored before imports had a limit: select reads the limit's worth
         if warnings is not None:
             warnings.append(InputWarning(path="the store's genes", reason=f"{len(stored):,} stored, over the "
-                                         f"limit of {C.MAX_STORED_GENES:,}: the first ones by id are used"))
-        stored = sorted(stored, key=lambda g: g.id)[:C.MAX_STORED_GENES]
+                                         f"limit of {constants.MAX_STORED_GENES:,}: the first ones by id are used"))
+        stored = sorted(stored, key=lambda g: g.id)[:constants.MAX_STORED_GENES]
     local = load_genes_dir(workspace_genes_dir(workspace), warnings, within=Path(workspace).resolve())
     for gene in [*load_genes_dir(seed_genes_dir(), warnings), *stored, *local]:
         merged[gene.id] = gene

@@ -15,7 +15,7 @@ from rich.table import Table
 from gep.cli.prefect_link import err
 from gep.cli.store_open import emit_json, genes_here, out, writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, workspace_or_here
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.errors import GepError
 from gep.core.json_safe import dumps_finite
 
@@ -107,7 +107,7 @@ def genes_list(
                                                    "that cannot run here.")] = None,
     as_json: JsonOpt = False,
     limit: Annotated[int | None, typer.Option(min=0, show_default=False, help="Show at most this many genes "
-                                              f"(0: all; default {C.GENES_LIST_LIMIT}).")] = None,
+                                              f"(0: all; default {constants.GENES_LIST_LIMIT}).")] = None,
 ) -> None:
     """List genes with their category, signal patterns, any active ban, and whether they can be selected
     in the workspace (retired, or "not runnable here: node not found")."""
@@ -116,7 +116,7 @@ def genes_list(
     with genes_here(workspace) as (path, store, genes):
         if path is not None:
             bans, excluded = _bans_and_exclusions(path, store, genes)
-    limit = C.GENES_LIST_LIMIT if limit is None else limit
+    limit = constants.GENES_LIST_LIMIT if limit is None else limit
     if limit and len(genes) > limit:
         err.print(f"{len(genes) - limit:,} more genes not shown (--limit 0 lists all {len(genes):,})")
         genes = genes[:limit]

@@ -108,11 +108,11 @@ def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
     read from the store: a recorded success is never reported as a failure."""
     _quiet_prefect(as_json)
     api_url = prefect_api_for_run()
-    from flows import cycle as F
+    from flows import cycle as flows_cycle
     from flows.runtime import foreground_run, run_flow
     from flows.states import event_of
 
-    before = F.RECORDED.get(str(ws))
+    before = flows_cycle.RECORDED.get(str(ws))
     try:
         with foreground_run(api_url):
             state = run_flow(call())
@@ -122,7 +122,7 @@ def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
     except GepError:
         raise
     except Exception as exc:  # Prefect failed: the store may already hold the outcome, else re-raised
-        recorded = F.RECORDED.get(str(ws))
+        recorded = flows_cycle.RECORDED.get(str(ws))
         if recorded is None or recorded == before:
             raise
         with writable_store(ws) as store:
@@ -365,11 +365,11 @@ def history(
     and show as "-" otherwise. --json prints the EvolutionEvent objects, each with a `flow_run` object when
     Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
     """
-    from gep.cli import history_cmd as H
+    from gep.cli import history_cmd
 
     with store_only(workspace) as (path, store):
         events = store.list_events(limit=limit) if store is not None else []
-    view = H.HistoryView.load(path, events, limit=limit, include_runs=show_all)
+    view = history_cmd.HistoryView.load(path, events, limit=limit, include_runs=show_all)
     if view.note:
         _say(view.note)
     if as_json:
