@@ -60,14 +60,14 @@ def median(xs: list[float]) -> float:
 
 def engine_runs(parent: Path, runs: int) -> tuple[list[float], dict[str, list[float]]]:
     """Each prompt-mode stage of the pipeline timed on its own, in the order gep/cycle/pipeline.py runs them."""
-    from gep.cycle import pipeline as P
+    from gep.cycle import pipeline
     from gep.cycle.context import CycleRequest, open_cycle
 
     totals: list[float] = []
     stages: dict[str, list[float]] = defaultdict(list)
 
-    class Timed(P.Hooks):
-        def run(self, stage: P.Stage, ctx: Any, state: Any) -> Any:
+    class Timed(pipeline.Hooks):
+        def run(self, stage: pipeline.Stage, ctx: Any, state: Any) -> Any:
             t = time.perf_counter()
             try:
                 return stage.fn(ctx, state)
@@ -80,7 +80,7 @@ def engine_runs(parent: Path, runs: int) -> tuple[list[float], dict[str, list[fl
         ctx, opened = open_cycle(CycleRequest(workspace=ws, mutator="prompt"))
         stages["open (store, lock, recover)"].append(time.perf_counter() - t0)
         try:
-            state = P.run_pipeline(ctx, opened, hooks=Timed())
+            state = pipeline.run_pipeline(ctx, opened, hooks=Timed())
             assert state.event is not None and state.event.outcome.status == "awaiting_changes", state.event
         finally:
             t = time.perf_counter()
@@ -95,10 +95,8 @@ def engine_runs(parent: Path, runs: int) -> tuple[list[float], dict[str, list[fl
 
 def instrument() -> dict[str, list[float]]:
     """Wrap the flow's stages, reporting calls and engine helpers with timers (names looked up at call time)."""
-    import flows.cycle as F
-    import flows.reporting as R
-    from gep.cycle import context as X
-    from gep.cycle import pipeline as P
+    from flows import cycle, reporting
+    from gep.cycle import context, pipeline
 
     spent: dict[str, list[float]] = defaultdict(list)
 
@@ -124,12 +122,12 @@ def instrument() -> dict[str, list[float]]:
 
         return wrapper
 
-    P.STAGES[:] = [P.Stage(st.name, timer("engine: stage bodies", st.fn)) for st in P.STAGES]
-    task_run = F.FlowHooks.run
-    F.FlowHooks.run = timer("task calls (body + task engine)", task_run)  # type: ignore[method-assign]
-    F.open_cycle = timer("engine: outside tasks", X.open_cycle)
-    R.publish = atimer("report (name, tags, artifacts)", R.publish)
-    slot = F.workspace_slot
+    pipeline.STAGES[:] = [pipeline.Stage(st.name, timer("engine: stage bodies", st.fn)) for st in pipeline.STAGES]
+    task_run = cycle.FlowHooks.run
+    cycle.FlowHooks.run = timer("task calls (body + task engine)", task_run)  # type: ignore[method-assign]
+    cycle.open_cycle = timer("engine: outside tasks", context.open_cycle)
+    reporting.publish = atimer("report (name, tags, artifacts)", reporting.publish)
+    slot = cycle.workspace_slot
 
     @contextlib.asynccontextmanager
     async def timed_slot(*a: Any, **k: Any) -> AsyncIterator[None]:
@@ -140,8 +138,8 @@ def instrument() -> dict[str, list[float]]:
             t = time.perf_counter()
         spent["slot release (report sent meanwhile)"].append(time.perf_counter() - t)
 
-    F.workspace_slot = timed_slot
-    F.run_in_slot = atimer("flow body", F.run_in_slot)
+    cycle.workspace_slot = timed_slot
+    cycle.run_in_slot = atimer("flow body", cycle.run_in_slot)
     return spent
 
 

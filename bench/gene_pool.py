@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 
 from gep.api import open_store
 from gep.assets.gene_files import import_assets, workspace_genes
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import load_settings
 from gep.core.errors import AssetError
 from gep.core.models import utc_now
@@ -89,7 +89,7 @@ def genes_list(ws: Path) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default=f"0,{C.MAX_STORED_GENES}")
+    ap.add_argument("--sizes", default=f"0,{constants.MAX_STORED_GENES}")
     ap.add_argument("--refused", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()

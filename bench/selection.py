@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.core.models import (
     BlastRadius,
@@ -120,9 +120,9 @@ def history_signals(history: list[tuple[str, str]]) -> list[str]:
         streak += 1
         gene = gene or gid
     out: list[str] = []
-    if streak >= C.FAILURE_STREAK_MIN:
+    if streak >= constants.FAILURE_STREAK_MIN:
         out.append(f"consecutive_failure_streak_{streak}")
-    if streak >= C.FAILURE_LOOP_MIN and gene:
+    if streak >= constants.FAILURE_LOOP_MIN and gene:
         out.append(f"ban_gene:{gene}")
     return out
 
@@ -147,7 +147,7 @@ def reference_style_pick(signals: list[str], rng: random.Random, genes: list[Gen
         # the reference matches control signals like any other (ban_gene:x matches "error")
         score = float(sum(1 for pat in g.signals_match if any(_ref_match(pat, s) for s in signals)))
         if score and g.id.startswith("gene_distilled_"):
-            score *= C.DISTILLED_GENE_FACTOR
+            score *= constants.DISTILLED_GENE_FACTOR
         if score:
             scored.append((score, g.id))
     if not scored:

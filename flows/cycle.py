@@ -37,7 +37,7 @@ from gep.core.models import EvolutionEvent, OutcomeStatus
 from gep.core.request import CycleRequest, ScheduledRequest
 from gep.core.request import Mutator as Mutator  # the Run form's choices, for `gep serve` and the fleet
 from gep.core.request import Strategy as Strategy
-from gep.cycle import pipeline as P
+from gep.cycle import pipeline
 from gep.cycle.context import CycleContext, open_cycle, reveal_agent_cmd
 from gep.cycle.stages import CycleState
 from gep.cycle.state import Approve
@@ -59,14 +59,14 @@ class ReviewDecision(RunInput):
     note: str = ""
 
 
-class FlowHooks(P.Hooks):
+class FlowHooks(pipeline.Hooks):
     """Each stage a Prefect task; the run named as soon as its gene is known when the cycle takes a while."""
 
     def __init__(self, early_label: bool) -> None:
         self.early_label = early_label
         self.label_thread: Any = None
 
-    def run(self, stage: P.Stage, ctx: CycleContext, state: CycleState) -> CycleState:
+    def run(self, stage: pipeline.Stage, ctx: CycleContext, state: CycleState) -> CycleState:
         return run_stage(stage, ctx, state)  # a task whose state tells what the stage did
 
     def approver(self, ctx: CycleContext) -> Approve | None:
@@ -184,8 +184,8 @@ def blocking_request(request: CycleRequest, resume: bool) -> tuple[State, report
         try:
             # one sync client for every stage task: an async flow has none, and each task would build its own
             with SyncClientContext.get_or_create():
-                state = P.run_pipeline(ctx, state, hooks, start=P.RESUME_AT if resume else None)
-        except P.CycleFailed as failed:  # recorded, and the failing task's traceback is in its log
+                state = pipeline.run_pipeline(ctx, state, hooks, start=pipeline.RESUME_AT if resume else None)
+        except pipeline.CycleFailed as failed:  # recorded, and the failing task's traceback is in its log
             state = failed.state
         abandoned = [e for e in (ctx.store.get_event(i) for i in state.abandoned)
                      if e is not None and e.outcome.status == OutcomeStatus.abandoned]

@@ -28,7 +28,7 @@ from prefect.utilities.annotations import quote
 
 from flows import states
 from gep.core.models import OutcomeStatus
-from gep.cycle import pipeline as P
+from gep.cycle import pipeline
 from gep.cycle.context import CycleContext
 from gep.cycle.stages import CycleState
 
@@ -73,7 +73,7 @@ class _SettledLogs(logging.Filter):
 SETTLED_LOGS = _SettledLogs()
 
 
-def stage_task(stage: P.Stage) -> Task[..., Any]:
+def stage_task(stage: pipeline.Stage) -> Task[..., Any]:
     """The stage as a task, made once per stage function (building a Task inspects its source)."""
     key = (stage.name, stage.fn)
     if key not in _TASKS:
@@ -82,7 +82,7 @@ def stage_task(stage: P.Stage) -> Task[..., Any]:
     return _TASKS[key]
 
 
-def settling(stage: P.Stage) -> Callable[[CycleContext, CycleState], CycleState | State]:
+def settling(stage: pipeline.Stage) -> Callable[[CycleContext, CycleState], CycleState | State]:
     """The stage, returning a Failed state when it settled the cycle as failed. ``record`` only writes an
     outcome down: its bar stays green."""
 
@@ -90,7 +90,7 @@ def settling(stage: P.Stage) -> Callable[[CycleContext, CycleState], CycleState 
     def run(ctx: CycleContext, state: CycleState) -> CycleState | State:
         state = stage.fn(ctx, state)
         event = state.event
-        if stage.name == P.RECORD.name or not state.done or event is None or event.outcome.status not in FAILED:
+        if stage.name == pipeline.RECORD.name or not state.done or event is None or event.outcome.status not in FAILED:
             return state
         _quiet_prefect_lines()
         return Failed(message=states.reason(event), data=Settled(state))
@@ -108,7 +108,7 @@ def _quiet_prefect_lines() -> None:
             SETTLED_LOGS.runs.add(str(context.task_run.id))
 
 
-def run_stage(stage: P.Stage, ctx: CycleContext, state: CycleState) -> CycleState:
+def run_stage(stage: pipeline.Stage, ctx: CycleContext, state: CycleState) -> CycleState:
     """Run the stage as its task: the cycle's state it returned (settled as failed or not), or raise what
     the stage raised, as calling the task directly does."""
     # quote: Prefect would otherwise walk every field of the context and state looking for futures

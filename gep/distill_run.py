@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from gep.assets.gene_files import workspace_genes
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.core.models import DistillAnalysis
 from gep.genes.distiller import DistillResult, DistillRun, distill, rejected_capsules
@@ -34,7 +34,7 @@ def distill_workspace(store: Store, *, workspace: Path, settings: Settings, env:
                       dry_run: bool = False) -> DistillResult:
     """Distil the workspace's own successful capsules into a gene; a kept gene is stored unless ``dry_run``."""
     capsules = [c for c in store.list_capsules(limit=CAPSULE_LIMIT) if c.origin is None or c.origin.own]
-    events = store.recent_events(C.MEMORY_GRAPH_EVENTS)
+    events = store.recent_events(constants.MEMORY_GRAPH_EVENTS)
     result = distill(capsules=capsules, events=events, genes=workspace_genes(workspace, store), log=store,
                      workspace=workspace, settings=settings, env=distill_env(settings, env), now=now, dry_run=dry_run,
                      rejected=rejected_capsules(events, store.list_feedback()))

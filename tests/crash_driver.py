@@ -266,10 +266,10 @@ def _instrument(point: str, pause: float) -> None:
 def _hooks(ws: Path, point: str, pause: float) -> object:
     import time
 
-    from gep.cycle import pipeline as P
+    from gep.cycle import pipeline
 
-    class Hooks(P.Hooks):
-        def run(self, stage: P.Stage, ctx: object, state: object) -> object:
+    class Hooks(pipeline.Hooks):
+        def run(self, stage: pipeline.Stage, ctx: object, state: object) -> object:
             progress(ws, stage.name)
             if point == f"before:{stage.name}":
                 _die()

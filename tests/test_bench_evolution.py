@@ -15,8 +15,8 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 
-import evolution as E  # noqa: E402
-import evolution_agent as A  # noqa: E402
+import evolution  # noqa: E402
+import evolution_agent  # noqa: E402
 from evolution_world import TEMPLATES, VARIANTS, build, make_world, truth, variant  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -61,24 +61,24 @@ def test_the_agents_odds_follow_what_the_prompt_gives_it() -> None:
     plain = f"## Gene gene_optimize_code_quality (optimize)\n\n## Signals\nlog_error, errsig:x in app.m.{name}\n"
     repair = plain.replace("gene_optimize_code_quality (optimize)", "gene_repair_from_errors (repair)")
     told = repair + f"\n## Lessons from earlier cycles\n- the fix for {name} did not hold\n"
-    assert A.choose_target(plain, world, A.random.Random(0)) == target
-    odds = [A.odds(p, target)["fix"] for p in (plain, repair, told)]
+    assert evolution_agent.choose_target(plain, world, evolution_agent.random.Random(0)) == target
+    odds = [evolution_agent.odds(p, target)["fix"] for p in (plain, repair, told)]
     assert odds[0] < odds[1] < odds[2]
-    assert A.choose_target("## Signals\nstable_success_plateau\n", world, A.random.Random(0)) is None
+    assert evolution_agent.choose_target("## Signals\nstable_success_plateau\n", world, evolution_agent.random.Random(0)) is None
 
 
 def test_exact_mcnemar_and_power() -> None:
-    assert E.binom_two_sided(0, 10) == pytest.approx(2 / 1024)
-    assert E.binom_two_sided(5, 10) == 1.0
+    assert evolution.binom_two_sided(0, 10) == pytest.approx(2 / 1024)
+    assert evolution.binom_two_sided(5, 10) == 1.0
     a = [True] * 12 + [False] * 8
     b = [False] * 12 + [False] * 8
-    assert E.mcnemar(a, b) == (12, 0, pytest.approx(2 / 4096))
-    assert E.tasks_needed(0.4, 1.3, 0.3) > E.tasks_needed(0.4, 1.6, 0.3) > 0
+    assert evolution.mcnemar(a, b) == (12, 0, pytest.approx(2 / 4096))
+    assert evolution.tasks_needed(0.4, 1.3, 0.3) > evolution.tasks_needed(0.4, 1.6, 0.3) > 0
 
 
 def test_quick_run_through_the_real_engine(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
-    assert E.main(["--quick", "--jobs", "1", "--json", str(out)]) == 0
+    assert evolution.main(["--quick", "--jobs", "1", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "paired against full" in text and "target: full / off" in text and "paired tasks detect" in text
     data = json.loads(out.read_text())
@@ -97,10 +97,10 @@ def test_a_real_agents_run_is_recorded_and_replayed(tmp_path: Path) -> None:
     real = tmp_path / "agent.sh"  # the scripted solver, then a usage block as `claude -p --output-format json`
     usage = {"type": "result", "result": "done", "usage": {"input_tokens": 1200, "cache_read_input_tokens": 300,
                                                             "output_tokens": 500, "server_tool_use": {"x": 7}}}
-    real.write_text(f"#!/bin/sh\n{sys.executable} {E.AGENT} solve >/dev/null\necho '{json.dumps(usage)}'\n")
+    real.write_text(f"#!/bin/sh\n{sys.executable} {evolution.AGENT} solve >/dev/null\necho '{json.dumps(usage)}'\n")
     real.chmod(0o755)
-    recorded = E.run_world("full", 1, 1, 2, tmp_path / "a", f"{sys.executable} {E.AGENT} record {rec} -- {real}")
-    replayed = E.run_world("full", 1, 1, 2, tmp_path / "b", f"{sys.executable} {E.AGENT} replay {rec}")
+    recorded = evolution.run_world("full", 1, 1, 2, tmp_path / "a", f"{sys.executable} {evolution.AGENT} record {rec} -- {real}")
+    replayed = evolution.run_world("full", 1, 1, 2, tmp_path / "b", f"{sys.executable} {evolution.AGENT} replay {rec}")
     assert list(rec.glob("*.json"))
     assert recorded.approaches == {"recorded": 2} and replayed.approaches.get("replayed", 0) >= 1
     assert [t.fixed for t in recorded.tasks] == [t.fixed for t in replayed.tasks]
@@ -110,26 +110,26 @@ def test_a_real_agents_run_is_recorded_and_replayed(tmp_path: Path) -> None:
 
 def test_tokens_per_verified_fix_from_the_agents_usage_block() -> None:
     stream = '{"type": "system"}\n{"type": "result", "usage": {"input_tokens": 10, "output_tokens": 5}}'
-    assert A.usage_tokens(stream) == 15 and A.usage_tokens("I fixed it.") == 0 and A.usage_tokens("[1, 2]") == 0
-    t = [E.TaskResult("w", 1, f"p{i}", 0, fixed=i < 2, first_fixed=None, regressions=0, did_not_hold=0)
+    assert evolution_agent.usage_tokens(stream) == 15 and evolution_agent.usage_tokens("I fixed it.") == 0 and evolution_agent.usage_tokens("[1, 2]") == 0
+    t = [evolution.TaskResult("w", 1, f"p{i}", 0, fixed=i < 2, first_fixed=None, regressions=0, did_not_hold=0)
          for i in range(4)]
-    runs = {"full": [E.RunResult("full", "w", 1, 4, tasks=t, open_per_cycle=[2], tokens=9000)],
-            "off": [E.RunResult("off", "w", 1, 4, tasks=t[2:], open_per_cycle=[2], tokens=4000)]}
+    runs = {"full": [evolution.RunResult("full", "w", 1, 4, tasks=t, open_per_cycle=[2], tokens=9000)],
+            "off": [evolution.RunResult("off", "w", 1, 4, tasks=t[2:], open_per_cycle=[2], tokens=4000)]}
     buf = io.StringIO()
-    figures = E.report(runs, out=buf)["figures"]
+    figures = evolution.report(runs, out=buf)["figures"]
     assert figures["full"]["tokens_per_fix"] == 4500 and figures["off"]["tokens_per_fix"] is None
     assert "tokens per verified fix (the agent's own usage report): full 4,500; off 4,000 for no fix" in buf.getvalue()
 
 
 def test_report_prints_the_paired_table() -> None:
-    t = [E.TaskResult("w", 1, f"p{i}", 0, fixed=i < 6, first_fixed=None, regressions=0, did_not_hold=0)
+    t = [evolution.TaskResult("w", 1, f"p{i}", 0, fixed=i < 6, first_fixed=None, regressions=0, did_not_hold=0)
          for i in range(8)]
-    u = [E.TaskResult("w", 1, f"p{i}", 0, fixed=i < 2, first_fixed=None, regressions=0, did_not_hold=0)
+    u = [evolution.TaskResult("w", 1, f"p{i}", 0, fixed=i < 2, first_fixed=None, regressions=0, did_not_hold=0)
          for i in range(8)]
-    runs = {"full": [E.RunResult("full", "w", 1, 8, tasks=t, open_per_cycle=[3])],
-            "off": [E.RunResult("off", "w", 1, 8, tasks=u, open_per_cycle=[5])]}
+    runs = {"full": [evolution.RunResult("full", "w", 1, 8, tasks=t, open_per_cycle=[3])],
+            "off": [evolution.RunResult("off", "w", 1, 8, tasks=u, open_per_cycle=[5])]}
     buf = io.StringIO()
-    summary = E.report(runs, out=buf)
+    summary = evolution.report(runs, out=buf)
     assert summary["comparisons"][0]["only_base"] == 4 and summary["verdict"] == "FAIL"  # p = 0.125
     assert "3.00" in buf.getvalue()
 
@@ -147,12 +147,12 @@ def test_a_careful_agent_leaves_a_fixed_function_alone(tmp_path: Path, monkeypat
     monkeypatch.setenv("GEP_BENCH_STATE", str(tmp_path / "state.jsonl"))
     prompt = f"## Gene gene_repair_from_errors (repair)\n\n## Signals\nerrsig:x in {p.where}\n"
     monkeypatch.setenv("GEP_BENCH_CAREFUL", "1")
-    assert A.solve(prompt) == {"target": p.name, "approach": "already_fixed"}
+    assert evolution_agent.solve(prompt) == {"target": p.name, "approach": "already_fixed"}
     assert variant(ws, p) == "fix"
     monkeypatch.setenv("GEP_BENCH_CAREFUL", "0")
     for _ in range(10):  # the default agent draws again, whatever is there
         with open(tmp_path / "state.jsonl", "a") as fh:
-            fh.write(json.dumps({"cycle": "c", **A.solve(prompt)}) + "\n")
+            fh.write(json.dumps({"cycle": "c", **evolution_agent.solve(prompt)}) + "\n")
     assert variant(ws, p) in {"fix", "partial", "superficial", "broken"}
     assert any(json.loads(line)["approach"] != "fix" for line in (tmp_path / "state.jsonl").read_text().splitlines())
 
@@ -162,11 +162,11 @@ def test_an_arm_per_learning_mechanism() -> None:
     from gep.core.learning_switch import MECHANISMS, learning_switch
 
     # every mechanism a cycle uses has its ablation arm ("context" reaches agent sessions only)
-    assert {f"no_{m}" for m in MECHANISMS if m != "context"} <= set(E.ARMS)
-    for arm, env in E.ARMS.items():
+    assert {f"no_{m}" for m in MECHANISMS if m != "context"} <= set(evolution.ARMS)
+    for arm, env in evolution.ARMS.items():
         off = env.get("GEP_LEARNING_OFF", "")
         assert all(m in MECHANISMS for m in off.split(",") if m), arm
-    ref = Settings(learning_off=E.ARMS["reference_prompt"]["GEP_LEARNING_OFF"].split(","))
+    ref = Settings(learning_off=evolution.ARMS["reference_prompt"]["GEP_LEARNING_OFF"].split(","))
     assert {"lessons", "context", "avoid"} <= learning_switch(ref).off
 
 
@@ -180,4 +180,4 @@ def test_the_person_labels_an_event_the_fresh_store_forgot_without_crashing(tmp_
         pass
     committed = [(0, "evt_0_000000", world.problems[0].name)]
     for draw in range(20):  # some draws label it (LABEL_SHARE): none may raise
-        E._label(ws, world, committed, E.LABEL_DELAY, E.START, E.random.Random(draw))
+        evolution._label(ws, world, committed, evolution.LABEL_DELAY, evolution.START, evolution.random.Random(draw))

@@ -18,7 +18,7 @@ import pytest
 from fake_anthropic import FakeAnthropic, error_reply, message, tool_use
 from test_mutator_anthropic import KEY, MODEL, request
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.cycle.context import CycleRequest
 from gep.cycle.pipeline import run_cycle
@@ -53,7 +53,7 @@ def test_without_a_deadline_a_retry_after_is_cut_to_a_minute(repo: Path) -> None
 
     options = FinalRequestOptions(method="post", url="/v1/messages")
     wait = mut.client._calculate_retry_timeout(2, options, httpx.Headers({"retry-after": "100000000"}))
-    assert wait == C.ANTHROPIC_MAX_RETRY_WAIT_S
+    assert wait == constants.ANTHROPIC_MAX_RETRY_WAIT_S
     assert mut.client._calculate_retry_timeout(2, options, httpx.Headers({"retry-after": "2"})) == 2
 
 

@@ -630,9 +630,9 @@ def test_the_flow_runs_the_engines_stage_list(prefect_server, example_ws: Path, 
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    from gep.cycle import pipeline as P
+    from gep.cycle import pipeline
 
-    monkeypatch.setattr(P, "STAGES", [s for s in P.STAGES if s.name != "extract signals"])
+    monkeypatch.setattr(pipeline, "STAGES", [s for s in pipeline.STAGES if s.name != "extract signals"])
     event = cycle(workspace=str(example_ws), mutator="prompt")
     assert event.signals == [] and event.outcome.status == "empty"
     expected = {"collect sources", "analyse history", "gate", "select", "build mutation", "record"}

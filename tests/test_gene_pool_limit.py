@@ -15,7 +15,7 @@ from test_cli import one_line_error, run
 
 from gep.api import open_store
 from gep.assets.gene_files import workspace_genes
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import load_settings
 from gep.core.models import Gene, utc_now
 from gep.cycle.stages import select_from_store
@@ -26,7 +26,7 @@ LIMIT = 30  # the limit, made small so the test is quick; the same code runs at 
 
 @pytest.fixture(autouse=True)
 def small_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(C, "MAX_STORED_GENES", LIMIT)
+    monkeypatch.setattr(constants, "MAX_STORED_GENES", LIMIT)
 
 
 def gene(i: int) -> dict:
@@ -96,7 +96,7 @@ def test_a_store_filled_before_the_limit_gives_select_the_limits_worth(ws: Path)
 
 
 def test_genes_list_shows_a_page_unless_asked_for_all(tmp_path: Path, ws: Path, monkeypatch):
-    monkeypatch.setattr(C, "GENES_LIST_LIMIT", 10)
+    monkeypatch.setattr(constants, "GENES_LIST_LIMIT", 10)
     assert run("import", str(assets(tmp_path / "a", range(LIMIT))), "-w", str(ws)).exit_code == 0
     shown = run("genes", "list", "-w", str(ws), "--json")
     total = LIMIT + 7  # and the seed genes

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from input_traps import DEEP_LEVELS, REASONS, TRAPS, plant, sparse
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.records import InputWarning
 from gep.core.safe_files import (
     Unreadable,
@@ -81,11 +81,11 @@ def test_a_1500_level_tree_is_walked_without_recursion_and_cut_with_one_warning(
     (tmp_path / "top" / "shallow.log").write_text("x")
     warnings: list[InputWarning] = []
     entries = list(walk(tmp_path / "top", warnings=warnings, root=tmp_path))
-    assert len(entries) == C.WALK_MAX_DEPTH + 1  # the folders down to the cap, and shallow.log
-    assert [w.reason for w in warnings] == [f"skipped: deeper than {C.WALK_MAX_DEPTH} folder levels"]
-    assert warnings[0].path == "top/" + "/".join(["d"] * C.WALK_MAX_DEPTH)
+    assert len(entries) == constants.WALK_MAX_DEPTH + 1  # the folders down to the cap, and shallow.log
+    assert [w.reason for w in warnings] == [f"skipped: deeper than {constants.WALK_MAX_DEPTH} folder levels"]
+    assert warnings[0].path == "top/" + "/".join(["d"] * constants.WALK_MAX_DEPTH)
     assert not any(e.path.name == "deep.log" for e in entries)
-    assert DEEP_LEVELS > C.WALK_MAX_DEPTH
+    assert DEEP_LEVELS > constants.WALK_MAX_DEPTH
 
 
 def test_walk_order_is_os_walks_and_symlinked_folders_are_not_entered(tmp_path: Path, outside: Path) -> None:
@@ -131,14 +131,14 @@ def test_glob_skips_named_folders_and_goes_only_as_deep_as_the_pattern(tmp_path:
     assert glob_files(tmp_path, "*/*.log", skip_names=frozenset({".git"}), warnings=warnings) == []
     assert warnings == []  # the pattern never reaches the depth cap: nothing to warn about
     assert glob_files(tmp_path, "logs/**/*.log", warnings=warnings, root=tmp_path) == []
-    assert [w.reason for w in warnings] == [f"skipped: deeper than {C.WALK_MAX_DEPTH} folder levels"]
+    assert [w.reason for w in warnings] == [f"skipped: deeper than {constants.WALK_MAX_DEPTH} folder levels"]
 
 
 def test_warnings_are_capped_and_the_rest_counted() -> None:
     sink: list[InputWarning] = []
-    for i in range(C.INPUT_WARNINGS_MAX + 7):
+    for i in range(constants.INPUT_WARNINGS_MAX + 7):
         note(sink, InputWarning(path=f"f{i}", reason="skipped: a FIFO"))
-    assert len(sink) == C.INPUT_WARNINGS_MAX
+    assert len(sink) == constants.INPUT_WARNINGS_MAX
     assert str(sink[-1]) == "...: 8 more inputs skipped (not listed)"
 
 

@@ -15,7 +15,7 @@ from conftest import git
 from input_traps import OUTSIDE_MARKER, REASONS, TRAPS, plant, sparse
 
 from gep.assets.gene_files import import_assets, workspace_genes
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings, load_settings
 from gep.core.errors import AssetError, ConfigError
 from gep.mutators.tools import WorkspaceTools
@@ -138,7 +138,7 @@ def test_gene_folder_traps_are_skipped_with_a_warning(tmp_path: Path, outside: P
     genes_dir.mkdir(parents=True)
     (genes_dir / "real.json").write_text(gene_json("ws_real_gene"))
     if kind == "oversized":
-        sparse(genes_dir / "trap.json", C.GENE_FILE_MAX_BYTES + 1)
+        sparse(genes_dir / "trap.json", constants.GENE_FILE_MAX_BYTES + 1)
     else:
         plant(genes_dir / "trap.json", kind, outside, content=gene_json("outside_gene"))
     warnings: list = []
@@ -167,7 +167,7 @@ def test_asset_files_that_are_no_regular_files_or_too_large_stop_the_import(
         tmp_path: Path, outside: Path, store: Store, name: str, kind: str) -> None:
     assets = tmp_path / "assets"
     if kind == "oversized":
-        sparse(assets / name, C.ASSET_FILE_MAX_BYTES + 1)
+        sparse(assets / name, constants.ASSET_FILE_MAX_BYTES + 1)
     else:
         plant(assets / name, kind, outside)
     match = "larger than" if kind == "oversized" else f"not a file \\({REASONS[kind]}"
@@ -181,7 +181,7 @@ def test_asset_files_that_are_no_regular_files_or_too_large_stop_the_import(
 @pytest.mark.parametrize("kind", [*TRAPS, "oversized"])
 def test_a_gep_toml_that_cannot_be_read_is_refused_in_one_line(tmp_path: Path, outside: Path, kind: str) -> None:
     if kind == "oversized":
-        sparse(tmp_path / "gep.toml", C.CONFIG_FILE_MAX_BYTES + 1)
+        sparse(tmp_path / "gep.toml", constants.CONFIG_FILE_MAX_BYTES + 1)
     else:
         plant(tmp_path / "gep.toml", kind, outside, content="validation_timeout_s = 5\n")
     with pytest.raises(ConfigError) as info:
@@ -266,7 +266,7 @@ def test_the_models_tools_list_search_and_read_around_the_traps(tmp_path: Path, 
     assert not listed.is_error
     assert "src/app.py" in listed.content and "src/fifo.py" not in listed.content
     assert "src/zero.py" not in listed.content and "src/outside.py" not in listed.content
-    assert f"deeper than {C.WALK_MAX_DEPTH} folder levels" in listed.content
+    assert f"deeper than {constants.WALK_MAX_DEPTH} folder levels" in listed.content
     found = t.call("search", {"pattern": "needle"})
     assert found.content == "src/app.py:1: needle = 1"
     assert t.call("read_file", {"path": "src/fifo.py"}).is_error
@@ -304,8 +304,8 @@ def test_an_oversized_protected_file_is_a_violation_not_a_read(repo: Path) -> No
     git(repo, "add", "MEMORY.md")
     git(repo, "commit", "-q", "-m", "memory")
     tree = CycleTree.open(open_repo(repo), "evt_1", Settings(), "clone", "agent")
-    sparse(tree.path / "MEMORY.md", C.PROTECTED_FILE_MAX_BYTES + 1)
+    sparse(tree.path / "MEMORY.md", constants.PROTECTED_FILE_MAX_BYTES + 1)
     got = _protected_violations(tree, tree.read(), ["MEMORY.md"], editable=["MEMORY.md"])
-    assert got == [f"protected file not checked (larger than {C.PROTECTED_FILE_MAX_BYTES:,} bytes): MEMORY.md"]
+    assert got == [f"protected file not checked (larger than {constants.PROTECTED_FILE_MAX_BYTES:,} bytes): MEMORY.md"]
     tree.close()
 

@@ -240,6 +240,27 @@ def test_the_comment_check_finds_a_bare_deferred_import(tmp_path: Path) -> None:
     assert deferred_without_comment(path) == [5]
 
 
+def one_letter_aliases(path: Path) -> list[int]:
+    """Lines of ``path`` that import something under a one-letter name (``constants as C``): a reader cannot
+    tell what ``C.X`` is (issue 27). tools/unalias.py rewrites them to the module's own name."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(node, ast.Import | ast.ImportFrom)
+                  and any(a.asname is not None and len(a.asname) == 1 for a in node.names))
+
+
+def test_no_one_letter_import_aliases() -> None:
+    found = [f"{path.relative_to(ROOT)}:{line}" for folder in ("gep", "flows")
+             for path in sorted((ROOT / folder).rglob("*.py")) for line in one_letter_aliases(path)]
+    assert found == [], "one-letter import aliases (rewrite them with `python3 tools/unalias.py`)"
+
+
+def test_the_alias_check_finds_a_one_letter_alias(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("import os as o\nfrom gep.core import constants as C, models\n"
+                    "from gep.cycle import pipeline as pl\n\n\ndef f():\n    from flows import cycle as F\n")
+    assert one_letter_aliases(path) == [1, 2, 7]
+
+
 def _tree(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
     for rel, text in files.items():
         path = tmp_path / "gep" / rel

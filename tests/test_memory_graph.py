@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.models import BlastRadius, EvolutionEvent, Gene, Outcome, iso
 from gep.learning.memory_graph import (
     MemoryAdvice,
@@ -272,7 +272,7 @@ def test_summary_json_round_trip_keeps_the_advice() -> None:
 
 def test_newest_outcomes_outweigh_a_long_old_record():
     # forty fixes that held, then the gene's fixes stop working: a window's worth of failures turns it
-    w, keep = C.EVIDENCE_WINDOW, C.EVIDENCE_RETENTION
+    w, keep = constants.EVIDENCE_WINDOW, constants.EVIDENCE_RETENTION
     events = [ev(i, "gene_a", "success") for i in range(40)] + [ev(40 + i, "gene_a", "failed") for i in range(w)]
     a = advice(events).stats("gene_a")
     assert (a.successes, a.failures, a.attempts) == (40, w, 40 + w)  # the counts keep the whole record ...

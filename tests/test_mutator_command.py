@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.core.errors import ConfigError
 from gep.core.models import Gene, Mutation
@@ -198,7 +198,7 @@ def test_output_is_bounded_and_keeps_the_end(repo: Path, tmp_path: Path) -> None
     result = CommandMutator(settings, os.environ).apply(request(repo, settings))
     assert result.status == "changed"
     assert result.summary == ""  # no GEP_SUMMARY line: the cycle falls back to the mutation
-    assert len(result.output) <= C.AGENT_OUTPUT_CHARS
+    assert len(result.output) <= constants.AGENT_OUTPUT_CHARS
     assert "THE END" in result.output and "line 0 " not in result.output
 
 

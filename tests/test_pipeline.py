@@ -8,20 +8,20 @@ from pathlib import Path
 
 from gep import CycleRequest, run_cycle
 from gep.core.models import CycleRun, EventMeta, EvolutionEvent, Gene, Mutation, RunPending
-from gep.cycle import pipeline as P
+from gep.cycle import pipeline
 from gep.store import Store, asset_json
 
 FIXED = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
 def stage_names() -> list[str]:
-    return [s.name for s in P.STAGES]
+    return [s.name for s in pipeline.STAGES]
 
 
 def test_the_stage_order_is_written_once() -> None:
     assert stage_names() == ["collect sources", "extract signals", "analyse history", "gate", "select",
                              "build mutation", "record baseline", "apply", "solidify"]
-    assert P.RESUME_AT in stage_names()
+    assert pipeline.RESUME_AT in stage_names()
 
 
 def test_the_context_holds_resources_and_the_state_what_the_stages_make(example_ws: Path) -> None:
@@ -35,7 +35,7 @@ def test_the_context_holds_resources_and_the_state_what_the_stages_make(example_
     ctx, state = open_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env={})
     try:
         assert state.run is None and state.notes == [] and state.tree is None
-        done = P.run_pipeline(ctx, state)
+        done = pipeline.run_pipeline(ctx, state)
         assert done is state and state.run is not None and state.run.status == "awaiting_changes"
         assert state.tree is not None and state.event is not None and state.event.id == ctx.event_id
     finally:
@@ -44,17 +44,17 @@ def test_the_context_holds_resources_and_the_state_what_the_stages_make(example_
 
 def test_removing_a_stage_from_the_list_changes_what_a_cycle_does(example_ws: Path, monkeypatch) -> None:
     """The runner reads STAGES itself: without 'extract signals' there is nothing to repair."""
-    monkeypatch.setattr(P, "STAGES", [s for s in P.STAGES if s.name != "extract signals"])
+    monkeypatch.setattr(pipeline, "STAGES", [s for s in pipeline.STAGES if s.name != "extract signals"])
     event = run_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env={})
     assert event is not None and event.signals == [] and event.outcome.status == "empty"
 
 
 def test_reordering_stages_changes_what_a_cycle_does(example_ws: Path, monkeypatch) -> None:
     """Selecting before the signals are extracted finds no gene for them (and so an empty cycle)."""
-    by_name = {s.name: s for s in P.STAGES}
+    by_name = {s.name: s for s in pipeline.STAGES}
     order = ["collect sources", "select", "extract signals", "analyse history", "gate", "build mutation",
              "record baseline", "apply", "solidify"]
-    monkeypatch.setattr(P, "STAGES", [by_name[n] for n in order])
+    monkeypatch.setattr(pipeline, "STAGES", [by_name[n] for n in order])
     event = run_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env={})
     assert event is not None and "log_error" in event.signals and event.outcome.status == "empty"
     assert event.genes_used == []
@@ -74,7 +74,7 @@ def test_a_stage_that_raises_is_recorded_as_a_failed_cycle(example_ws: Path, mon
     def broken(_ctx, _state):
         raise RuntimeError("select exploded")
 
-    monkeypatch.setattr(P, "STAGES", [P.Stage(s.name, broken) if s.name == "select" else s for s in P.STAGES])
+    monkeypatch.setattr(pipeline, "STAGES", [pipeline.Stage(s.name, broken) if s.name == "select" else s for s in pipeline.STAGES])
     event = run_cycle(CycleRequest(workspace=example_ws, mutator="prompt", seed=1), env={})
     assert event is not None and event.outcome.status == "failed"
     assert event.meta.failure_reasons == ["RuntimeError: select exploded"]

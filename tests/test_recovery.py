@@ -21,14 +21,14 @@ from crash_driver import make_scenario, person_edits, read_progress, run_and_kil
 
 from gep.api import recover
 from gep.core.models import EvolutionEvent
-from gep.cycle import pipeline as P
+from gep.cycle import pipeline
 from gep.git import open_repo
 from gep.git.indexwrite import marker_path
 from gep.store import Store
 
 pytestmark = pytest.mark.timeout(900)
 DRIVER = Path(__file__).with_name("crash_driver.py")
-STAGES = [s.name for s in P.STAGES] + [P.RECORD.name]
+STAGES = [s.name for s in pipeline.STAGES] + [pipeline.RECORD.name]
 AGENT_POINTS = [f"after:{s}" for s in STAGES] + ["in_validation", "after_commit_object", "after_cas",
                                                  "in_read_tree", "after_landing"]
 PROMPT_CYCLE_POINTS = [f"after:{s}" for s in STAGES if s != "solidify"]  # it ends awaiting changes

@@ -16,7 +16,7 @@ from test_flows import flow_run, prefect_server  # noqa: F401 - the session's li
 from test_mutator_command import request
 from test_redaction_shapes import SHAPES, _pem
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.mutators.command import CommandMutator
 from gep.mutators.tools import WorkspaceTools
@@ -73,7 +73,7 @@ def test_read_file_redacts_the_whole_file_before_a_line_range_or_the_cut(tmp_pat
     key = _pem(BODY * 4, "OPENSSH PRIVATE KEY")
     (tmp_path / "id_ed25519").write_text(key + "\n")
     token = "ghp_" + (BODY * 2)[:36]
-    (tmp_path / "big.txt").write_text("x" * (C.TOOL_READ_MAX_CHARS - 2 - len(token) + straddle) + f" {token}\n")
+    (tmp_path / "big.txt").write_text("x" * (constants.TOOL_READ_MAX_CHARS - 2 - len(token) + straddle) + f" {token}\n")
     (tmp_path / "keys.txt").write_text(BLOB + "\n", encoding="utf-8")
     tools = _tools(tmp_path)
     for args in ({"path": "id_ed25519", "start_line": 2, "end_line": 4}, {"path": "id_ed25519"},
@@ -86,7 +86,7 @@ def test_read_file_redacts_the_whole_file_before_a_line_range_or_the_cut(tmp_pat
 @pytest.mark.parametrize("straddle", [4, 12, 20])
 def test_the_agents_output_is_redacted_before_it_is_cut(repo: Path, tmp_path: Path, straddle: int) -> None:
     token = "ghp_" + (BODY * 2)[:36]
-    tail = "x" * (C.AGENT_OUTPUT_CHARS - straddle)  # the cut falls `straddle` characters before the token's end
+    tail = "x" * (constants.AGENT_OUTPUT_CHARS - straddle)  # the cut falls `straddle` characters before the token's end
     agent = tmp_path / "agent.py"
     agent.write_text(f"import sys\nsys.stdin.read()\nprint({BLOB!r})\nprint({token!r} + {tail!r})\n"
                      f"print({BLOB!r}, file=sys.stderr)\n")

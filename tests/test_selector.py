@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.core.models import BlastRadius, Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, iso
 from gep.genes.selector import (
@@ -514,7 +514,7 @@ def test_a_new_gene_gets_a_trial_among_judged_incumbents():
         return [event(50 + i, "gene_new", status or ("success" if i % 2 else "failed"),
                       at=NOW - timedelta(minutes=50 - i)) for i in range(n)]
 
-    ended = {c.gene_id: c for c in pick(events + own(C.EVIDENCE_WINDOW), fb, 0).decision.scores}
+    ended = {c.gene_id: c for c in pick(events + own(constants.EVIDENCE_WINDOW), fb, 0).decision.scores}
     assert not ended["gene_new"].trial and ended["gene_new"].rank < ended["gene_a"].rank
     # ... or sooner when its record here is worse than an unknown gene's (not after one success and one failure)
     assert {c.gene_id: c.trial for c in pick(events + own(2), fb, 0).decision.scores}["gene_new"]
@@ -547,6 +547,6 @@ def test_a_new_gene_gets_a_trial_among_judged_incumbents():
     # nor among genes of which none has a record (a fresh workspace: the order of 3. decides), nor beside a
     # judged gene with fewer than a window's worth of outcomes here (every gene is still being tried)
     assert not any(c.trial for c in pick([], fb, 0).decision.scores)
-    young = events[:C.EVIDENCE_WINDOW - 1]
-    assert not any(c.trial for c in pick(young, fb[:C.EVIDENCE_WINDOW - 1], 0).decision.scores)
-    assert {c.gene_id: c.trial for c in pick(events[:C.EVIDENCE_WINDOW], fb, 0).decision.scores}["gene_new"]
+    young = events[:constants.EVIDENCE_WINDOW - 1]
+    assert not any(c.trial for c in pick(young, fb[:constants.EVIDENCE_WINDOW - 1], 0).decision.scores)
+    assert {c.gene_id: c.trial for c in pick(events[:constants.EVIDENCE_WINDOW], fb, 0).decision.scores}["gene_new"]

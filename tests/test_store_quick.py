@@ -27,8 +27,7 @@ from gep.core.workspace_id import workspace_identity
 from gep.genes.eligibility import retire_gene
 from gep.learning.human_verdicts import give_feedback
 from gep.learning.lessons import LessonError
-from gep.store import Store, default_url, make_engine
-from gep.store import quick_read as Q
+from gep.store import Store, default_url, make_engine, quick_read
 from gep.store.migrations import migrate
 from gep.store.quick_write import open_writer
 from gep.store.schema import MIGRATION_NAMES
@@ -81,24 +80,24 @@ def no_prefect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def quick_and_full(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[Result, Result]:
     """The command answered by the quick path (which must not fall back), then by the full store."""
-    opened: list[Q.QuickStore | None] = []
-    real = Q.open_quick
+    opened: list[quick_read.QuickStore | None] = []
+    real = quick_read.open_quick
 
-    def spy(workspace: Path, settings: Settings) -> Q.QuickStore | None:
+    def spy(workspace: Path, settings: Settings) -> quick_read.QuickStore | None:
         opened.append(real(workspace, settings))
         return opened[-1]
 
-    def no_fallback(self: Q.QuickStore) -> Store:
+    def no_fallback(self: quick_read.QuickStore) -> Store:
         raise AssertionError("the quick path fell back to the full store")
 
     with monkeypatch.context() as m:
-        m.setattr(Q, "open_quick", spy)
-        m.setattr(Q.QuickStore, "full", no_fallback)
+        m.setattr(quick_read, "open_quick", spy)
+        m.setattr(quick_read.QuickStore, "full", no_fallback)
         quick = runner.invoke(app, list(args))
     if "--workspace" in args or args[0] in ("history", "show"):
         assert opened and all(q is not None for q in opened), (args, "the quick path declined")
     with monkeypatch.context() as m:
-        m.setattr(Q, "open_quick", lambda *_: None)
+        m.setattr(quick_read, "open_quick", lambda *_: None)
         full = runner.invoke(app, list(args))
     return quick, full
 
@@ -140,7 +139,7 @@ def test_the_quick_store_reads_what_the_full_store_reads(populated: tuple[Path, 
         ("list_failed_capsules", ()), ("list_failed_capsules", (2,)), ("list_gene_statuses", ()),
         ("list_feedback", ()), ("list_feedback", (REPAIR,)), ("list_lessons", ()), ("list_lessons", (REPAIR,))]
     settings = load_settings(ws)
-    quick = Q.open_quick(ws.resolve(), settings)
+    quick = quick_read.open_quick(ws.resolve(), settings)
     assert quick is not None
     with quick, Store.for_workspace(ws, settings) as full:
         for name, args in calls:
@@ -179,7 +178,7 @@ def test_an_older_schema_is_migrated_by_the_full_store_then_read_quickly(
         upto: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_prefect: None) -> None:
     ws = init_repo(tmp_path / "ws")
     _old_database(ws, upto)
-    assert Q.open_quick(ws, load_settings(ws)) is None  # not this version's schema: never read as it is
+    assert quick_read.open_quick(ws, load_settings(ws)) is None  # not this version's schema: never read as it is
     first = runner.invoke(app, ["history", "--workspace", str(ws), "--json"])
     assert first.exit_code == 0, first.stderr
     assert [e["id"] for e in json.loads(first.stdout)] == ["evt_2", "evt_1", "evt_0"]  # adopted, newest first
@@ -194,28 +193,28 @@ def test_a_newer_schema_a_moved_workspace_or_a_database_url_is_left_to_the_full_
     ws = init_repo(tmp_path / "ws")
     with Store.for_workspace(ws) as store:
         store.add_event(EvolutionEvent(id="evt_here", outcome=Outcome(status="success")))
-    assert Q.open_quick(ws, load_settings(ws)) is not None
-    assert Q.open_quick(ws, Settings(database_url=default_url(ws))) is None  # a URL: even to this very file
+    assert quick_read.open_quick(ws, load_settings(ws)) is not None
+    assert quick_read.open_quick(ws, Settings(database_url=default_url(ws))) is None  # a URL: even to this very file
     db = ws / ".gep" / "gep.db"
     with sqlite3.connect(db) as conn:  # a newer gep's migration
         conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES ('999_future', 'x')")
-    assert Q.open_quick(ws, load_settings(ws)) is None
+    assert quick_read.open_quick(ws, load_settings(ws)) is None
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM schema_migrations WHERE name = '999_future'")
     moved = ws.rename(tmp_path / "moved")  # registered under its old path: the full store records the move
-    assert Q.open_quick(moved, load_settings(moved)) is None
+    assert quick_read.open_quick(moved, load_settings(moved)) is None
     with open_store(moved) as store:
         assert [e.id for e in store.list_events()] == ["evt_here"]
-    assert Q.open_quick(moved, load_settings(moved)) is not None
+    assert quick_read.open_quick(moved, load_settings(moved)) is not None
     if os.geteuid() != 0:  # root may write any file
         (moved / ".gep" / "gep.db").chmod(0o444)  # the full store refuses a file it cannot write: so does this
-        assert Q.open_quick(moved, load_settings(moved)) is None
+        assert quick_read.open_quick(moved, load_settings(moved)) is None
 
 
 def test_a_read_that_fails_is_answered_by_the_full_store(populated: tuple[Path, str]) -> None:
     ws, _ = populated
     settings = load_settings(ws)
-    quick = Q.open_quick(ws.resolve(), settings)
+    quick = quick_read.open_quick(ws.resolve(), settings)
     assert quick is not None
     with quick, Store.for_workspace(ws, settings) as full:
         quick.conn.close()  # every quick read now fails (sqlite3.ProgrammingError)
@@ -225,7 +224,7 @@ def test_a_read_that_fails_is_answered_by_the_full_store(populated: tuple[Path, 
 
 def test_the_quick_path_reads_without_writing(populated: tuple[Path, str]) -> None:
     ws, _ = populated
-    quick = Q.open_quick(ws.resolve(), load_settings(ws))
+    quick = quick_read.open_quick(ws.resolve(), load_settings(ws))
     assert quick is not None
     with quick, pytest.raises(sqlite3.OperationalError, match="readonly"):
         quick.conn.execute("DELETE FROM events")
@@ -260,7 +259,7 @@ def test_a_feedback_write_adds_the_rows_the_full_store_adds(
         _copy(before, db)
         with monkeypatch.context() as m:
             if quick:
-                m.setattr(Q.QuickStore, "full", lambda self: pytest.fail("the quick writer fell back"))
+                m.setattr(quick_read.QuickStore, "full", lambda self: pytest.fail("the quick writer fell back"))
             else:
                 m.setattr("gep.store.quick_write.open_writer", lambda *_: None)
             done = runner.invoke(app, args)

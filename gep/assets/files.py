@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.errors import AssetError
 from gep.core.json_safe import NotStrictJson, loads_strict
 from gep.core.safe_files import Unreadable, check_regular, open_regular, read_text_capped
@@ -49,7 +49,7 @@ def _cannot_read(path: Path, exc: OSError) -> AssetError:
     return AssetError(f"{path}: cannot read ({exc.strerror or exc})")
 
 
-def _read_json(path: Path, cap: int = C.ASSET_FILE_MAX_BYTES, within: Path | None = None) -> Any:
+def _read_json(path: Path, cap: int = constants.ASSET_FILE_MAX_BYTES, within: Path | None = None) -> Any:
     """The JSON in ``path``; :class:`gep.core.safe_files.Unreadable` when it is not a regular file (inside
     ``within``) of at most ``cap`` bytes, for the caller to skip it or refuse it."""
     try:
@@ -75,8 +75,8 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
             size = os.fstat(binary.fileno()).st_size
         except OSError as exc:
             raise _cannot_read(path, exc) from None
-        if size > C.ASSET_FILE_MAX_BYTES:
-            raise _cannot_read(path, Unreadable(path, f"larger than {C.ASSET_FILE_MAX_BYTES:,} bytes"))
+        if size > constants.ASSET_FILE_MAX_BYTES:
+            raise _cannot_read(path, Unreadable(path, f"larger than {constants.ASSET_FILE_MAX_BYTES:,} bytes"))
         fh = stack.enter_context(io.TextIOWrapper(binary, encoding="utf-8"))
         try:
             for lineno, line in enumerate(fh, 1):

@@ -1,7 +1,8 @@
-"""Gene files and the reference implementation's asset files.
+"""The reference implementation's asset files, imported into the store and exported from it.
 
-Genes: one JSON object per file. ``seed_genes_dir()`` ships with the engine; a workspace adds or overrides
-genes in ``<workspace>/.gep/genes/*.json`` or by importing them into its store.
+Genes: one JSON object per file, loaded by gep/assets/gene_folders.py (its names stay importable from here).
+``seed_genes_dir()`` ships with the engine; a workspace adds or overrides genes in
+``<workspace>/.gep/genes/*.json`` or by importing them into its store.
 
 Asset files (the reference's ``assets/gep`` folder): ``genes.json`` (``{"version":1,"genes":[...]}``),
 ``capsules.json`` (``{"version":1,"capsules":[...]}``), ``failed_capsules.json``
@@ -36,8 +37,6 @@ What the workspace learned (lessons, their deletions, feedback) travels in files
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,20 +57,22 @@ from gep.assets.files import (
     _where,
     _write_atomic,
 )
+from gep.assets.gene_folders import GENE_ID_PATTERN as GENE_ID_PATTERN
+from gep.assets.gene_folders import _check_gene_id, load_genes_dir, seed_genes_dir
+from gep.assets.gene_folders import is_valid_gene_id as is_valid_gene_id
+from gep.assets.gene_folders import load_gene_file as load_gene_file
+from gep.assets.gene_folders import workspace_genes as workspace_genes
+from gep.assets.gene_folders import workspace_genes_dir as workspace_genes_dir
 from gep.assets.learned import LEARNING_FILES, export_learning, import_learning, read_learning
 from gep.assets.retired import RETIRED_KEY, import_retired, retired_marks
-from gep.core import constants as C
-from gep.core.config import gep_dir
+from gep.core import constants
 from gep.core.errors import AssetError
 from gep.core.hashing import compute_asset_id, js_dumps, verify_asset_id
 from gep.core.models import Capsule, EvolutionEvent, FailedCapsule, Gene, ValidationReport, utc_now
-from gep.core.records import InputWarning
-from gep.core.safe_files import Unreadable, glob_files, note
-from gep.genes.selector import pattern_refusal
+from gep.core.safe_files import Unreadable
 
 if TYPE_CHECKING:  # store-only commands list genes without importing SQLAlchemy (gep/store/quick_read.py)
     from gep.store import Store
-    from gep.store.quick_read import ReadStore
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -82,102 +83,6 @@ CAPSULES_JSONL = "capsules.jsonl"
 FAILED_CAPSULES_FILE = "failed_capsules.json"
 EVENTS_FILE = "events.jsonl"
 ASSET_FILES = (GENES_FILE, CAPSULES_FILE, FAILED_CAPSULES_FILE, EVENTS_FILE)
-# Gene ids end up in commit trailers, file names and prompts: data, never structure (no newline, no path).
-GENE_ID_PATTERN = r"[A-Za-z0-9_.:-]{1,120}"
-_GENE_ID = re.compile(GENE_ID_PATTERN)
-
-
-def is_valid_gene_id(gene_id: object) -> bool:
-    return isinstance(gene_id, str) and _GENE_ID.fullmatch(gene_id) is not None
-
-
-def _check_gene_id(gene: Gene, where: str) -> Gene:
-    """The gene's id and its ``signals_match`` regexes (which must run without backtracking) are checked."""
-    if not is_valid_gene_id(gene.id):
-        shown = repr(gene.id[:80]) + ("..." if len(gene.id) > 80 else "")
-        raise AssetError(f"{where}: field 'id': gene id {shown} must match {GENE_ID_PATTERN}")
-    refused = next((r for r in map(pattern_refusal, gene.signals_match) if r), None)
-    if refused:
-        raise AssetError(f"{where}: field 'signals_match': pattern refused, {refused}")
-    return gene
-
-
-# ------------------------------------------------------------------ gene files
-
-
-def load_gene_file(path: Path | str, within: Path | None = None) -> Gene:
-    """One gene from a JSON file; AssetError naming the file and the field when it is malformed, or
-    :class:`gep.core.safe_files.Unreadable` when it is no regular file (inside ``within``) of at most 1 MB."""
-    path = Path(path)
-    obj = _read_json(path, C.GENE_FILE_MAX_BYTES, within)
-    gene = _check_gene_id(_validate(Gene, obj, str(path)), str(path))
-    if isinstance(obj.get("asset_id"), str) and obj["asset_id"] and not verify_asset_id(obj):
-        raise AssetError(f"{path}: field 'asset_id': does not match the gene's content "
-                         f"(it hashes to {compute_asset_id(obj)}; remove asset_id or fix it)")
-    return gene
-
-
-def load_genes_dir(directory: Path | str, warnings: list[InputWarning] | None = None,
-                   within: Path | None = None) -> list[Gene]:
-    """Every ``*.json`` gene in ``directory`` (sorted by file name; none when the folder does not exist).
-
-    A FIFO, a device, a symlink out of ``within`` (default: the folder) or a file over 1 MB is skipped and
-    noted in ``warnings`` (None: the log); a malformed gene raises AssetError."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        return []
-    within = Path(within) if within is not None else directory
-    genes: list[Gene] = []
-    seen: dict[str, Path] = {}
-    for path in glob_files(directory, "*.json", warnings=warnings, root=within):
-        if path.is_dir():
-            continue
-        try:
-            gene = load_gene_file(path, within=within)
-        except Unreadable as exc:
-            note(warnings, exc.warning(within))
-            continue
-        if gene.id in seen:
-            raise AssetError(f"{path}: gene id '{gene.id}' is already defined in {seen[gene.id].name}")
-        seen[gene.id] = path
-        genes.append(gene)
-    return genes
-
-
-def seed_genes_dir() -> Path:
-    """The engine's ``genes/`` folder (next to the package: a source checkout or an editable install)."""
-    override = os.environ.get("GEP_SEED_GENES_DIR")
-    folder = Path(override) if override else Path(__file__).resolve().parents[2] / "genes"
-    if not folder.is_dir():
-        raise AssetError(f"seed genes folder not found: {folder} (set GEP_SEED_GENES_DIR)")
-    return folder
-
-
-def workspace_genes_dir(workspace: Path | str) -> Path:
-    return gep_dir(workspace) / "genes"
-
-
-def workspace_genes(workspace: Path | str, store: ReadStore, warnings: list[InputWarning] | None = None) -> list[Gene]:
-    """Genes a cycle selects from: seed genes, then store genes, then ``<workspace>/.gep/genes/*.json``.
-
-    A later source overrides an earlier gene with the same id in place, so the order stays stable: seeds by
-    file name, then new store genes by id, then new workspace files by file name. Gene files skipped (see
-    :func:`load_genes_dir`) are noted in ``warnings``.
-    """
-    merged: dict[str, Gene] = {}
-    # a stored gene with an id no import accepts any more (stored before ids were checked) is left out
-    stored = [g for g in store.list_genes() if is_valid_gene_id(g.id)]
-    if len(stored) > C.MAX_STORED_GENES:  # stored before imports had a limit: select reads the limit's worth
-        if warnings is not None:
-            warnings.append(InputWarning(path="the store's genes", reason=f"{len(stored):,} stored, over the "
-                                         f"limit of {C.MAX_STORED_GENES:,}: the first ones by id are used"))
-        stored = sorted(stored, key=lambda g: g.id)[:C.MAX_STORED_GENES]
-    local = load_genes_dir(workspace_genes_dir(workspace), warnings, within=Path(workspace).resolve())
-    for gene in [*load_genes_dir(seed_genes_dir(), warnings), *stored, *local]:
-        merged[gene.id] = gene
-    return list(merged.values())
-
-
 # ------------------------------------------------------------------ reports (ImportReport: gep/assets/files.py)
 
 
@@ -300,9 +205,9 @@ def _plan(assets_dir: Path, report: ImportReport, allow_mismatch: bool) -> _Plan
 
 def _gene_cap(path: Path, count: int, stored: int = 0) -> None:
     """Refuse an import that would leave the store more genes than every cycle's select can read fast."""
-    if count + stored > C.MAX_STORED_GENES:
+    if count + stored > constants.MAX_STORED_GENES:
         held = f" beside the {stored:,} stored" if stored else ""
-        raise AssetError(f"{path}: {count:,} genes{held} is over the limit of {C.MAX_STORED_GENES:,} genes a "
+        raise AssetError(f"{path}: {count:,} genes{held} is over the limit of {constants.MAX_STORED_GENES:,} genes a "
                          "store keeps; import fewer (nothing was imported)")
 
 

@@ -1,4 +1,5 @@
-"""`gep genes retire|restore|distill`: the gene pool's store commands. Plain store work: never imports Prefect."""
+"""`gep genes list|show|retire|restore|distill`: every verb of the gene pool. Plain store work: never imports
+Prefect."""
 
 from __future__ import annotations
 
@@ -6,21 +7,35 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.table import Table
 
+from gep.cli.prefect_link import err
+from gep.cli.store_open import emit_json, genes_here, out, writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, workspace_or_here
+from gep.core import constants
+from gep.core.errors import GepError
 from gep.core.json_safe import dumps_finite
 
+if TYPE_CHECKING:
+    from gep.core.models import Gene
+    from gep.core.records import GeneBan
+    from gep.store.quick_read import ReadStore
+
 GeneId = Annotated[str, typer.Argument(help="A gene id as `gep genes list` lists it.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")]
 
 
-def add_gene_commands(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
-    """Add the commands to the `genes` group; ``friendly`` turns errors into one line (gep.cli.root's)."""
-    app.command("retire")(friendly(retire))
-    app.command("restore")(friendly(restore))
-    app.command("distill")(friendly(distill))
+def genes_app(friendly: Callable[[Any], Any]) -> typer.Typer:
+    """The `genes` group; ``friendly`` turns errors into one line (gep.cli.root's)."""
+    app = typer.Typer(help="List and inspect genes (seed genes, workspace genes, imported genes); retire and "
+                      "restore them; distil new ones from successful capsules.", no_args_is_help=True)
+    for name, command in (("retire", retire), ("restore", restore), ("distill", distill), ("list", genes_list),
+                          ("show", genes_show)):  # the order `gep genes --help` lists them in
+        app.command(name)(friendly(command))
+    return app
 
 
 def retire(
@@ -32,13 +47,12 @@ def retire(
 
     The gene stays in the store and in exports; `gep genes list --workspace DIR` shows it as retired.
     """
-    from gep.api import open_store
-    from gep.assets.gene_files import workspace_genes
+    from gep.assets.gene_folders import workspace_genes
     from gep.core.models import utc_now
     from gep.genes.eligibility import retire_gene
 
     workspace = workspace_or_here(workspace)
-    with open_store(workspace) as store:
+    with writable_store(workspace) as store:
         known = {g.id for g in workspace_genes(Path(workspace), store)}
         status = retire_gene(store, gene_id, reason=reason, now=utc_now(), known_ids=known)
     typer.echo(f"retired {gene_id}: {status.reason}")
@@ -46,11 +60,10 @@ def retire(
 
 def restore(gene_id: GeneId, workspace: WorkspaceOpt = None) -> None:
     """Put a retired gene back into selection (its retirement stays in its history)."""
-    from gep.api import open_store
     from gep.core.models import utc_now
     from gep.genes.eligibility import restore_gene
 
-    with open_store(workspace_or_here(workspace)) as store:
+    with writable_store(workspace) as store:
         restore_gene(store, gene_id, now=utc_now())
     typer.echo(f"restored {gene_id}")
 
@@ -69,13 +82,12 @@ def distill(
     attempt, or when the capsules are those of the last attempt. With ANTHROPIC_API_KEY Claude proposes the
     gene, else it is synthesised from the analysis; either way it is checked and repaired or refused.
     """
-    from gep.api import open_store
     from gep.core.config import load_settings
     from gep.core.models import utc_now
     from gep.distill_run import distill_workspace, run_line
 
     workspace = workspace_or_here(workspace)
-    with open_store(workspace) as store:
+    with writable_store(workspace) as store:
         settings = load_settings(workspace)
         result = distill_workspace(store, workspace=Path(workspace).resolve(), settings=settings, env=os.environ,
                                    now=utc_now(), dry_run=dry_run)
@@ -87,3 +99,71 @@ def distill(
     typer.echo(run_line(result.run, dry_run))
     for item in [*result.run.repairs, *result.run.notes]:
         typer.echo(f"  {item}")
+
+
+def genes_list(
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Include the workspace's "
+                                                   "genes and show active bans, retired genes and genes "
+                                                   "that cannot run here.")] = None,
+    as_json: JsonOpt = False,
+    limit: Annotated[int | None, typer.Option(min=0, show_default=False, help="Show at most this many genes "
+                                              f"(0: all; default {constants.GENES_LIST_LIMIT}).")] = None,
+) -> None:
+    """List genes with their category, signal patterns, any active ban, and whether they can be selected
+    in the workspace (retired, or "not runnable here: node not found")."""
+    bans: dict[str, GeneBan] = {}
+    excluded: dict[str, str] = {}
+    with genes_here(workspace) as (path, store, genes):
+        if path is not None:
+            bans, excluded = _bans_and_exclusions(path, store, genes)
+    limit = constants.GENES_LIST_LIMIT if limit is None else limit
+    if limit and len(genes) > limit:
+        err.print(f"{len(genes) - limit:,} more genes not shown (--limit 0 lists all {len(genes):,})")
+        genes = genes[:limit]
+    if as_json:
+        emit_json([{**g.to_asset(), "ban": bans[g.id].model_dump(mode="json") if g.id in bans else None,
+                    **({"selectable": g.id not in excluded, "excluded": excluded.get(g.id)}
+                       if workspace is not None else {})} for g in genes])
+        return
+    table = Table("id", "category", "signals_match", "ban", *(["selectable"] if workspace is not None else []))
+    for g in genes:
+        b = bans.get(g.id)
+        table.add_row(g.id, g.category, ", ".join(g.signals_match)[:70],
+                      (f"banned ({b.cycles_left} cycles left): {b.reason}" if b and b.cycles_left is not None
+                       else f"banned: {b.reason}" if b else ""),
+                      *([excluded.get(g.id, "yes")] if workspace is not None else []))
+    out.print(table)
+
+
+def _bans_and_exclusions(path: Path, store: ReadStore | None,
+                         genes: list[Gene]) -> tuple[dict[str, GeneBan], dict[str, str]]:
+    """The workspace's active bans by gene, and why each gene a cycle there cannot select is excluded."""
+    # deferred: selection, eligibility and the command runner (~0.3 s): only `gep genes list --workspace`
+    from gep.core.config import load_settings
+    from gep.core.models import utc_now
+    from gep.genes.eligibility import selectable_genes
+    from gep.genes.selector import active_bans
+    from gep.validation.runner import command_env
+
+    events = store.recent_events(500) if store is not None else []
+    failed = store.list_failed_capsules() if store is not None else []
+    settings = load_settings(path)
+    statuses = store.list_gene_statuses() if store is not None else []
+    excluded = selectable_genes(genes, statuses=statuses, workspace=path, settings=settings,
+                                env=command_env(settings)).excluded
+    bans = {b.gene_id: b for b in active_bans(recent_events=events, signals=[], settings=settings,
+                                              failed_capsules=failed, genes=genes, now=utc_now())}
+    return bans, excluded
+
+
+def genes_show(
+    gene_id: Annotated[str, typer.Argument(help="A gene id as `gep genes list` lists it.")],
+    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Also look in the workspace's "
+                                                   "genes (.gep/genes/ and imported ones).")] = None,
+) -> None:
+    """Print one gene as JSON (the asset, with its asset_id)."""
+    with genes_here(workspace) as (_, _, genes):
+        gene = next((g for g in genes if g.id == gene_id), None)
+    if gene is None:
+        raise GepError(f"no gene {gene_id!r} (see `gep genes list`)")
+    emit_json(gene.to_asset())

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from gep.cli.store_open import writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, workspace_or_here
 from gep.core.json_safe import dumps_finite
 
@@ -88,10 +89,9 @@ def delete(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Delete one lesson. Needs a reason; the audit table keeps who, when, why and the lesson's content."""
-    from gep.api import open_store
     from gep.core.models import utc_now
     from gep.learning.human_verdicts import default_author
 
-    with open_store(workspace_or_here(workspace)) as store:
+    with writable_store(workspace) as store:
         record = store.delete_lesson(lesson_id, who=default_author(), why=reason or "", at=utc_now())
     typer.echo(f"deleted lesson {record.lesson_id} (recorded: by {record.deleted_by}, because {record.reason})")

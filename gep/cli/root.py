@@ -6,32 +6,27 @@ import functools
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from gep.cli import context_cmd, feedback_cmd, fleet_cmd, report_cmd
-from gep.cli.genes_cmd import add_gene_commands
+from gep.cli.genes_cmd import genes_app
 from gep.cli.lessons_cmd import lessons_app
 from gep.cli.prefect_console import VerboseOpt, quiet_prefect_console
 from gep.cli.prefect_link import err, prefect_api_for_run
 from gep.cli.prefect_link import say as _say
 from gep.cli.store_cmd import store_app
-from gep.cli.workspace_arg import WorkspaceOpt, checked_top, folder_or_here, workspace_or_here
-from gep.core import constants as C
+from gep.cli.store_open import emit_json, out, store_only, warn, writable_store
+from gep.cli.workspace_arg import WorkspaceOpt, folder_or_here, workspace_or_here
 from gep.core.errors import ConfigError, GepError
-from gep.core.json_safe import dumps_finite
 
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
 
-    from gep.core.records import GeneBan, InputWarning
-    from gep.store.quick_read import ReadStore
 
 app = typer.Typer(
     name="gep",
@@ -42,15 +37,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # click's help: paragraphs re-wrapped to the terminal, flags without a <bool> metavar
 )
-genes_app = typer.Typer(help="List and inspect genes (seed genes, workspace genes, imported genes); retire and "
-                        "restore them; distil new ones from successful capsules.", no_args_is_help=True)
-app.add_typer(genes_app, name="genes")
 server_app = typer.Typer(help="One local Prefect server in the background: every `gep` run reports to it and "
                          "its UI shows them.", no_args_is_help=True)
-app.add_typer(server_app, name="server")
-
-# when piped, rich assumes 80 columns and truncates ids: give tables room instead (unless COLUMNS says)
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,8 +71,9 @@ def friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+app.add_typer(genes_app(friendly), name="genes")  # groups are listed in `gep --help` in this order
+app.add_typer(server_app, name="server")
 app.add_typer(store_app(friendly), name="store")
-add_gene_commands(genes_app, friendly)
 app.add_typer(lessons_app(friendly), name="lessons")
 feedback_cmd.register(app, friendly)
 fleet_cmd.register(app, friendly)
@@ -92,66 +81,9 @@ context_cmd.register(app, friendly)
 report_cmd.register(app, friendly)
 
 
-def _warn(warnings: list[InputWarning]) -> None:
-    """Inputs skipped (a FIFO or a device among the gene files ...): one stderr line each."""
-    for w in warnings:
-        err.print(f"gep: warning: {w}", markup=False, highlight=False)
-
-
-def _emit_json(obj: Any, indent: int | None = None) -> None:
-    sys.stdout.write(dumps_finite(obj, indent=indent) + "\n")  # a NaN in the store prints as null, never invalid JSON
-    sys.stdout.flush()
-
-
 def _event_line(ev: Any) -> str:
     gene = ",".join(ev.genes_used) or "-"
     return f"{ev.id}  {ev.outcome.status:<17} {ev.intent:<9} {gene}"
-
-
-def _open_store(workspace: Path) -> Any:
-    """The store for a command that writes to it (import): the workspace checked as a cycle checks it."""
-    from gep.api import open_store
-
-    return open_store(workspace)
-
-
-# Commands that only read or write the store (history, show, genes, and lessons, signals, feedback, capture
-# to come) open it with these two helpers: no Prefect, no git library, no cycle machinery, so they answer
-# in a fraction of a second. `tests/test_cli.py` checks that none of them imports Prefect.
-
-
-def _workspace_dir(workspace: Path | None) -> Path:
-    """The workspace named by --workspace (a repository's top), else the git work tree the current directory
-    is in."""
-    return checked_top(workspace)
-
-
-@contextmanager
-def store_only(workspace: Path | None) -> Iterator[tuple[Path, ReadStore | None]]:
-    """(workspace, its store), or (workspace, None) when nothing was ever recorded there.
-
-    A read never creates ``.gep/``: a workspace no cycle ran on has no store yet. The workspace's own SQLite
-    file is read without SQLAlchemy when it can be (gep/store/quick_read.py), else through the full store."""
-    from gep.core.config import gep_dir, load_settings
-    from gep.store.quick_read import open_quick
-
-    path = _workspace_dir(workspace)
-    state = gep_dir(path)
-    if state.exists() and not state.is_dir():
-        raise GepError(f"cannot write engine state in {state}: it is a file, not a folder")
-    settings = load_settings(path)
-    if not settings.database_url and not state.is_dir():
-        yield path, None
-        return
-    quick = open_quick(path, settings)
-    if quick is not None:
-        with quick:
-            yield path, quick
-        return
-    from gep.store import Store
-
-    with Store.for_workspace(path, settings) as store:
-        yield path, store
 
 
 def _quiet_prefect(json_mode: bool) -> None:
@@ -176,11 +108,11 @@ def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
     read from the store: a recorded success is never reported as a failure."""
     _quiet_prefect(as_json)
     api_url = prefect_api_for_run()
-    from flows import cycle as F
+    from flows import cycle as flows_cycle
     from flows.runtime import foreground_run, run_flow
     from flows.states import event_of
 
-    before = F.RECORDED.get(str(ws))
+    before = flows_cycle.RECORDED.get(str(ws))
     try:
         with foreground_run(api_url):
             state = run_flow(call())
@@ -190,12 +122,10 @@ def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
     except GepError:
         raise
     except Exception as exc:  # Prefect failed: the store may already hold the outcome, else re-raised
-        recorded = F.RECORDED.get(str(ws))
+        recorded = flows_cycle.RECORDED.get(str(ws))
         if recorded is None or recorded == before:
             raise
-        from gep.api import open_store
-
-        with open_store(ws) as store:
+        with writable_store(ws) as store:
             event = store.get_event(recorded)
         if event is None:
             raise
@@ -280,7 +210,7 @@ def _print_outcome(event: Any, as_json: bool, ws: Path, api_url: str | None = No
     if event is None:
         raise fail("the cycle did not run (skipped); see its flow run in the Prefect UI", 1)
     if as_json:
-        _emit_json(event.model_dump(mode="json"))
+        emit_json(event.model_dump(mode="json"))
     else:
         _print_event(event, ws)
         run_id = event.meta.solidify_flow_run_id or event.meta.flow_run_id
@@ -435,15 +365,15 @@ def history(
     and show as "-" otherwise. --json prints the EvolutionEvent objects, each with a `flow_run` object when
     Prefect knows the run (meta.flow_run_id holds the id of the run that recorded it).
     """
-    from gep.cli import history_cmd as H
+    from gep.cli import history_cmd
 
     with store_only(workspace) as (path, store):
         events = store.list_events(limit=limit) if store is not None else []
-    view = H.HistoryView.load(path, events, limit=limit, include_runs=show_all)
+    view = history_cmd.HistoryView.load(path, events, limit=limit, include_runs=show_all)
     if view.note:
         _say(view.note)
     if as_json:
-        _emit_json(view.as_json())
+        emit_json(view.as_json())
         return
     if not view.rows:
         out.print(f"no cycles recorded in {path} yet (start one with `gep cycle --workspace "
@@ -474,92 +404,10 @@ def show(
         ev = store.get_event(resolve(event_id, store.event_ids())) if store is not None else None
     if ev is None:
         raise GepError(f"no event {event_id!r} in {path}")
-    _emit_json(ev.model_dump(mode="json"), indent=2 if sys.stdout.isatty() else None)  # piped: one line
+    emit_json(ev.model_dump(mode="json"), indent=2 if sys.stdout.isatty() else None)  # piped: one line
 
 
 # ------------------------------------------------------------------ genes
-
-
-@genes_app.command("list")
-@friendly
-def genes_list(
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Include the workspace's "
-                                                   "genes and show active bans, retired genes and genes "
-                                                   "that cannot run here.")] = None,
-    as_json: JsonOpt = False,
-    limit: Annotated[int | None, typer.Option(min=0, show_default=False, help="Show at most this many genes "
-                                              f"(0: all; default {C.GENES_LIST_LIMIT}).")] = None,
-) -> None:
-    """List genes with their category, signal patterns, any active ban, and whether they can be selected
-    in the workspace (retired, or "not runnable here: node not found")."""
-    from gep.assets.gene_files import load_genes_dir, seed_genes_dir, workspace_genes
-
-    bans: dict[str, GeneBan] = {}
-    excluded: dict[str, str] = {}
-    if workspace is not None:
-        from gep.core.config import load_settings
-        from gep.core.models import utc_now
-        from gep.genes.eligibility import selectable_genes
-        from gep.genes.selector import active_bans
-        from gep.validation.runner import command_env
-
-        skipped: list[InputWarning] = []
-        with store_only(workspace) as (path, store):
-            genes = (workspace_genes(path, store, skipped) if store is not None
-                     else load_genes_dir(seed_genes_dir(), skipped))
-            events = store.recent_events(500) if store is not None else []
-            failed = store.list_failed_capsules() if store is not None else []
-            settings = load_settings(path)
-            statuses = store.list_gene_statuses() if store is not None else []
-            excluded = selectable_genes(genes, statuses=statuses, workspace=path, settings=settings,
-                                        env=command_env(settings)).excluded
-        bans = {b.gene_id: b for b in active_bans(recent_events=events, signals=[], settings=settings,
-                                                  failed_capsules=failed, genes=genes, now=utc_now())}
-        _warn(skipped)
-    else:
-        genes = load_genes_dir(seed_genes_dir())
-    limit = C.GENES_LIST_LIMIT if limit is None else limit
-    if limit and len(genes) > limit:
-        err.print(f"{len(genes) - limit:,} more genes not shown (--limit 0 lists all {len(genes):,})")
-        genes = genes[:limit]
-    if as_json:
-        _emit_json([{**g.to_asset(), "ban": bans[g.id].model_dump(mode="json") if g.id in bans else None,
-                     **({"selectable": g.id not in excluded, "excluded": excluded.get(g.id)}
-                        if workspace is not None else {})} for g in genes])
-        return
-    table = Table("id", "category", "signals_match", "ban", *(["selectable"] if workspace is not None else []))
-    for g in genes:
-        b = bans.get(g.id)
-        table.add_row(g.id, g.category, ", ".join(g.signals_match)[:70],
-                      (f"banned ({b.cycles_left} cycles left): {b.reason}" if b and b.cycles_left is not None
-                       else f"banned: {b.reason}" if b else ""),
-                      *([excluded.get(g.id, "yes")] if workspace is not None else []))
-    out.print(table)
-
-
-@genes_app.command("show")
-@friendly
-def genes_show(
-    gene_id: Annotated[str, typer.Argument(help="A gene id as `gep genes list` lists it.")],
-    workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Also look in the workspace's "
-                                                   "genes (.gep/genes/ and imported ones).")] = None,
-) -> None:
-    """Print one gene as JSON (the asset, with its asset_id)."""
-    from gep.assets.gene_files import load_genes_dir, seed_genes_dir, workspace_genes
-
-    if workspace is not None:
-        skipped: list[InputWarning] = []
-        with store_only(workspace) as (path, store):
-            genes = (workspace_genes(path, store, skipped) if store is not None
-                     else load_genes_dir(seed_genes_dir(), skipped))
-        _warn(skipped)
-    else:
-        genes = load_genes_dir(seed_genes_dir())
-    for g in genes:
-        if g.id == gene_id:
-            _emit_json(g.to_asset())
-            return
-    raise GepError(f"no gene {gene_id!r} (see `gep genes list`)")
 
 
 # ------------------------------------------------------------------ import / export
@@ -583,7 +431,7 @@ def import_cmd(
 
     if not assets_dir.is_dir():
         raise GepError(f"{assets_dir}: not a directory")
-    with _open_store(workspace_or_here(workspace)) as store:
+    with writable_store(workspace) as store:
         report = import_assets(store, assets_dir, allow_mismatch=allow_mismatch)
     out.print(report.summary(), markup=False, highlight=False)
 
@@ -601,7 +449,7 @@ def export_cmd(
     """
     from gep.assets.gene_files import export_assets
 
-    with _open_store(workspace_or_here(workspace)) as store:
+    with writable_store(workspace) as store:
         report = export_assets(store, out_dir)
     out.print(report.summary(), markup=False, highlight=False)
 
@@ -652,7 +500,7 @@ def signals_cmd(
         raise GepError(f"--date must be YYYY-MM-DD, not {date!r}") from None
     report = read_signals(workspace, day=day, type_=type_)
     if as_json:
-        _emit_json([s.model_dump(mode="json", exclude_none=True) for s in report.signals])
+        emit_json([s.model_dump(mode="json", exclude_none=True) for s in report.signals])
     else:
         table = Table("ts", "type", "intensity", "summary", "context", "source")
         for s in report.signals:
@@ -660,7 +508,7 @@ def signals_cmd(
         out.print(table)
     if report.malformed:
         err.print(f"gep: {report.malformed} malformed line(s) skipped", markup=False, highlight=False)
-    _warn(report.warnings)
+    warn(report.warnings)
 
 
 # ------------------------------------------------------------------ serve
@@ -805,16 +653,17 @@ def _exit(code: int) -> None:
 
 
 def _click_exception_types() -> tuple[tuple[type[ClickException], ...], tuple[type[NoArgsIsHelpError], ...]]:
-    """Click's exception classes: typer >= 0.2x raises those of its vendored copy, older ones click's own."""
-    import click.exceptions
-
-    modules: list[Any] = [click.exceptions]
+    """Click's exception classes: typer >= 0.2x raises those of its vendored copy (imported with typer
+    already), older ones click's own (imported only then: ~0.02 s)."""
+    modules: list[Any] = []
     try:
         from typer._click import exceptions as vendored
 
         modules.append(vendored)
     except ImportError:
-        pass
+        import click.exceptions  # deferred: only for a typer that has no copy of click (see above)
+
+        modules.append(click.exceptions)
     return (tuple(m.ClickException for m in modules),
             tuple(m.NoArgsIsHelpError for m in modules if hasattr(m, "NoArgsIsHelpError")))
 

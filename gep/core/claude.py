@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.deadline import left
 from gep.core.records import MutatorMetrics
 
@@ -50,7 +50,7 @@ def claude_client(api_key: str, env: Mapping[str, str], *, max_retries: int, tim
         def _calculate_retry_timeout(self, remaining_retries: int, options: Any,
                                      response_headers: Any = None) -> float:
             wait = min(super()._calculate_retry_timeout(remaining_retries, options, response_headers),
-                       C.ANTHROPIC_MAX_RETRY_WAIT_S)
+                       constants.ANTHROPIC_MAX_RETRY_WAIT_S)
             remaining = left(bound.at)
             if wait + 1.0 >= remaining:
                 raise OutOfTime(f"the Messages API asked to wait {wait:.0f} s before retrying, past the cycle's "

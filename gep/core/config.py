@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.errors import ConfigError, WorkspaceError
 from gep.core.safe_files import Unreadable, printable, read_text_capped
 
@@ -39,9 +39,9 @@ DEFAULT_ENV_DIRS = [".venv", "venv", "node_modules", ".tox"]
 # Counts and limits that are only compared against:
 Count = Annotated[int, Field(ge=0, le=10**12)]
 # ... that size a buffer or a read: a typo must not allocate terabytes
-TailBytes = Annotated[int, Field(ge=0, le=C.SETTINGS_MAX_TAIL_BYTES)]
-Chars = Annotated[int, Field(ge=0, le=C.SETTINGS_MAX_TAIL_BYTES)]
-Seconds = Annotated[float, Field(gt=0, le=C.SETTINGS_MAX_TIMEOUT_S)]  # a timeout: 0 or less disables nothing
+TailBytes = Annotated[int, Field(ge=0, le=constants.SETTINGS_MAX_TAIL_BYTES)]
+Chars = Annotated[int, Field(ge=0, le=constants.SETTINGS_MAX_TAIL_BYTES)]
+Seconds = Annotated[float, Field(gt=0, le=constants.SETTINGS_MAX_TIMEOUT_S)]  # a timeout: 0 or less disables nothing
 Hours = Annotated[float, Field(ge=0, le=24 * 366 * 100)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 # what `learning_off` can name (gep/core/learning_switch.py says what each one gates)
@@ -71,23 +71,23 @@ class Settings(BaseModel):
         # {claude_project}: where Claude Code keeps this workspace's sessions (see gep/signals/sources.py)
         default_factory=lambda: ["sessions/**/*.jsonl", ".claude/projects/**/*.jsonl", "{claude_project}/*.jsonl"]
     )
-    log_tail_bytes: TailBytes = C.LOG_TAIL_BYTES
-    memory_tail_bytes: TailBytes = C.MEMORY_TAIL_BYTES
-    user_tail_bytes: TailBytes = C.USER_TAIL_BYTES
-    transcript_tail_bytes: TailBytes = C.TRANSCRIPT_TAIL_BYTES
+    log_tail_bytes: TailBytes = constants.LOG_TAIL_BYTES
+    memory_tail_bytes: TailBytes = constants.MEMORY_TAIL_BYTES
+    user_tail_bytes: TailBytes = constants.USER_TAIL_BYTES
+    transcript_tail_bytes: TailBytes = constants.TRANSCRIPT_TAIL_BYTES
     # sessions last written longer ago are not read (stale talk is not a signal); 0: no limit
-    transcript_max_age_hours: Hours = C.TRANSCRIPT_MAX_AGE_HOURS
-    max_source_files: int = Field(default=C.MAX_SOURCE_FILES, ge=0, le=1000)
+    transcript_max_age_hours: Hours = constants.TRANSCRIPT_MAX_AGE_HOURS
+    max_source_files: int = Field(default=constants.MAX_SOURCE_FILES, ge=0, le=1000)
 
     # selection and strategy
     strategy: str | None = None
-    ban_cycles: int = Field(default=C.BAN_CYCLES, ge=0, le=100_000)
-    dominance_share: Share = C.DOMINANCE_SHARE
-    dominance_window: int = Field(default=C.DOMINANCE_WINDOW, ge=1, le=100_000)
+    ban_cycles: int = Field(default=constants.BAN_CYCLES, ge=0, le=100_000)
+    dominance_share: Share = constants.DOMINANCE_SHARE
+    dominance_window: int = Field(default=constants.DOMINANCE_WINDOW, ge=1, le=100_000)
     # feedback (seed 003): share of a gene's rank taken by its usefulness score; the rest is the memory
     # graph's expected success. Keep it low: a heavy weight makes a filter bubble (drift and the dominance
     # cap still apply)
-    usefulness_weight: Share = C.USEFULNESS_WEIGHT
+    usefulness_weight: Share = constants.USEFULNESS_WEIGHT
 
     # learning (gep/core/learning_switch.py): "off" is the plain engine (selection by signal match, drift and the
     # dominance cap; nothing learned reaches selection or the prompt); learning_off switches single mechanisms off
@@ -95,20 +95,20 @@ class Settings(BaseModel):
     learning_off: list[LearningMechanism] = Field(default_factory=list)
 
     # lessons (seed 004): recalled for the prompt by recency and strength
-    lesson_recency_weight: Share = C.LESSON_RECENCY_WEIGHT
-    lesson_limit: int = Field(default=C.LESSON_RECALL_LIMIT, ge=0, le=10_000)
-    lesson_prompt_chars: Chars = C.LESSON_PROMPT_CHARS
+    lesson_recency_weight: Share = constants.LESSON_RECENCY_WEIGHT
+    lesson_limit: int = Field(default=constants.LESSON_RECALL_LIMIT, ge=0, le=10_000)
+    lesson_prompt_chars: Chars = constants.LESSON_PROMPT_CHARS
     # the context a new agent session receives (gep capture's SessionStart answer, `gep context`)
-    context_chars: Chars = C.CONTEXT_CHARS
+    context_chars: Chars = constants.CONTEXT_CHARS
     # unresolved conflicts on one topic that make the next cycle on it ask for a synthesis
-    lesson_synthesis_threshold: int = Field(default=C.LESSON_SYNTHESIS_THRESHOLD, ge=1, le=10_000)
+    lesson_synthesis_threshold: int = Field(default=constants.LESSON_SYNTHESIS_THRESHOLD, ge=1, le=10_000)
     # tokens Claude-driven (anthropic mutator) cycles of this workspace may use per UTC day, as the mutator's
     # metrics count them; once spent, such cycles are skipped with the reason until the next day (unset: no cap)
     daily_token_budget: int | None = Field(default=None, ge=0, le=10**12)
 
     # solidify
-    hard_cap_files: Count = C.HARD_CAP_FILES
-    hard_cap_lines: Count = C.HARD_CAP_LINES
+    hard_cap_files: Count = constants.HARD_CAP_FILES
+    hard_cap_lines: Count = constants.HARD_CAP_LINES
     hard_cap_bytes: Count = 2_000_000  # bytes added + deleted per cycle (2 MB)
     protected_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_PROTECTED))
     command_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWLIST))
@@ -121,13 +121,13 @@ class Settings(BaseModel):
     max_output_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, le=2**40)  # a command printing more is killed
     # extra environment variables validation receives (credential-like names and values are dropped anyway)
     validation_env: list[str] = Field(default_factory=list)
-    validation_timeout_s: Seconds = C.VALIDATION_TIMEOUT_S
+    validation_timeout_s: Seconds = constants.VALIDATION_TIMEOUT_S
     # this workspace's validation commands, run instead of every gene's own (empty: each gene's own); for a
     # machine where a gene's checks cannot run (pytest not installed ...)
     validation: list[str] = Field(default_factory=list)
-    output_cap_chars: Chars = C.OUTPUT_CAP_CHARS
+    output_cap_chars: Chars = constants.OUTPUT_CAP_CHARS
     canary: str = "compileall"  # "compileall" (byte-compile changed .py files), "none", or a command
-    lock_timeout_s: float = Field(default=C.LOCK_TIMEOUT_S, ge=0, le=C.SETTINGS_MAX_TIMEOUT_S)  # 0: try once
+    lock_timeout_s: float = Field(default=constants.LOCK_TIMEOUT_S, ge=0, le=constants.SETTINGS_MAX_TIMEOUT_S)  # 0: try once
     branch: str | None = None
 
     # git isolation (gep/git/): folders the checks need that git ignores, linked read-only into a cycle's
@@ -140,12 +140,12 @@ class Settings(BaseModel):
     # prompt and mutators
     mutator: str | None = None
     model: str = "claude-sonnet-4-6"
-    max_turns: int = Field(default=C.MAX_TURNS, ge=1, le=10_000)
-    max_tokens_per_cycle: Count = C.MAX_TOKENS_PER_CYCLE
-    prompt_context_chars: Chars = C.PROMPT_CONTEXT_CHARS
+    max_turns: int = Field(default=constants.MAX_TURNS, ge=1, le=10_000)
+    max_tokens_per_cycle: Count = constants.MAX_TOKENS_PER_CYCLE
+    prompt_context_chars: Chars = constants.PROMPT_CONTEXT_CHARS
     agent_cmd: str | None = None
-    agent_timeout_s: Seconds = C.AGENT_TIMEOUT_S
-    cycle_timeout_s: Seconds = C.CYCLE_TIMEOUT_S  # a whole cycle: past it, it fails and its change is saved
+    agent_timeout_s: Seconds = constants.AGENT_TIMEOUT_S
+    cycle_timeout_s: Seconds = constants.CYCLE_TIMEOUT_S  # a whole cycle: past it, it fails and its change is saved
 
     # gene pool (issue 16)
     # validation for genes the engine writes (automatic and distilled genes): the seed genes' Python defaults
@@ -213,7 +213,7 @@ def _from_toml(path: Path) -> dict[str, Any]:  # JSON edge: the file's values, v
     """gep.toml's settings ({} when there is none); a ConfigError when it cannot be used."""
     where = printable(path)
     try:
-        text = read_text_capped(path, C.CONFIG_FILE_MAX_BYTES, within=path.parent)
+        text = read_text_capped(path, constants.CONFIG_FILE_MAX_BYTES, within=path.parent)
     except FileNotFoundError:
         return {}
     except UnicodeDecodeError:

@@ -133,6 +133,15 @@ def deletion_record(lesson: Lesson, *, who: str, why: str, at: datetime) -> Less
 FixStatus = Literal["pending", "verified", "did_not_hold"]
 
 
+# the signals that name one problem (an error line, a request), as against generic ones (log_error ...):
+# a fix is judged on these first (gep/learning/resolved.py); `gep history` names them
+SPECIFIC_PREFIXES = ("errsig:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
+
+
+def is_specific(signal: str) -> bool:
+    return signal.startswith(SPECIFIC_PREFIXES)
+
+
 class Resolution(BaseModel):
     """What a committed fix addressed, and where the logs stood when it was committed."""
 

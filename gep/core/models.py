@@ -7,6 +7,7 @@ by an export loses nothing.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -373,7 +374,7 @@ class EventMeta(BaseModel):
             if data[name] is None:
                 continue
             try:
-                _META_ADAPTERS[name].validate_python(data[name])
+                _meta_adapter(name).validate_python(data[name])
             except ValidationError:
                 foreign[name] = data[name]
         if not foreign:
@@ -403,9 +404,12 @@ class EventMeta(BaseModel):
         self.warnings = [*(self.warnings or []), warning]
 
 
-_META_ADAPTERS: dict[str, TypeAdapter[Any]] = {
-    name: TypeAdapter(Any if field.annotation is None else field.annotation)
-    for name, field in EventMeta.model_fields.items()}
+@functools.cache
+def _meta_adapter(name: str) -> TypeAdapter[Any]:
+    """The validator of one EventMeta field, built on first use: building all of them at import took a
+    store-only command ~0.1 s of its start (bench/cli.py), and an event holds a few of them."""
+    annotation = EventMeta.model_fields[name].annotation
+    return TypeAdapter(Any if annotation is None else annotation)
 
 
 class EvolutionEvent(GepModel):

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.records import InputWarning
 from gep.core.sanitize import redact
 
@@ -85,7 +85,7 @@ def note(sink: list[InputWarning] | None, warning: InputWarning) -> None:
     if sink is None:
         log.warning("%s", warning)
         return
-    if len(sink) < C.INPUT_WARNINGS_MAX:
+    if len(sink) < constants.INPUT_WARNINGS_MAX:
         sink.append(warning)
         return
     last = sink[-1]
@@ -193,8 +193,8 @@ class Walked(NamedTuple):
 Prune = Callable[[str], bool]
 
 
-def walk(top: Path, *, prune: Prune | None = None, max_depth: int = C.WALK_MAX_DEPTH,
-         max_entries: int | None = C.WALK_MAX_ENTRIES, warnings: list[InputWarning] | None = None,
+def walk(top: Path, *, prune: Prune | None = None, max_depth: int = constants.WALK_MAX_DEPTH,
+         max_entries: int | None = constants.WALK_MAX_ENTRIES, warnings: list[InputWarning] | None = None,
          root: Path | None = None) -> Iterator[Walked]:
     """Every entry under ``top``, sorted by name, each directory's entries before those of its
     subdirectories (as ``os.walk`` top-down), without entering symlinked directories or those ``prune``

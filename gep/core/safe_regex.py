@@ -70,25 +70,25 @@ def _explain(reason: str) -> str:
 
 def _check_subset(tree: Any, repeated: bool = False) -> None:  # pragma: no cover - without google-re2
     """Refuse what makes ``re`` backtrack without bound, walking Python's own parse tree."""
-    from re import _constants as K  # type: ignore[attr-defined]
+    from re import _constants  # type: ignore[attr-defined]
 
     for op, arg in tree:
-        if op in (K.GROUPREF, K.GROUPREF_EXISTS):
+        if op in (_constants.GROUPREF, _constants.GROUPREF_EXISTS):
             raise UnsafePattern("backreferences are not supported (they need backtracking)")
-        if op in (K.ASSERT, K.ASSERT_NOT):
+        if op in (_constants.ASSERT, _constants.ASSERT_NOT):
             raise UnsafePattern("lookarounds are not supported (they need backtracking)")
-        if op in (K.MAX_REPEAT, K.MIN_REPEAT, K.POSSESSIVE_REPEAT):
+        if op in (_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT):
             if repeated:
                 raise UnsafePattern("a repetition inside a repetition may backtrack without bound")
             _check_subset(arg[2], True)
-        elif op is K.BRANCH:
+        elif op is _constants.BRANCH:
             if repeated and len(arg[1]) > 1:
                 raise UnsafePattern("alternatives inside a repetition may backtrack without bound")
             for branch in arg[1]:
                 _check_subset(branch, repeated)
-        elif op is K.SUBPATTERN:
+        elif op is _constants.SUBPATTERN:
             _check_subset(arg[-1], repeated)
-        elif op in (K.ATOMIC_GROUP,):
+        elif op in (_constants.ATOMIC_GROUP,):
             _check_subset(arg, repeated)
 
 

@@ -10,7 +10,7 @@ import re
 from pydantic import BaseModel, Field
 
 from gep.assets.gene_files import is_valid_gene_id
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import CONFIG_FILE, GEP_DIR, Settings
 from gep.core.forbidden_paths import is_forbidden
 from gep.core.models import EvolutionEvent, Gene, Intent, Mutation, RiskLevel, ValidationReport
@@ -42,12 +42,12 @@ def classify_blast(files: int, lines: int, max_files: int, settings: Settings, b
         return "hard_cap_breach", (f"hard cap breach: {files} files / {lines} lines / {bytes_changed} bytes exceeds "
                                    f"the limit ({settings.hard_cap_files} files / {settings.hard_cap_lines} lines / "
                                    f"{settings.hard_cap_bytes} bytes)")
-    if files > max_files * C.CRITICAL_RATIO:
-        return "critical_overrun", (f"critical overrun: {files} files > {max_files * C.CRITICAL_RATIO:g} "
-                                    f"({C.CRITICAL_RATIO:g}x the gene's max_files {max_files})")
+    if files > max_files * constants.CRITICAL_RATIO:
+        return "critical_overrun", (f"critical overrun: {files} files > {max_files * constants.CRITICAL_RATIO:g} "
+                                    f"({constants.CRITICAL_RATIO:g}x the gene's max_files {max_files})")
     if files > max_files:
         return "exceeded", f"max_files exceeded: {files} > {max_files}"
-    if files > max_files * C.APPROACHING_RATIO:
+    if files > max_files * constants.APPROACHING_RATIO:
         return "approaching_limit", f"approaching limit: {files} / {max_files} files ({round(files / max_files * 100)}%)"
     return "within_limit", f"{files} / {max_files} files"
 
@@ -58,7 +58,7 @@ def check_constraints(*, tc: TreeChange, tree: CycleTree, gene: Gene, settings: 
     clone's change wrote included)."""
     out = ConstraintCheck()
     limit = gene.constraints.max_files or 0
-    max_files = limit if limit > 0 else C.DEFAULT_MAX_FILES
+    max_files = limit if limit > 0 else constants.DEFAULT_MAX_FILES
     radius = tc.radius
     out.severity, out.severity_message = classify_blast(radius.files, radius.lines, max_files, settings, radius.bytes)
     if out.severity == "approaching_limit":
@@ -114,8 +114,8 @@ def _protected_violations(tree: CycleTree, tc: TreeChange, paths: list[str], edi
         if not now[0].startswith("100"):
             out.append(f"protected file replaced by something that is not a regular file: {rel}")
             continue
-        if tree.blob_size(now[1]) > C.PROTECTED_FILE_MAX_BYTES:
-            out.append(f"protected file not checked (larger than {C.PROTECTED_FILE_MAX_BYTES:,} bytes): {rel}")
+        if tree.blob_size(now[1]) > constants.PROTECTED_FILE_MAX_BYTES:
+            out.append(f"protected file not checked (larger than {constants.PROTECTED_FILE_MAX_BYTES:,} bytes): {rel}")
             continue
         data = tree.blob(now[1])
         if not data.strip():
@@ -195,11 +195,11 @@ def commit_message(intent: str, summary: str, event: EvolutionEvent, gene: Gene,
             subject = " ".join(line.split())
             break
     subject = subject or " ".join((mutation.expected_effect or gene.summary or f"apply {gene.id}").split())
-    if len(subject) > C.COMMIT_SUBJECT_CHARS:
-        subject = subject[: C.COMMIT_SUBJECT_CHARS - 3].rstrip() + "..."
+    if len(subject) > constants.COMMIT_SUBJECT_CHARS:
+        subject = subject[: constants.COMMIT_SUBJECT_CHARS - 3].rstrip() + "..."
     signals = ", ".join(" ".join(redact(_signal_name(s)).split()) for s in event.signals)
-    if len(signals) > C.COMMIT_SIGNALS_CHARS:
-        signals = signals[: C.COMMIT_SIGNALS_CHARS - 3].rstrip() + "..."
+    if len(signals) > constants.COMMIT_SIGNALS_CHARS:
+        signals = signals[: constants.COMMIT_SIGNALS_CHARS - 3].rstrip() + "..."
     trailers = [f"GEP-Event: {_trailer_value(event.id)}", f"GEP-Gene: {_trailer_value(gene.id)}",
                 f"GEP-Mutation: {_trailer_value(mutation.id)}"]
     if signals:

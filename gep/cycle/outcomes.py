@@ -5,7 +5,7 @@ change saved as a patch; a person's tree never touched).
 
 from __future__ import annotations
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import RunLimits
 from gep.core.errors import GepError
 from gep.core.models import (
@@ -96,7 +96,7 @@ def _end_tree(ctx: CycleContext, tree: CycleTree | None, event: EvolutionEvent) 
         event.meta.empty_cycle = radius.files == 0 if event.meta.empty_cycle is None else event.meta.empty_cycle
     except GepError:  # the failure being recorded matters more; empty by default
         tc = None
-    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
+    event.outcome = Outcome(status=OutcomeStatus.failed, score=constants.FAILURE_SCORE)
     ctx.store.add_event(event)  # the final record first: a crash while discarding keeps the real reasons
     if tree.mode == "clone":
         rescue = tree.discard(tc)
@@ -130,7 +130,7 @@ def fail_cycle(ctx: CycleContext, state: CycleState, event: EvolutionEvent | Non
     if run is not None and run.status == "running":
         _end_tree(ctx, state.tree, event)
         ctx.store.close_run(run.event_id)
-    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
+    event.outcome = Outcome(status=OutcomeStatus.failed, score=constants.FAILURE_SCORE)
     if event.meta.empty_cycle is None:
         event.meta.empty_cycle = True
     ctx.store.add_event(event)

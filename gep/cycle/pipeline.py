@@ -17,12 +17,12 @@ from typing import NamedTuple
 
 from gep.core import deadline
 from gep.core.models import EvolutionEvent, utc_now
-from gep.cycle import stages as S
+from gep.cycle import stages as cycle_stages
 from gep.cycle.context import Clock, CycleContext, CycleRequest, open_cycle
 from gep.cycle.outcomes import describe_error
 from gep.cycle.state import Approve
 
-StageFn = Callable[[CycleContext, S.CycleState], S.CycleState]
+StageFn = Callable[[CycleContext, cycle_stages.CycleState], cycle_stages.CycleState]
 
 
 class Stage(NamedTuple):
@@ -31,24 +31,24 @@ class Stage(NamedTuple):
 
 
 STAGES: list[Stage] = [
-    Stage("collect sources", S.collect),
-    Stage("extract signals", S.extract),
-    Stage("analyse history", S.analyse),
-    Stage("gate", S.gate),
-    Stage("select", S.select),
-    Stage("build mutation", S.mutate),
-    Stage("record baseline", S.begin),
-    Stage("apply", S.apply),
-    Stage("solidify", S.solidify_stage),
+    Stage("collect sources", cycle_stages.collect),
+    Stage("extract signals", cycle_stages.extract),
+    Stage("analyse history", cycle_stages.analyse),
+    Stage("gate", cycle_stages.gate),
+    Stage("select", cycle_stages.select),
+    Stage("build mutation", cycle_stages.mutate),
+    Stage("record baseline", cycle_stages.begin),
+    Stage("apply", cycle_stages.apply),
+    Stage("solidify", cycle_stages.solidify_stage),
 ]
-RECORD = Stage("record", S.record)  # after every cycle, whatever its outcome
+RECORD = Stage("record", cycle_stages.record)  # after every cycle, whatever its outcome
 RESUME_AT = "solidify"  # where finishing a cycle that awaited changes starts
 
 
 class Hooks:
     """How a runner wraps the pipeline. The plain runner calls stages directly; the flow overrides these."""
 
-    def run(self, stage: Stage, ctx: CycleContext, state: S.CycleState) -> S.CycleState:
+    def run(self, stage: Stage, ctx: CycleContext, state: cycle_stages.CycleState) -> cycle_stages.CycleState:
         return stage.fn(ctx, state)
 
     def approver(self, ctx: CycleContext) -> Approve | None:
@@ -58,26 +58,26 @@ class Hooks:
     def drafted(self, ctx: CycleContext, event: EvolutionEvent) -> None:
         """The event's gene and intent are known (the flow names and tags its run)."""
 
-    def finished(self, ctx: CycleContext, state: S.CycleState) -> None:
+    def finished(self, ctx: CycleContext, state: cycle_stages.CycleState) -> None:
         """The outcome is recorded (or the tick skipped); ``state.event`` is the final event."""
 
 
 class CycleFailed(Exception):
     """A stage raised; the failure is recorded in ``state.event``. ``__cause__`` is what the stage raised."""
 
-    def __init__(self, state: S.CycleState):
+    def __init__(self, state: cycle_stages.CycleState):
         super().__init__(state.event.meta.failure_reasons[-1] if state.event and state.event.meta.failure_reasons
                          else "the cycle failed")
         self.state = state
 
 
-def run_pipeline(ctx: CycleContext, state: S.CycleState | None = None, hooks: Hooks | None = None,
-                 start: str | None = None) -> S.CycleState:
+def run_pipeline(ctx: CycleContext, state: cycle_stages.CycleState | None = None, hooks: Hooks | None = None,
+                 start: str | None = None) -> cycle_stages.CycleState:
     """Run the stages from ``start`` (default: the first) until one settles the outcome, then ``record``.
 
     Raises :class:`CycleFailed` (after recording the failed cycle) when a stage raised."""
     hooks = hooks or Hooks()
-    state = state or S.CycleState()
+    state = state or cycle_stages.CycleState()
     state.approve = hooks.approver(ctx) if ctx.request.review else None
     stages = list(STAGES)
     names = [s.name for s in stages]
@@ -92,7 +92,7 @@ def run_pipeline(ctx: CycleContext, state: S.CycleState | None = None, hooks: Ho
             if state.done:
                 break
     except Exception as exc:  # whatever broke, the workspace is restored and the cycle recorded (then re-raised)
-        state = S.fail(ctx, state, describe_error(exc))
+        state = cycle_stages.fail(ctx, state, describe_error(exc))
         state = hooks.run(RECORD, ctx, state)
         hooks.finished(ctx, state)
         raise CycleFailed(state) from exc

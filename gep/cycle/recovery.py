@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.errors import GepError
 from gep.core.hashing import compute_asset_id
 from gep.core.models import BlastRadius, CycleRun, EvolutionEvent, Outcome, OutcomeStatus
@@ -88,7 +88,7 @@ def _finish(repo: Repo, store: Store, run: CycleRun, radius: Radius | None, resu
                         "recorded as interrupted")
     else:
         named = [b for b in [run.pending.branch] if b]
-        found = find_event_commit(repo, run.event_id, since=run.head_sha, depth=C.RECOVERY_LOG_DEPTH, branches=named)
+        found = find_event_commit(repo, run.event_id, since=run.head_sha, depth=constants.RECOVERY_LOG_DEPTH, branches=named)
     if found is not None:
         out = _record_committed(repo, store, run, stored, *found)
     elif run.event_id in resumable:
@@ -117,7 +117,7 @@ def _record_committed(repo: Repo, store: Store, run: CycleRun, stored: Evolution
     prepared = run.pending.solidify
     event = prepared.event.model_copy(deep=True) if prepared else stored or EvolutionEvent(id=run.event_id)
     delivery, command = _where(repo, ref)
-    event.outcome = Outcome(status=OutcomeStatus.success, score=C.SUCCESS_SCORE)
+    event.outcome = Outcome(status=OutcomeStatus.success, score=constants.SUCCESS_SCORE)
     m = event.meta
     m.commit, m.delivery, m.merge_command = commit, delivery, command  # type: ignore[assignment]
     m.branch = run.branch if ref == "HEAD" else ref

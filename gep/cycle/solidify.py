@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings, validation_commands
 from gep.core.errors import WorkspaceError
 from gep.core.hashing import compute_asset_id
@@ -173,7 +173,7 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
     except WorkspaceError as exc:  # the engine's own git could not read the change (issue 32)
         return unreadable_change(inp, event, f"git: the engine could not read the change: {exc}")
     reasons = [] if checked.empty else checked.reasons()
-    diff = inp.tree.diff(checked.tc, C.DIFF_SNAPSHOT_CHARS)
+    diff = inp.tree.diff(checked.tc, constants.DIFF_SNAPSHOT_CHARS)
     summary = inp.summary or diff_subject(checked.tc.paths, diff)  # what changed, not the gene's template
     message = commit_message(str(event.intent), summary, event, inp.gene, inp.mutation)
     if not checked.empty and not reasons and inp.approve is not None and not inp.approve(
@@ -286,12 +286,12 @@ def commit_and_deliver(inp: SolidifyInput, event: EvolutionEvent, checked: Check
     reasons are in ``event.meta.failure_reasons``)."""
     store, radius = inp.store, checked.tc.radius
     capsule = Capsule(id=capsule_id_for(event.id), trigger=event.signals[:8], gene=inp.gene.id,
-                      summary=message.splitlines()[0].split(": ", 1)[-1], confidence=C.SUCCESS_SCORE,
+                      summary=message.splitlines()[0].split(": ", 1)[-1], confidence=constants.SUCCESS_SCORE,
                       blast_radius=BlastRadius(files=radius.files, lines=radius.lines, bytes=radius.bytes),
-                      outcome=Outcome(status="success", score=C.SUCCESS_SCORE),
+                      outcome=Outcome(status="success", score=constants.SUCCESS_SCORE),
                       success_streak=success_streak(store, inp.gene.id, event.id), diff=diff,
                       schema_version=SCHEMA_VERSION)
-    event.outcome = Outcome(status=OutcomeStatus.success, score=C.SUCCESS_SCORE)
+    event.outcome = Outcome(status=OutcomeStatus.success, score=constants.SUCCESS_SCORE)
     event.capsule_id = capsule.id
     inp.run.pending.solidify = PreparedSuccess(event=event.model_copy(deep=True), capsule=capsule, branch=inp.branch)
     _save_stage(inp, "committing")
@@ -337,15 +337,15 @@ def discard_change(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, 
     failed: FailedCapsule | None = FailedCapsule(
         id=failed_capsule_id_for(event.id), gene=gene.id, trigger=event.signals[:8],
         summary=f"Failed: {gene.id} on signals [{', '.join(event.signals[:3]) or 'none'}]",
-        outcome=Outcome(status="failed", score=C.FAILURE_SCORE), diff_snapshot=diff,
-        failure_reason="; ".join(reasons)[: C.FAILURE_REASON_CHARS],
+        outcome=Outcome(status="failed", score=constants.FAILURE_SCORE), diff_snapshot=diff,
+        failure_reason="; ".join(reasons)[: constants.FAILURE_REASON_CHARS],
         constraint_violations=checked.check.violations, blast_radius=event.blast_radius,
         created_at=iso(inp.now()), schema_version=SCHEMA_VERSION)
     if event.meta.host_failure is not None:
         failed = None
     else:
         store.add_failed_capsule(with_asset_id(failed))
-    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
+    event.outcome = Outcome(status=OutcomeStatus.failed, score=constants.FAILURE_SCORE)
     event.meta.failure_reasons = reasons
     store.add_event(with_asset_id(event))
     _save_stage(inp, "discarding")
@@ -389,7 +389,7 @@ def unreadable_change(inp: SolidifyInput, event: EvolutionEvent, reason: str) ->
         inp.run.pending.event, inp.run.pending.solidify = event.model_copy(deep=True), None
         inp.store.save_run(inp.run)
         return SolidifyResult(event=event, report=report)
-    event.outcome = Outcome(status=OutcomeStatus.failed, score=C.FAILURE_SCORE)
+    event.outcome = Outcome(status=OutcomeStatus.failed, score=constants.FAILURE_SCORE)
     inp.store.add_event(with_asset_id(event))  # the final record first: a crash while discarding keeps it
     _save_stage(inp, "discarding")
     rescue = inp.tree.discard()

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from gep.assets.gene_files import workspace_genes
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings, validation_commands
 from gep.core.deadline import bounded
 from gep.core.learning_switch import learning_switch
@@ -75,7 +75,7 @@ from gep.signals.rules import analyze_recent_history, extract_signals
 from gep.signals.sources import collect_sources, collect_tails
 from gep.store import Store, after_cycle
 
-HISTORY_EVENTS = max(C.HISTORY_WINDOW, C.DOMINANCE_WINDOW, C.BAN_CYCLES) + 10
+HISTORY_EVENTS = max(constants.HISTORY_WINDOW, constants.DOMINANCE_WINDOW, constants.BAN_CYCLES) + 10
 NO_GENE = "no gene matched the signals (or every match is banned)"
 
 
@@ -96,7 +96,7 @@ def finished_events(ctx: CycleContext, limit: int) -> list[EvolutionEvent]:
 
 
 def extract(ctx: CycleContext, state: CycleState) -> CycleState:
-    state.events = finished_events(ctx, HISTORY_EVENTS)[-C.HISTORY_WINDOW:]
+    state.events = finished_events(ctx, HISTORY_EVENTS)[-constants.HISTORY_WINDOW:]
     s = state.sources
     state.signals = extract_signals(recent_session_transcript=s.recent_session_transcript, today_log=s.today_log,
                                     memory_snippet=s.memory_snippet, user_snippet=s.user_snippet,
@@ -282,7 +282,7 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     assert state.tree is not None
     event, gene = state.event, state.gene
     use = learning_switch(ctx.settings)
-    history = ([e for e in ctx.store.recent_events(C.HISTORY_TAIL) if e.id != event.id]
+    history = ([e for e in ctx.store.recent_events(constants.HISTORY_TAIL) if e.id != event.id]
                if use.on("recent_outcomes") else [])
     memory = recall_for_prompt(ctx, gene, state.signals) if use.on("lessons") else PromptMemory()
     event.meta.lessons_recalled, event.meta.synthesis_of = memory.lesson_ids or None, memory.synthesis_of or None

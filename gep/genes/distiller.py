@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.claude import claude_client
 from gep.core.config import Settings
 from gep.core.hashing import compute_asset_id
@@ -637,8 +637,8 @@ def parse_proposal(data: object) -> Gene:
 class ClaudeGeneProposer:
     name = "claude"
 
-    def __init__(self, settings: Settings, env: Mapping[str, str], *, max_retries: int = C.ANTHROPIC_MAX_RETRIES,
-                 timeout_s: float = C.ANTHROPIC_TIMEOUT_S) -> None:
+    def __init__(self, settings: Settings, env: Mapping[str, str], *, max_retries: int = constants.ANTHROPIC_MAX_RETRIES,
+                 timeout_s: float = constants.ANTHROPIC_TIMEOUT_S) -> None:
         self.model = settings.model
         self.client = claude_client(env["ANTHROPIC_API_KEY"], env, max_retries=max_retries, timeout_s=timeout_s)
 
@@ -648,7 +648,7 @@ class ClaudeGeneProposer:
         tool: ToolParam = {"name": TOOL_NAME, "description": "Propose the distilled Gene.", "input_schema": gene_tool_schema()}
         try:
             reply = self.client.messages.create(
-                model=self.model, max_tokens=C.MAX_OUTPUT_TOKENS_PER_TURN, system=SYSTEM_PROMPT, tools=[tool],
+                model=self.model, max_tokens=constants.MAX_OUTPUT_TOKENS_PER_TURN, system=SYSTEM_PROMPT, tools=[tool],
                 tool_choice={"type": "tool", "name": TOOL_NAME},
                 messages=[{"role": "user", "content": _user_prompt(request)}])
         except anthropic.APIError as exc:

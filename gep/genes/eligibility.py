@@ -26,7 +26,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.core.errors import GepError
 from gep.core.learned import GeneStatus as GeneStatus
@@ -187,7 +187,7 @@ def _npm_problem(workspace: Path, args: Sequence[str]) -> str | None:
     if script is None:
         return None
     try:
-        scripts = json.loads(read_text_capped(pkg, C.BUILD_FILE_MAX_BYTES)).get("scripts") or {}
+        scripts = json.loads(read_text_capped(pkg, constants.BUILD_FILE_MAX_BYTES)).get("scripts") or {}
     except Unreadable as exc:  # a FIFO or a device in its place would block or fill the memory
         return f"package.json not read: {exc.reason}"
     except (ValueError, UnicodeDecodeError, AttributeError, OSError):
@@ -224,7 +224,7 @@ def _make_problem(workspace: Path, args: Sequence[str]) -> str | None:
     if path is None or not path.is_file():
         return f"{makefile or 'Makefile'} not found in the workspace"
     try:
-        text = read_text_capped(path, C.BUILD_FILE_MAX_BYTES, errors="replace")
+        text = read_text_capped(path, constants.BUILD_FILE_MAX_BYTES, errors="replace")
     except Unreadable as exc:  # a FIFO, a device, too large
         return f"{path.name} not read: {exc.reason}"
     except OSError as exc:

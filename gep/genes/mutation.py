@@ -24,7 +24,7 @@ import random
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.models import Gene, Intent, Mutation, PersonalityState, RiskLevel
 from gep.genes.strategy import StrategyPreset
 from gep.signals.behavior import USER_CORRECTION_REPEATED, USER_FRUSTRATION, USER_PREFERENCE, USER_STYLE
@@ -135,14 +135,14 @@ def is_high_risk_personality(p: PersonalityState | None) -> bool:
     """Low rigor or high risk tolerance (reference rule); no personality is not high risk."""
     if p is None:
         return False
-    return p.rigor < C.HIGH_RISK_RIGOR_BELOW or p.risk_tolerance > C.HIGH_RISK_TOLERANCE_ABOVE
+    return p.rigor < constants.HIGH_RISK_RIGOR_BELOW or p.risk_tolerance > constants.HIGH_RISK_TOLERANCE_ABOVE
 
 
 def is_high_risk_mutation_allowed(p: PersonalityState | None) -> bool:
     """High risk only with rigor >= 0.6 and risk tolerance <= 0.5 (no personality: not allowed)."""
     if p is None:
         return False
-    return p.rigor >= C.HIGH_RISK_ALLOWED_RIGOR_MIN and p.risk_tolerance <= C.HIGH_RISK_ALLOWED_TOLERANCE_MAX
+    return p.rigor >= constants.HIGH_RISK_ALLOWED_RIGOR_MIN and p.risk_tolerance <= constants.HIGH_RISK_ALLOWED_TOLERANCE_MAX
 
 
 def build_mutation(

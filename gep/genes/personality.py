@@ -20,7 +20,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.models import EvolutionEvent, PersonalityState, iso
 from gep.core.records import PersonalityMutation, PersonalityRecord
 from gep.genes.mutation import has_opportunity_signal
@@ -61,7 +61,7 @@ def normalize(state: PersonalityState) -> PersonalityState:
     return PersonalityState(**{t: clamp01(float(getattr(state, t))) for t in TRAITS})
 
 
-def _round_step(x: float, step: float = C.PERSONALITY_KEY_STEP) -> str:
+def _round_step(x: float, step: float = constants.PERSONALITY_KEY_STEP) -> str:
     # JavaScript's Math.round (half up), then toFixed(1), as the reference builds the key
     return f"{math.floor(x / step + 0.5) * step:.1f}"
 
@@ -92,7 +92,7 @@ def personality_score(entry: PersonalityStatEntry) -> float:
 
 def best_known(stats: PersonalityStats, rng: random.Random) -> tuple[str, float] | None:
     scored = [(k, personality_score(e)) for k, e in sorted(stats.entries.items())
-              if e.total >= C.PERSONALITY_BEST_MIN_SAMPLES]
+              if e.total >= constants.PERSONALITY_BEST_MIN_SAMPLES]
     if not scored:
         return None
     top = max(s for _, s in scored)
@@ -177,15 +177,15 @@ def select_personality(
         diffs = sorted(((t, getattr(target, t) - getattr(state, t)) for t in TRAITS),
                        key=lambda d: -abs(d[1]))  # stable: trait order breaks ties, as the reference
         props = [PersonalityMutation(param=t, delta=d, reason="natural_selection")
-                 for t, d in diffs if abs(d) >= C.PERSONALITY_NATURAL_MIN_DIFF][:2]
-        state, done = _apply(state, props, C.PERSONALITY_NATURAL_STEP, 2)
+                 for t, d in diffs if abs(d) >= constants.PERSONALITY_NATURAL_MIN_DIFF][:2]
+        state, done = _apply(state, props, constants.PERSONALITY_NATURAL_STEP, 2)
         applied += done
 
     why = trigger_reason(recent_events, drift=drift)
     if why is not None:
-        room = C.PERSONALITY_MAX_MUTATIONS - len(applied)
+        room = constants.PERSONALITY_MAX_MUTATIONS - len(applied)
         props = propose_mutations(state, why, drift=drift, signals=[str(s) for s in signals])
-        state, done = _apply(state, props, C.PERSONALITY_MUTATION_CLIP, min(2, room))
+        state, done = _apply(state, props, constants.PERSONALITY_MUTATION_CLIP, min(2, room))
         applied += done
 
     key = personality_key(state)

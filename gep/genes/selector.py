@@ -49,12 +49,13 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.core.learning_switch import learning_switch
 from gep.core.models import Capsule, EvolutionEvent, FailedCapsule, Gene, Outcome, OutcomeStatus
 from gep.core.records import CandidateScore, GeneBan, SelectorDecision
-from gep.core.safe_regex import SafePattern, UnsafePattern, compile_untrusted
+from gep.core.safe_regex import SafePattern, UnsafePattern
+from gep.genes.patterns import compile_regex, pattern_refusal, regex_parts
 from gep.learning.avoid import AvoidList
 from gep.learning.feedback import FeedbackIndex
 from gep.learning.memory_graph import (
@@ -111,40 +112,13 @@ class _Pattern:
     needles: tuple[str, ...]
 
 
-def _regex_parts(p: str) -> tuple[str, str] | None:
-    """(body, flags) of a ``/body/flags`` pattern, or None when ``p`` is not one."""
-    if len(p) >= 2 and p.startswith("/") and p.rfind("/") > 0:
-        last = p.rfind("/")
-        body, flags = p[1:last], p[last + 1:] or "i"
-        if set(flags) <= set("gimsuy"):
-            return body, flags
-    return None
-
-
-def _compile_regex(body: str, flags: str) -> SafePattern:
-    """A gene's regex runs without backtracking (gep/core/safe_regex.py): a gene is untrusted input."""
-    return compile_untrusted(body, ignore_case="i" in flags, dotall="s" in flags, multiline="m" in flags)
-
-
-def pattern_refusal(pattern: str) -> str | None:
-    """Why a ``/body/flags`` pattern is refused as a regex (it is then matched as a substring), or None."""
-    parts = _regex_parts(str(pattern))
-    if parts is None:
-        return None
-    try:
-        _compile_regex(*parts)
-    except UnsafePattern as exc:
-        return f"{str(pattern)[:80]!r}: {exc}"
-    return None
-
-
 def _compile(pattern: str) -> _Pattern:
     p = str(pattern)
     if len(p) >= 2 and p.startswith("/") and p.rfind("/") > 0:
-        parts = _regex_parts(p)
+        parts = regex_parts(p)
         if parts is not None:
             try:
-                return _Pattern(p, _compile_regex(*parts), ())
+                return _Pattern(p, compile_regex(*parts), ())
             except UnsafePattern:
                 pass  # invalid or unbounded: the whole text is matched as a substring (as the reference)
         return _Pattern(p, None, (p.lower(),))
@@ -193,7 +167,7 @@ def match_score(gene: Gene, signals: Sequence[str]) -> float:
     """Number of the gene's patterns that match any signal; ``gene_distilled_*`` genes score x0.8."""
     score = float(sum(1 for pat in gene.signals_match if any(match_pattern(pat, s) for s in signals)))
     if score > 0 and gene.id.startswith(DISTILLED_PREFIX):
-        score *= C.DISTILLED_GENE_FACTOR
+        score *= constants.DISTILLED_GENE_FACTOR
     return score
 
 
@@ -213,7 +187,7 @@ def avoided_genes(avoid: AvoidList, genes: Sequence[Gene], signals: Sequence[str
 def drift_intensity(pool_size: int, drift: bool) -> float:
     """``1/sqrt(N)`` for a pool of N genes, +0.3 when drift is requested (capped at 1)."""
     if drift:
-        return min(1.0, 1.0 / math.sqrt(pool_size) + C.DRIFT_BONUS) if pool_size > 1 else C.DRIFT_FALLBACK_INTENSITY
+        return min(1.0, 1.0 / math.sqrt(pool_size) + constants.DRIFT_BONUS) if pool_size > 1 else constants.DRIFT_FALLBACK_INTENSITY
     return min(1.0, 1.0 / math.sqrt(pool_size)) if pool_size > 0 else 0.0
 
 
@@ -277,14 +251,14 @@ def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str]
         if not ev.genes_used or at is None or ev.outcome.status != "success" or ev.is_empty_cycle:
             continue
         where = about(ev)
-        if where is not None and _overlap(current, view(where)) >= C.FAILED_CAPSULE_OVERLAP_MIN:
+        if where is not None and _overlap(current, view(where)) >= constants.FAILED_CAPSULE_OVERLAP_MIN:
             gid = ev.genes_used[0]
             if gid not in last_success or at > last_success[gid]:
                 last_success[gid] = at
 
     hits: dict[str, list[datetime | None]] = {}
     for fc in failed:
-        if not fc.gene or _overlap(current, view(fc.trigger)) < C.FAILED_CAPSULE_OVERLAP_MIN:
+        if not fc.gene or _overlap(current, view(fc.trigger)) < constants.FAILED_CAPSULE_OVERLAP_MIN:
             continue
         at = parse_at(fc.created_at)
         if at is not None:
@@ -296,17 +270,17 @@ def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str]
 
     bans: list[GeneBan] = []
     for gid, ats in hits.items():
-        if len(ats) < C.FAILED_CAPSULE_BAN_COUNT:
+        if len(ats) < constants.FAILED_CAPSULE_BAN_COUNT:
             continue
         known = sorted((a for a in ats if a is not None), reverse=True)
         left: int | None = None
-        if len(known) >= C.FAILED_CAPSULE_BAN_COUNT and len(known) == len(ats):
+        if len(known) >= constants.FAILED_CAPSULE_BAN_COUNT and len(known) == len(ats):
             # the ban holds until the second-newest failure leaves the ban_cycles window
-            anchor = known[C.FAILED_CAPSULE_BAN_COUNT - 1]
+            anchor = known[constants.FAILED_CAPSULE_BAN_COUNT - 1]
             after = sum(1 for t in times if t is not None and t > anchor)
             left = max(1, ban_cycles - after)
         bans.append(GeneBan(gene_id=gid, source=source, cycles_left=left,
-                            reason=f"{len(ats)} {what} with >= {C.FAILED_CAPSULE_OVERLAP_MIN:.0%} signal overlap"))
+                            reason=f"{len(ats)} {what} with >= {constants.FAILED_CAPSULE_OVERLAP_MIN:.0%} signal overlap"))
     return bans
 
 
@@ -389,7 +363,7 @@ def judged(events: Sequence[EvolutionEvent]) -> list[EvolutionEvent]:
     out: list[EvolutionEvent] = []
     for e in events:
         if e.outcome.status == OutcomeStatus.success.value and e.meta.fix_verdict == "did_not_hold":
-            e = e.model_copy(update={"outcome": Outcome(status=OutcomeStatus.failed.value, score=C.FAILURE_SCORE)})
+            e = e.model_copy(update={"outcome": Outcome(status=OutcomeStatus.failed.value, score=constants.FAILURE_SCORE)})
         out.append(e)
     return out
 
@@ -431,7 +405,7 @@ def _inherit_source_rank(scored: Sequence[CandidateScore], by_id: Mapping[str, G
     ranked = {c.gene_id: c for c in scored}
     for c in scored:
         prov = by_id[c.gene_id].provenance
-        if prov is None or prov.origin != "distilled" or c.evidence >= C.MEMORY_BAN_MIN_EVIDENCE:
+        if prov is None or prov.origin != "distilled" or c.evidence >= constants.MEMORY_BAN_MIN_EVIDENCE:
             continue
         sources = [ranked[g] for g in prov.source_gene_ids if g in ranked and g != c.gene_id]
         if sources:
@@ -444,13 +418,13 @@ def _worse_than_unknown(st: GeneStats) -> bool:
     failures (empty cycles included) than successes in similar situations. A good gene's unlucky outcome or two in a
     short trial is not such a record: two failures in four tries of a gene that succeeds nine times in ten happen
     about one trial in twenty, and its expected success is then about 0.5."""
-    return st.failures + st.empties - st.successes >= C.MEMORY_BAN_MIN_EVIDENCE
+    return st.failures + st.empties - st.successes >= constants.MEMORY_BAN_MIN_EVIDENCE
 
 
 def _has_record(st: GeneStats) -> bool:
     """A window's worth of outcomes in similar situations: a record its rank rests on (before that, every gene is
     still being tried, and the order of 3. and drift explore without a trial)."""
-    return st.successes + st.failures + st.empties >= C.EVIDENCE_WINDOW
+    return st.successes + st.failures + st.empties >= constants.EVIDENCE_WINDOW
 
 
 def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weight: float,
@@ -469,7 +443,7 @@ def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weig
     top = max(known)
     for c in scored:
         st = advice.stats(c.gene_id)
-        if c.rank < top and c.refines is None and st.prior_attempts < C.EVIDENCE_WINDOW \
+        if c.rank < top and c.refines is None and st.prior_attempts < constants.EVIDENCE_WINDOW \
                 and not _worse_than_unknown(st) and feedback.usefulness(c.gene_id, signals, now).not_helpful == 0:
             c.rank, c.trial = top, True
 
@@ -496,7 +470,7 @@ def _usefulness_reasons(candidates: Sequence[CandidateScore], weight: float) -> 
     known = [c for c in candidates if c.usefulness_scope != "none"]
     if weight > 0 and known:
         return [f"usefulness (weight {weight:g}): " + ", ".join(
-            f"{c.gene_id} {c.usefulness:.2f} ({c.usefulness_scope})" for c in known[:C.MAX_ALTERNATIVES])]
+            f"{c.gene_id} {c.usefulness:.2f} ({c.usefulness_scope})" for c in known[:constants.MAX_ALTERNATIVES])]
     return []
 
 
@@ -632,7 +606,7 @@ def select_gene_and_capsule(
         reasons.append(f"capsule {capsule.id} trigger matches signals")
     decision.selected = gene.id
     decision.capsule = capsule.id if capsule else None
-    decision.alternatives = [c.gene_id for c in candidates if c.gene_id != gene.id][:C.MAX_ALTERNATIVES]
+    decision.alternatives = [c.gene_id for c in candidates if c.gene_id != gene.id][:constants.MAX_ALTERNATIVES]
     decision.drift_mode = mode
     decision.dominance_capped = capped
     decision.reasons = reasons

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.errors import ConfigError
 
 AUTO = "auto"
@@ -56,7 +56,7 @@ PRESETS: dict[str, StrategyPreset] = {
                 "The first cycles of a workspace: fix first, innovate later."),
         _preset("steady-state", "Steady State", 0.60, 0.30, 0.10, 0.90,
                 "Evolution has saturated: small maintenance, scheduled runs mostly idle.",
-                schedule_every=C.STEADY_STATE_SCHEDULE_EVERY),
+                schedule_every=constants.STEADY_STATE_SCHEDULE_EVERY),
     )
 }
 
@@ -76,7 +76,7 @@ def automatic_strategy(*, cycle_count: int, signals: Sequence[str]) -> StrategyP
     """Saturation → steady-state; the first cycles → early-stabilize; otherwise balanced."""
     if any(s in SATURATION_SIGNALS for s in signals):
         name = "steady-state"
-    elif 0 <= cycle_count < C.EARLY_STABILIZE_CYCLES:
+    elif 0 <= cycle_count < constants.EARLY_STABILIZE_CYCLES:
         name = "early-stabilize"
     else:
         name = "balanced"
@@ -110,7 +110,7 @@ def should_skip_scheduled_tick(*, preset: StrategyPreset, signals: Sequence[str]
     """
     every = preset.schedule_every
     if every > 1 and "force_steady_state" in signals:
-        every = max(every, C.STEADY_STATE_FORCED_SCHEDULE_EVERY)
+        every = max(every, constants.STEADY_STATE_FORCED_SCHEDULE_EVERY)
     if every <= 1:
         return None
     if any(s == "log_error" or s.startswith(("errsig:", "errsig_norm:")) for s in signals):

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.errors import WorkspaceError
 
 SAFE_CONFIG = (
@@ -120,10 +120,10 @@ class Git:
         argv += list(args)
         try:
             proc = subprocess.run(argv, cwd=self.cwd, env=self._env(env), input=input, capture_output=True,
-                                  check=False, timeout=C.GIT_TIMEOUT_S)
+                                  check=False, timeout=constants.GIT_TIMEOUT_S)
         except subprocess.TimeoutExpired:  # a hung filter, hook-like helper or network file system
             raise WorkspaceError(f"git {args[0] if args else ''} in {self.where} did not finish within "
-                                 f"{C.GIT_TIMEOUT_S} s") from None
+                                 f"{constants.GIT_TIMEOUT_S} s") from None
         except OSError as exc:
             raise WorkspaceError(f"cannot run git in {self.where}: {exc.strerror}") from None
         res = Result(proc.returncode, proc.stdout, proc.stderr)

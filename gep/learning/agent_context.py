@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.models import EvolutionEvent
 from gep.core.sanitize import redact
 from gep.learning.avoid import build_avoid_list
@@ -34,7 +34,7 @@ from gep.learning.lessons import Lesson, Stance, heads
 from gep.learning.resolved import is_specific, signal_identity
 from gep.signals.behavior import BehaviorSignal
 
-DEFAULT_CHARS = C.CONTEXT_CHARS
+DEFAULT_CHARS = constants.CONTEXT_CHARS
 PREFERENCE_DAYS = 30
 MAX_LESSONS_PER_PROBLEM = 3
 MAX_PREFERENCES = 5

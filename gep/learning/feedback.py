@@ -29,7 +29,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.errors import GepError
 from gep.core.learned import FeedbackKind as FeedbackKind
 from gep.core.learned import FeedbackSignal as FeedbackSignal
@@ -41,7 +41,7 @@ NEUTRAL = 0.5
 STEP = 0.1  # delta = weight x confidence x STEP
 WEEKLY_RETENTION = 0.95  # what is left of a score's distance from neutral after a week without signals
 NOTE_CHARS = 2_000
-USEFULNESS_WEIGHT = C.USEFULNESS_WEIGHT  # settings.usefulness_weight
+USEFULNESS_WEIGHT = constants.USEFULNESS_WEIGHT  # settings.usefulness_weight
 
 
 class FeedbackError(GepError):
@@ -175,7 +175,7 @@ class FeedbackIndex:
         best: tuple[float, int, datetime, _Situation] | None = None
         for sit in self.situations.get(gene_id, {}).values():
             sim = jaccard(current, sit.signals)
-            if sim < C.SIGNAL_KEY_JACCARD_MIN:
+            if sim < constants.SIGNAL_KEY_JACCARD_MIN:
                 continue
             assert sit.score.updated_at is not None
             rank = (sim, sit.score.counts.total, sit.score.updated_at, sit)

@@ -28,7 +28,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.learned import Lesson as Lesson
 from gep.core.learned import LessonCategory as LessonCategory
 from gep.core.learned import LessonDeletion as LessonDeletion
@@ -42,10 +42,10 @@ from gep.learning.memory_graph import compute_signal_key, jaccard, situation_sig
 
 CONTENT_CHARS = 700
 SITUATION_SHOWN_CHARS = 160
-RECENCY_WEIGHT = C.LESSON_RECENCY_WEIGHT
-RECALL_LIMIT = C.LESSON_RECALL_LIMIT
-SYNTHESIS_THRESHOLD = C.LESSON_SYNTHESIS_THRESHOLD
-PROMPT_CHARS = C.LESSON_PROMPT_CHARS
+RECENCY_WEIGHT = constants.LESSON_RECENCY_WEIGHT
+RECALL_LIMIT = constants.LESSON_RECALL_LIMIT
+SYNTHESIS_THRESHOLD = constants.LESSON_SYNTHESIS_THRESHOLD
+PROMPT_CHARS = constants.LESSON_PROMPT_CHARS
 
 
 STANCE = {LessonCategory.success: Stance.works, LessonCategory.fix_verified: Stance.works,
@@ -57,7 +57,7 @@ def lesson_topic(gene_id: str, signals: Sequence[str]) -> str:
 
 
 def same_topic(lesson: Lesson, gene_id: str, situation: Sequence[str]) -> bool:
-    return lesson.gene_id == gene_id and jaccard(lesson.situation, situation) >= C.SIGNAL_KEY_JACCARD_MIN
+    return lesson.gene_id == gene_id and jaccard(lesson.situation, situation) >= constants.SIGNAL_KEY_JACCARD_MIN
 
 
 def heads(lessons: Sequence[Lesson]) -> list[Lesson]:

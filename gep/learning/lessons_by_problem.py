@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.models import Capsule
 from gep.learning.feedback import situation_key_signals
 from gep.learning.lessons import Lesson, Recalled, heads, marker
@@ -36,7 +36,7 @@ def same_problem(lesson: Lesson, situation: Sequence[str], problem: set[str]) ->
     mine = problem_of(lesson.situation)
     if problem or mine:
         return bool(problem & mine)
-    return jaccard(lesson.situation, situation) >= C.SIGNAL_KEY_JACCARD_MIN
+    return jaccard(lesson.situation, situation) >= constants.SIGNAL_KEY_JACCARD_MIN
 
 
 def _side_by_side(order: list[Lesson], pool: Sequence[Lesson]) -> list[Lesson]:
@@ -51,7 +51,7 @@ def _side_by_side(order: list[Lesson], pool: Sequence[Lesson]) -> list[Lesson]:
 
 
 def recall_problem(lessons: Sequence[Lesson], *, signals: Sequence[str], now: datetime,
-                   limit: int = C.LESSON_RECALL_LIMIT) -> list[Recalled]:
+                   limit: int = constants.LESSON_RECALL_LIMIT) -> list[Recalled]:
     """Lessons of any gene on this problem: alternately the most recent and the strongest not yet taken."""
     situation = situation_key_signals(signals)
     problem = problem_of(situation)
@@ -84,6 +84,6 @@ def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str]) -> lis
     for c in capsules:
         trigger = situation_key_signals(c.trigger)
         mine = problem_of(trigger)
-        if (problem & mine) if (problem or mine) else jaccard(trigger, situation) >= C.SIGNAL_KEY_JACCARD_MIN:
+        if (problem & mine) if (problem or mine) else jaccard(trigger, situation) >= constants.SIGNAL_KEY_JACCARD_MIN:
             out.append(c)
     return out

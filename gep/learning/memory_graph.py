@@ -41,7 +41,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.learned import MemoryHistory as MemoryHistory
 from gep.core.learned import SituationSummary as SituationSummary
 from gep.core.learned import parse_at as parse_at
@@ -94,7 +94,7 @@ def compute_signal_key(signals: Iterable[str]) -> str:
 
 def is_control_signal(signal: str) -> bool:
     """Signals the engine emits about its own history (bans, streaks, forcing), not about the workspace."""
-    return str(signal).strip().lower().startswith(C.CONTROL_SIGNAL_PREFIXES)
+    return str(signal).strip().lower().startswith(constants.CONTROL_SIGNAL_PREFIXES)
 
 
 def situation_signals(signals: Iterable[str]) -> list[str]:
@@ -245,7 +245,7 @@ def _to_faded(summary: SituationSummary, ok: bool, at: datetime | None, ref: dat
         else:
             summary.faded_undated_fail += weight
         return
-    w = weight * decay_weight(at, ref or at, C.EDGE_HALF_LIFE_DAYS)
+    w = weight * decay_weight(at, ref or at, constants.EDGE_HALF_LIFE_DAYS)
     if ok:
         summary.faded_success += w
     else:
@@ -261,10 +261,10 @@ def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref:
     else:
         summary.empty += 1
     summary.recent.append((ok, at.isoformat() if at is not None else None))
-    if len(summary.recent) > C.EVIDENCE_WINDOW:
-        _fade(summary, C.EVIDENCE_RETENTION)
+    if len(summary.recent) > constants.EVIDENCE_WINDOW:
+        _fade(summary, constants.EVIDENCE_RETENTION)
         old_ok, old_at = summary.recent.pop(0)
-        _to_faded(summary, old_ok, parse_at(old_at), ref, C.EVIDENCE_RETENTION)
+        _to_faded(summary, old_ok, parse_at(old_at), ref, constants.EVIDENCE_RETENTION)
     if at is None:
         summary.undated_success += ok
         summary.undated_fail += not ok
@@ -272,8 +272,8 @@ def _add_outcome(summary: SituationSummary, kind: str, at: datetime | None, ref:
     last = parse_at(summary.last_at)
     if last is None or at > last:
         summary.last_at = at.isoformat()
-    w_edge, w_prior = decay_weight(at, ref or at, C.EDGE_HALF_LIFE_DAYS), \
-        decay_weight(at, ref or at, C.GENE_PRIOR_HALF_LIFE_DAYS)
+    w_edge, w_prior = decay_weight(at, ref or at, constants.EDGE_HALF_LIFE_DAYS), \
+        decay_weight(at, ref or at, constants.GENE_PRIOR_HALF_LIFE_DAYS)
     if ok:
         summary.edge_success += w_edge
         summary.prior_success += w_prior
@@ -314,8 +314,8 @@ def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummar
                            undated_success=a.undated_success + b.undated_success,
                            undated_fail=a.undated_fail + b.undated_fail, recent=[])
     for s, r in ((a, ra), (b, rb)):
-        edge = decay_weight(r, ref, C.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
-        prior = decay_weight(r, ref, C.GENE_PRIOR_HALF_LIFE_DAYS) if ref and r else 1.0
+        edge = decay_weight(r, ref, constants.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
+        prior = decay_weight(r, ref, constants.GENE_PRIOR_HALF_LIFE_DAYS) if ref and r else 1.0
         out.edge_success += s.edge_success * edge
         out.edge_fail += s.edge_fail * edge
         out.prior_success += s.prior_success * prior
@@ -328,9 +328,9 @@ def _merge_windows(out: SituationSummary, a: SituationSummary, b: SituationSumma
                    rb: datetime | None, ref: datetime | None) -> None:
     """``out``'s window: ``b``'s outcomes came after all of ``a``'s, so each of ``a``'s has ``b.total`` more
     newer outcomes; those of ``a``'s window that end up beyond the window fade in."""
-    retention, n_b = C.EVIDENCE_RETENTION, b.total
+    retention, n_b = constants.EVIDENCE_RETENTION, b.total
     for s, r, fade in ((a, ra, retention ** n_b), (b, rb, 1.0)):
-        edge = decay_weight(r, ref, C.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
+        edge = decay_weight(r, ref, constants.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
         out.faded_success += s.faded_success * edge * fade
         out.faded_fail += s.faded_fail * edge * fade
         out.faded_undated_success += s.faded_undated_success * fade
@@ -338,10 +338,10 @@ def _merge_windows(out: SituationSummary, a: SituationSummary, b: SituationSumma
     kept: list[tuple[bool, str | None]] = []
     for i, (ok, at) in enumerate(a.recent):
         newer = len(a.recent) - 1 - i + n_b
-        if newer < C.EVIDENCE_WINDOW:
+        if newer < constants.EVIDENCE_WINDOW:
             kept.append((ok, at))
         else:
-            _to_faded(out, ok, parse_at(at), ref, retention ** (newer - C.EVIDENCE_WINDOW + 1))
+            _to_faded(out, ok, parse_at(at), ref, retention ** (newer - constants.EVIDENCE_WINDOW + 1))
     out.recent = kept + list(b.recent)
 
 
@@ -362,11 +362,11 @@ MEMORY_FOLD = SummaryFold()
 def window_evidence(summary: SituationSummary, now: datetime) -> tuple[float, float]:
     """Decayed successes and failures (empties count as failures) of a summary's outcomes as selection weighs
     them: the window's outcomes in full, the older ones faded (see ``EVIDENCE_WINDOW``)."""
-    edge = decay_weight(parse_at(summary.ref_at), now, C.EDGE_HALF_LIFE_DAYS)
+    edge = decay_weight(parse_at(summary.ref_at), now, constants.EDGE_HALF_LIFE_DAYS)
     s = summary.faded_success * edge + summary.faded_undated_success
     f = summary.faded_fail * edge + summary.faded_undated_fail
     for ok, at in summary.recent:
-        w = decay_weight(parse_at(at), now, C.EDGE_HALF_LIFE_DAYS)
+        w = decay_weight(parse_at(at), now, constants.EDGE_HALF_LIFE_DAYS)
         if ok:
             s += w
         else:
@@ -396,8 +396,8 @@ class _Edge:
         if last is not None and (self.last is None or last > self.last):
             self.last = last
         ref = parse_at(s.ref_at)
-        edge = decay_weight(ref, now, C.EDGE_HALF_LIFE_DAYS)
-        prior = decay_weight(ref, now, C.GENE_PRIOR_HALF_LIFE_DAYS)
+        edge = decay_weight(ref, now, constants.EDGE_HALF_LIFE_DAYS)
+        prior = decay_weight(ref, now, constants.GENE_PRIOR_HALF_LIFE_DAYS)
         self.edge_s += s.edge_success * edge + s.undated_success
         self.edge_f += s.edge_fail * edge + s.undated_fail
         self.prior_s += s.prior_success * prior + s.undated_success
@@ -429,7 +429,7 @@ class _Graph:
             if s.key not in self.sim_by_key:
                 self.sim_by_key[s.key] = jaccard(current, problem_signals(s.signals))
             self.priors.setdefault(s.gene_id, _Edge()).add(s, now)
-            similar = self.sim_by_key[s.key] >= C.SIGNAL_KEY_JACCARD_MIN
+            similar = self.sim_by_key[s.key] >= constants.SIGNAL_KEY_JACCARD_MIN
             target = self.edges.setdefault((s.key, s.gene_id), _Edge()) if similar \
                 else self.other.setdefault(s.gene_id, _Edge())
             target.add(s, now)
@@ -438,7 +438,7 @@ class _Graph:
 
     def similar_keys(self) -> list[SimilarKey]:
         return sorted((SimilarKey(key=k, similarity=round(s, 4)) for k, s in self.sim_by_key.items()
-                       if s >= C.SIGNAL_KEY_JACCARD_MIN), key=lambda x: -x.similarity)
+                       if s >= constants.SIGNAL_KEY_JACCARD_MIN), key=lambda x: -x.similarity)
 
     def evidence(self, gid: str) -> tuple[float, float]:
         """Similarity-weighted, decayed and windowed successes and failures of ``gid`` in similar situations."""
@@ -456,24 +456,24 @@ def _gene_stats(graph: _Graph, gid: str, now: datetime) -> GeneStats:
     for (key, g), edge in graph.edges.items():
         if g != gid:
             continue
-        st.best = max(st.best, edge.value(now, C.EDGE_HALF_LIFE_DAYS) * graph.sim_by_key[key])
+        st.best = max(st.best, edge.value(now, constants.EDGE_HALF_LIFE_DAYS) * graph.sim_by_key[key])
         st.attempts = max(st.attempts, edge.total)
         st.successes += edge.success
         st.failures += edge.fail
         st.empties += edge.empty
     prior = graph.priors.get(gid)
     if prior is not None:
-        st.prior = prior.value(now, C.GENE_PRIOR_HALF_LIFE_DAYS)
+        st.prior = prior.value(now, constants.GENE_PRIOR_HALF_LIFE_DAYS)
         st.prior_attempts = prior.total
     st.score = st.best + st.prior * 0.12 if st.best > 0 else st.prior * 0.4
     s, f = graph.evidence(gid)
     st.evidence_success, st.evidence_fail = round(s, 6), round(f, 6)
     a, b = 1.0 + s, 1.0 + f
     other = graph.other.get(gid)
-    if other is not None and other.edge_s + other.edge_f > 0 and s + f < C.MEMORY_BAN_MIN_EVIDENCE:
+    if other is not None and other.edge_s + other.edge_f > 0 and s + f < constants.MEMORY_BAN_MIN_EVIDENCE:
         other_p = laplace(other.edge_s, other.edge_s + other.edge_f)
-        a += C.GENE_PRIOR_PSEUDO_COUNT * other_p
-        b += C.GENE_PRIOR_PSEUDO_COUNT * (1.0 - other_p)
+        a += constants.GENE_PRIOR_PSEUDO_COUNT * other_p
+        b += constants.GENE_PRIOR_PSEUDO_COUNT * (1.0 - other_p)
     st.alpha, st.beta = round(a, 6), round(b, 6)
     st.expected = round(a / (a + b), 6)
     return st
@@ -485,10 +485,10 @@ def _ban_reason(graph: _Graph, gid: str) -> str | None:
     edge_n, edge_p = s + f, laplace(s, s + f)
     prior = graph.priors.get(gid)
     ps, prior_n = (prior.prior_s, prior.prior_s + prior.prior_f) if prior else (0.0, 0.0)
-    if edge_n >= C.MEMORY_BAN_MIN_EVIDENCE and edge_p < C.MEMORY_BAN_P:
+    if edge_n >= constants.MEMORY_BAN_MIN_EVIDENCE and edge_p < constants.MEMORY_BAN_P:
         return f"memory: expected success {edge_p:.2f} over {edge_n:.1f} weighted attempts in similar situations"
-    if edge_n < C.MEMORY_BAN_MIN_EVIDENCE and prior_n >= C.PRIOR_BAN_MIN_EVIDENCE \
-            and laplace(ps, prior_n) < C.PRIOR_BAN_P:
+    if edge_n < constants.MEMORY_BAN_MIN_EVIDENCE and prior_n >= constants.PRIOR_BAN_MIN_EVIDENCE \
+            and laplace(ps, prior_n) < constants.PRIOR_BAN_P:
         return f"memory: expected success {laplace(ps, prior_n):.2f} over {prior_n:.1f} " \
                f"weighted attempts in any situation"
     return None

@@ -31,13 +31,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from gep.core.learned import SPECIFIC_PREFIXES as SPECIFIC_PREFIXES
 from gep.core.learned import FixStatus as FixStatus
 from gep.core.learned import Resolution as Resolution
+from gep.core.learned import is_specific as is_specific
 from gep.learning.problem_key import learning_key
 from gep.signals.rules import extract_signals
 from gep.signals.sources import FileMark, FileTail, TailLine, render_transcript
 
-SPECIFIC_PREFIXES = ("errsig:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
 GENERIC = frozenset({"log_error", "recurring_error", "perf_bottleneck", "capability_gap", "unsupported_input_type"})
 ERROR_KINDS = ("errsig:", "recurring_errsig")  # replaced by the new lines' own when dropped
 EMPTY_FALLBACK = "stable_success_plateau"  # what extract_signals says when nothing is left
@@ -83,10 +84,6 @@ class ResolutionCheck(BaseModel):
 
 def is_addressable(signal: str) -> bool:
     return signal.startswith(SPECIFIC_PREFIXES) or signal in GENERIC
-
-
-def is_specific(signal: str) -> bool:
-    return signal.startswith(SPECIFIC_PREFIXES)
 
 
 def _norm(text: str) -> str:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.claude import PRICES as PRICES  # kept importable here (tests, other callers)
 from gep.core.claude import (
     Block,
@@ -86,7 +86,7 @@ class AnthropicMutator:
     name = "anthropic"
 
     def __init__(self, settings: Settings, env: Mapping[str, str], *,
-                 max_retries: int = C.ANTHROPIC_MAX_RETRIES, timeout_s: float = C.ANTHROPIC_TIMEOUT_S) -> None:
+                 max_retries: int = constants.ANTHROPIC_MAX_RETRIES, timeout_s: float = constants.ANTHROPIC_TIMEOUT_S) -> None:
         api_key = env.get("ANTHROPIC_API_KEY")
         if not api_key:
             raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
@@ -112,7 +112,7 @@ class _Session:
     """One conversation: the loop, its budgets and its bookkeeping."""
 
     def __init__(self, client: anthropic.Anthropic, req: MutationRequest,
-                 timeout_s: float = C.ANTHROPIC_TIMEOUT_S) -> None:
+                 timeout_s: float = constants.ANTHROPIC_TIMEOUT_S) -> None:
         self.client = client
         self.timeout_s = timeout_s
         self.req = req
@@ -165,7 +165,7 @@ class _Session:
                                                   "turns, before finish")
             try:
                 raw = self.client.messages.with_raw_response.create(
-                    model=self.settings.model, max_tokens=min(C.MAX_OUTPUT_TOKENS_PER_TURN, remaining),
+                    model=self.settings.model, max_tokens=min(constants.MAX_OUTPUT_TOKENS_PER_TURN, remaining),
                     system=system, tools=tool_defs, messages=_with_cache_breakpoint(messages),
                     timeout=min(self.timeout_s, time_left))
                 reply, history = parse_reply(raw.text())

@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import GEP_DIR, Settings
 from gep.core.models import Gene
 from gep.core.records import MutatorMetrics as MutatorMetrics
@@ -55,7 +55,7 @@ def one_line(text: str, limit: int = 300) -> str:
     return ""
 
 
-def bounded_output(text: str, limit: int = C.AGENT_OUTPUT_CHARS) -> str:
+def bounded_output(text: str, limit: int = constants.AGENT_OUTPUT_CHARS) -> str:
     """Redacted ``text`` cut to ``limit`` characters, keeping its end (where agents report)."""
     text = redact(text)
     if len(text) <= limit:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import IO
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.child_wait import wait_exit
 from gep.core.config import Settings
 from gep.core.deadline import left
@@ -112,7 +112,7 @@ class CommandMutator:
                         GEP_WORKSPACE=str(req.workspace))
         cut = left(req.deadline) < req.settings.agent_timeout_s  # the cycle's own limit comes first
         timeout = max(1.0, min(req.settings.agent_timeout_s, left(req.deadline)))
-        limit = C.AGENT_OUTPUT_CHARS
+        limit = constants.AGENT_OUTPUT_CHARS
         timed_out = False
         with open(prompt_file, "rb") as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:

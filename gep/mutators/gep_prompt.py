@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.models import Capsule, EvolutionEvent, Gene, Mutation, PersonalityState
 from gep.core.records import PromptSizes
 from gep.core.sanitize import redact
@@ -192,11 +192,11 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
 
 
-def _item(text: Any, limit: int = C.PROMPT_ITEM_CHARS) -> str:
+def _item(text: Any, limit: int = constants.PROMPT_ITEM_CHARS) -> str:
     return _clip(_window(str(text), limit * 2 + 200), limit)
 
 
-def _list(items: list[str], limit: int, chars: int = C.PROMPT_ITEM_CHARS * 4) -> str:
+def _list(items: list[str], limit: int, chars: int = constants.PROMPT_ITEM_CHARS * 4) -> str:
     """Comma-separated items, at most ``limit`` of them and about ``chars`` characters."""
     shown: list[str] = []
     used = 0
@@ -225,7 +225,7 @@ def _gene_lines(g: Gene, protected_paths: list[str]) -> list[str]:
         gene.append("strategy:")
         gene += [f"{i}. {_item(step)}" for i, step in enumerate(g.strategy[:20], 1)]
     forbidden = sorted({*g.constraints.forbidden_paths, ".git", ".gep"})
-    max_files = g.constraints.max_files or C.DEFAULT_MAX_FILES
+    max_files = g.constraints.max_files or constants.DEFAULT_MAX_FILES
     gene.append(f"constraints: max_files {max_files}; forbidden: {_list(forbidden, 30)}"
                 + (f"; protected: {_list(protected_paths, 30)}" if protected_paths else ""))
     gene.append("validation: " + ("; ".join(_code(_item(v)) for v in g.validation[:10]) or "(none declared)"))
@@ -239,9 +239,9 @@ def _capsule_lines(c: Capsule) -> list[str]:
            f"success streak {c.success_streak}",
            f"trigger: {_list(c.trigger, 12)}"]
     if c.diff:
-        diff = _window(c.diff, C.PROMPT_CAPSULE_DIFF_CHARS * 2)
-        if len(diff) > C.PROMPT_CAPSULE_DIFF_CHARS:
-            diff = diff[: C.PROMPT_CAPSULE_DIFF_CHARS] + "\n[... diff truncated ...]"
+        diff = _window(c.diff, constants.PROMPT_CAPSULE_DIFF_CHARS * 2)
+        if len(diff) > constants.PROMPT_CAPSULE_DIFF_CHARS:
+            diff = diff[: constants.PROMPT_CAPSULE_DIFF_CHARS] + "\n[... diff truncated ...]"
         opening, closing = fence(diff, "diff")
         cap += [opening + diff.rstrip("\n") + closing.rstrip("\n")]
     return cap
@@ -260,7 +260,7 @@ def _head_section(inp: PromptInput, budget: int) -> str:
            + (f" · target {_item(m.target)}" if m.target else "")]
     if m.expected_effect:
         mut.append(f"expected effect: {_item(m.expected_effect)}")
-    mut.append(f"trigger signals: {_list(m.trigger_signals, C.PROMPT_MAX_SIGNALS)}")
+    mut.append(f"trigger signals: {_list(m.trigger_signals, constants.PROMPT_MAX_SIGNALS)}")
 
     gene = _gene_lines(g, inp.protected_paths)
     cap = _capsule_lines(inp.capsule) if inp.capsule is not None else []
@@ -272,7 +272,7 @@ def _head_section(inp: PromptInput, budget: int) -> str:
                  f"rigor {p.rigor:.2f} · creativity {p.creativity:.2f} · verbosity {p.verbosity:.2f} · "
                  f"risk_tolerance {p.risk_tolerance:.2f} · obedience {p.obedience:.2f}"]
 
-    sig = ["", "## Signals", _list(inp.signals, C.PROMPT_MAX_SIGNALS)]
+    sig = ["", "## Signals", _list(inp.signals, constants.PROMPT_MAX_SIGNALS)]
 
     # shares of the budget; what a block does not use is simply left for history and sources
     return "".join([
@@ -307,7 +307,7 @@ def _event_line(e: EvolutionEvent) -> str:
     if isinstance(reasons, str):
         reasons = [reasons]
     if reasons:
-        line += " · reasons: " + _item("; ".join(_window(str(r), C.PROMPT_ITEM_CHARS * 2) for r in reasons[:5]))
+        line += " · reasons: " + _item("; ".join(_window(str(r), constants.PROMPT_ITEM_CHARS * 2) for r in reasons[:5]))
     if e.signals:
         line += f" · signals: {_list(e.signals, 5)}"
     return line + "\n"
@@ -378,19 +378,19 @@ def _build_context(inp: PromptInput, budget: int) -> str:
     if len(head) >= budget:
         return _trim(head, budget, keep_head=True)
     text = head
-    conflicts = [f"{_item(line, C.PROMPT_ITEM_CHARS * 2)}\n" for line in inp.synthesis.splitlines() if line.strip()]
+    conflicts = [f"{_item(line, constants.PROMPT_ITEM_CHARS * 2)}\n" for line in inp.synthesis.splitlines() if line.strip()]
     text += _fill("Conflicting lessons: reconcile them first", conflicts, budget - len(text))
     # a lesson carries what was touched and what the checks said: room for both (the section has its budget)
-    lessons = [f"- {_item(s, C.PROMPT_ITEM_CHARS * 2)}\n" for s in inp.lessons[: C.PROMPT_MAX_LESSONS]]
+    lessons = [f"- {_item(s, constants.PROMPT_ITEM_CHARS * 2)}\n" for s in inp.lessons[: constants.PROMPT_MAX_LESSONS]]
     text += _fill("Lessons from earlier cycles", lessons, budget - len(text))
-    recent = inp.recent_events[-C.PROMPT_MAX_EVENTS:]
+    recent = inp.recent_events[-constants.PROMPT_MAX_EVENTS:]
     text += _fill("Recent outcomes (newest first)", [_event_line(e) for e in reversed(recent)],
                   budget - len(text))
     text += _sources_section(inp.sources, budget - len(text))
     return text
 
 
-def build_prompt(inp: PromptInput, *, context_chars: int = C.PROMPT_CONTEXT_CHARS) -> GepPrompt:
+def build_prompt(inp: PromptInput, *, context_chars: int = constants.PROMPT_CONTEXT_CHARS) -> GepPrompt:
     """The prompt of one cycle. ``len(context) <= context_chars`` always holds."""
     budget = max(1, int(context_chars))
     context = redact(_build_context(inp, budget))

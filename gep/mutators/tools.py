@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.core.forbidden_paths import is_forbidden
 from gep.core.models import ValidationReport
@@ -255,7 +255,7 @@ class WorkspaceTools:
     def _read_text(self, path: Path) -> str:
         """A regular file in the workspace of at most ``TOOL_READ_MAX_FILE_BYTES``, decoded."""
         try:
-            data = read_capped(path, C.TOOL_READ_MAX_FILE_BYTES, within=self.root)
+            data = read_capped(path, constants.TOOL_READ_MAX_FILE_BYTES, within=self.root)
         except Unreadable as exc:
             raise ToolFailed(f"'{self._rel(path)}' not read: {exc.reason}") from None
         if b"\x00" in data[:8192]:
@@ -270,7 +270,7 @@ class WorkspaceTools:
             raise ToolFailed(f"'{rel}' is not a directory")
         skipped: list[InputWarning] = []
         files = self._walk(target, skipped)
-        shown = [self._rel(p) for p in files[: C.TOOL_LIST_MAX_ENTRIES]]
+        shown = [self._rel(p) for p in files[: constants.TOOL_LIST_MAX_ENTRIES]]
         notes = "".join(f"\n[{w}]" for w in skipped)
         if not shown:
             return f"(no files under '{rel}')" + notes
@@ -294,7 +294,7 @@ class WorkspaceTools:
         body = _number(lines[start - 1:end], start)
         if not lines:
             return f"('{rel}' is empty)"
-        return _bounded(body, C.TOOL_READ_MAX_CHARS, f"{rel}; read a line range")
+        return _bounded(body, constants.TOOL_READ_MAX_CHARS, f"{rel}; read a line range")
 
     def _tool_search(self, args: Mapping[str, Any]) -> str:
         pattern = args.get("pattern")
@@ -312,7 +312,7 @@ class WorkspaceTools:
             if glob and not fnmatch.fnmatch(p.name, str(glob)) and not fnmatch.fnmatch(self._rel(p), str(glob)):
                 continue
             try:
-                if p.stat().st_size > C.TOOL_SEARCH_MAX_FILE_BYTES:
+                if p.stat().st_size > constants.TOOL_SEARCH_MAX_FILE_BYTES:
                     continue
                 # redacted whole, before lines are cut: a PEM body line holds no marker of its own, and a
                 # pattern run on the clear text would tell the model what a secret holds
@@ -321,8 +321,8 @@ class WorkspaceTools:
                 continue
             for n, line in enumerate(text.splitlines(), 1):
                 if rx.search(line):
-                    hits.append(f"{self._rel(p)}:{n}: {line[: C.TOOL_SEARCH_LINE_CHARS]}")
-                    if len(hits) >= C.TOOL_SEARCH_MAX_HITS:
+                    hits.append(f"{self._rel(p)}:{n}: {line[: constants.TOOL_SEARCH_LINE_CHARS]}")
+                    if len(hits) >= constants.TOOL_SEARCH_MAX_HITS:
                         return "\n".join(hits) + f"\n[... stopped at {len(hits)} hits; narrow the search ...]"
         return "\n".join(hits) if hits else f"no match for /{pattern}/ under '{rel}'"
 
@@ -331,8 +331,8 @@ class WorkspaceTools:
         content = args.get("content")
         if not isinstance(content, str):
             raise ToolFailed("content must be a string")
-        if len(content) > C.TOOL_WRITE_MAX_CHARS:
-            raise ToolFailed(f"content too large ({len(content)} > {C.TOOL_WRITE_MAX_CHARS} characters)")
+        if len(content) > constants.TOOL_WRITE_MAX_CHARS:
+            raise ToolFailed(f"content too large ({len(content)} > {constants.TOOL_WRITE_MAX_CHARS} characters)")
         if target.is_dir():
             raise ToolFailed(f"'{rel}' is a directory")
         existed = target.exists()

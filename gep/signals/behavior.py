@@ -34,7 +34,7 @@ from gep.core.behavior_signal import BehaviorSignal as BehaviorSignal
 from gep.core.behavior_signal import SignalType as SignalType
 from gep.core.behavior_signal import StoredSignal as StoredSignal
 from gep.core.sanitize import redact
-from gep.signals import behavior_cues as R
+from gep.signals import behavior_cues
 from gep.signals.sources import SessionExchanges, TranscriptExchange
 
 SIGNAL_TYPES: tuple[SignalType, ...] = ("correction", "preference", "emotion", "approval", "style")  # priority
@@ -93,18 +93,18 @@ def detect(ex: TranscriptExchange, history: Sequence[TranscriptExchange] = (), *
     """The signals of one exchange (at most 3, most important first). ``history``: the earlier exchanges of
     the same session, oldest first (style patterns and repeated corrections need them)."""
     ts = iso(ex.ts or now)
-    text = R.clean(ex.user)
+    text = behavior_cues.clean(ex.user)
     found: list[BehaviorSignal] = []
-    context = R.agent_context(ex)
-    if text and not R.is_ambiguous(text):
-        for kind, hit in (("correction", R.correction(text, ex.agent)),
-                          ("preference", R.preference(text)),
-                          ("emotion", R.emotion(text, ex, history)),
-                          ("approval", R.approval(text, ex))):
+    context = behavior_cues.agent_context(ex)
+    if text and not behavior_cues.is_ambiguous(text):
+        for kind, hit in (("correction", behavior_cues.correction(text, ex.agent)),
+                          ("preference", behavior_cues.preference(text)),
+                          ("emotion", behavior_cues.emotion(text, ex, history)),
+                          ("approval", behavior_cues.approval(text, ex))):
             if hit is not None:
                 found.append(BehaviorSignal(ts=ts, type=kind, summary=hit.summary, context=context,
                                             intensity=hit.intensity))
-    style = R.style([h.user for h in history] + [ex.user], [h.agent for h in history] + [ex.agent])
+    style = behavior_cues.style([h.user for h in history] + [ex.user], [h.agent for h in history] + [ex.agent])
     if style is not None:
         found.append(BehaviorSignal(ts=ts, type="style", summary=style.summary, context=context,
                                     intensity=style.intensity))

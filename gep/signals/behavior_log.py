@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.records import InputWarning
 from gep.core.safe_files import (
     Unreadable,
@@ -117,7 +117,7 @@ def seen(workspace: Path, pass_: Pass, warnings: list[InputWarning] | None = Non
     keys still keep a signal from being written twice)."""
     path = Path(workspace) / STATE_DIR / "seen"
     try:
-        lines = read_text_capped(path, C.BEHAVIOR_SEEN_MAX_BYTES, within=Path(workspace),
+        lines = read_text_capped(path, constants.BEHAVIOR_SEEN_MAX_BYTES, within=Path(workspace),
                                  errors="replace").splitlines()
     except FileNotFoundError:
         return set()
@@ -145,7 +145,7 @@ def _read_file(path: Path, workspace: Path) -> tuple[list[StoredSignal], int]:
     good: list[StoredSignal] = []
     bad = 0
     try:
-        text = read_text_capped(path, C.SIGNALS_FILE_MAX_BYTES, within=workspace, errors="replace")
+        text = read_text_capped(path, constants.SIGNALS_FILE_MAX_BYTES, within=workspace, errors="replace")
     except FileNotFoundError:
         return good, 0
     for line in text.splitlines():

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.hashing import js_number
 from gep.core.records import HistoryRecord
 
@@ -98,7 +98,7 @@ def _trim(text: str) -> str:
 
 def _snippet(text: str) -> str:
     """``text.replace(/\\s+/g, ' ').trim().slice(0, 200)``: how every request snippet is cut."""
-    return _trim(_collapse(text))[: C.SNIPPET_MAX_CHARS]
+    return _trim(_collapse(text))[: constants.SNIPPET_MAX_CHARS]
 
 
 def _is_array_index(key: str) -> bool:
@@ -237,10 +237,10 @@ def _tail_run(events: list[Mapping[str, Any]], pred: Callable[[Mapping[str, Any]
 
 def analyze_recent_history(events: Iterable[Any] | None) -> HistoryAnalysis:
     """Loop indicators over the last ``HISTORY_WINDOW`` events (oldest first)."""
-    recent = [_event_dict(e) for e in list(events or [])[-C.HISTORY_WINDOW :]]
+    recent = [_event_dict(e) for e in list(events or [])[-constants.HISTORY_WINDOW :]]
     if not recent:
         return HistoryAnalysis()
-    tail = recent[-C.HISTORY_TAIL :]
+    tail = recent[-constants.HISTORY_TAIL :]
     signal_freq, gene_freq = _Counter(), _Counter()
     for ev in tail:
         sigs, genes = ev.get("signals"), ev.get("genes_used")
@@ -250,7 +250,7 @@ def analyze_recent_history(events: Iterable[Any] | None) -> HistoryAnalysis:
             gene_freq.add(_js_string(g))
     failures = sum(1 for ev in tail if _is_failed(ev))
     return HistoryAnalysis(
-        suppressed_signals=[k for k, n in signal_freq.numeric_items() if n >= C.SUPPRESS_MIN_COUNT],
+        suppressed_signals=[k for k, n in signal_freq.numeric_items() if n >= constants.SUPPRESS_MIN_COUNT],
         recent_intents=[_js_string(ev["intent"]) if _js_truthy(ev.get("intent")) else "unknown" for ev in recent],
         consecutive_repair_count=_tail_run(recent, _is_repair),
         empty_cycle_count=sum(1 for ev in tail if is_empty_cycle(ev)),
@@ -352,7 +352,7 @@ def _error_signature(corpus: str) -> str | None:
         return None
     end = corpus.find("\n", m.end())
     line = corpus[corpus.rfind("\n", 0, m.start()) + 1 : len(corpus) if end < 0 else end]
-    return _collapse(_trim(line))[: C.ERRSIG_MAX_CHARS]
+    return _collapse(_trim(line))[: constants.ERRSIG_MAX_CHARS]
 
 
 def _recurring_error(corpus: str) -> tuple[str, int] | None:
@@ -366,7 +366,7 @@ def _recurring_error(corpus: str) -> tuple[str, int] | None:
         key = _collapse(record)[:100]
         counts[key] = counts.get(key, 0) + 1
     top = max(counts.items(), key=lambda item: item[1], default=None)
-    return top if top is not None and top[1] >= C.RECURRING_ERROR_MIN else None
+    return top if top is not None and top[1] >= constants.RECURRING_ERROR_MIN else None
 
 
 def _feature_request(corpus: str, lower: str) -> str | None:
@@ -417,9 +417,9 @@ def _tool_signals(corpus: str) -> list[str]:
         counts["exec"] = max(0, counts["exec"] - len(_BENIGN_EXEC.findall(corpus)))
     signals = []
     for tool, n in counts.items():
-        if n >= C.HIGH_TOOL_USAGE_MIN:
+        if n >= constants.HIGH_TOOL_USAGE_MIN:
             signals.append("high_tool_usage:" + tool)
-        if tool == "exec" and n >= C.REPEATED_EXEC_MIN:
+        if tool == "exec" and n >= constants.REPEATED_EXEC_MIN:
             signals.append("repeated_tool_usage:exec")
     return signals
 
@@ -483,25 +483,25 @@ def _history_signals(signals: list[str], history: HistoryAnalysis) -> list[str]:
     if history.suppressed_signals:
         kept = [s for s in signals if _signal_key(s) not in history.suppressed_signals]
         signals = kept or (["evolution_stagnation_detected", "stable_success_plateau"] if signals else [])
-    if history.consecutive_repair_count >= C.REPAIR_LOOP_MIN:
+    if history.consecutive_repair_count >= constants.REPAIR_LOOP_MIN:
         signals = [s for s in signals if not _is_repair_only(s)] or ["repair_loop_detected", "stable_success_plateau"]
         signals.append("force_innovation_after_repair_loop")
-    if history.empty_cycle_count >= C.EMPTY_CYCLE_LOOP_MIN:
+    if history.empty_cycle_count >= constants.EMPTY_CYCLE_LOOP_MIN:
         signals = [s for s in signals if not _is_repair_only(s)]
         _add_missing(signals, "empty_cycle_loop_detected", "stable_success_plateau")
-    if history.consecutive_empty_cycles >= C.STEADY_STATE_MIN:
+    if history.consecutive_empty_cycles >= constants.STEADY_STATE_MIN:
         _add_missing(signals, "force_steady_state", "evolution_saturation")
-    elif history.consecutive_empty_cycles >= C.SATURATION_MIN:
+    elif history.consecutive_empty_cycles >= constants.SATURATION_MIN:
         _add_missing(signals, "evolution_saturation")
     failures = history.consecutive_failure_count
-    if failures >= C.FAILURE_STREAK_MIN:
+    if failures >= constants.FAILURE_STREAK_MIN:
         signals.append(f"consecutive_failure_streak_{failures}")
-        if failures >= C.FAILURE_LOOP_MIN:
+        if failures >= constants.FAILURE_LOOP_MIN:
             signals.append("failure_loop_detected")
             top_gene = history.top_gene
             if top_gene:
                 signals.append("ban_gene:" + top_gene)
-    if history.recent_failure_ratio >= C.HIGH_FAILURE_RATIO:
+    if history.recent_failure_ratio >= constants.HIGH_FAILURE_RATIO:
         signals += ["high_failure_ratio", "force_innovation_after_repair_loop"]
     return signals or ["stable_success_plateau"]
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from sqlmodel import Session, col, func, select
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.learned import MemoryHistory, SituationSummary
 from gep.core.models import EvolutionEvent, utc_now
 from gep.store.base import StoreBase
@@ -28,7 +28,7 @@ from gep.store.tables import EventRow, MemorySummaryRow, RunRow
 from gep.store.upsert import upsert
 
 FOLDED = "memory_folded_seq"  # counter: events of the workspace up to this seq are in the summaries
-FOLD_KEEP = C.MEMORY_GRAPH_EVENTS  # the newest events stay unfolded
+FOLD_KEEP = constants.MEMORY_GRAPH_EVENTS  # the newest events stay unfolded
 _FOLD_BATCH = 5_000
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from sqlalchemy import delete
 from sqlmodel import Session, col, func, select
 
-from gep.core import constants as C
+from gep.core import constants
 from gep.core.config import Settings
 from gep.core.learned import parse_at
 from gep.core.models import iso, utc_now
@@ -83,7 +83,7 @@ def _refs(data: str) -> tuple[str | None, str | None]:
 class PruneMixin(MemoryMixin):
     @store_errors
     def prune(self, *, fold: MemoryFold, keep_events: int | None = None, keep_days: float | None = None,
-              now: datetime | None = None, ban_cycles: int = C.BAN_CYCLES) -> PruneReport:
+              now: datetime | None = None, ban_cycles: int = constants.BAN_CYCLES) -> PruneReport:
         """Fold what may be folded (``fold``: the memory graph's arithmetic), then delete this workspace's old
         events and what only they used (see the module doc)."""
         if keep_events is None and keep_days is None:

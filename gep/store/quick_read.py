@@ -24,7 +24,7 @@ from gep.core.errors import StoreError
 from gep.core.learned import FeedbackSignal, GeneStatus, Lesson
 from gep.core.models import EvolutionEvent, FailedCapsule, Gene
 from gep.core.workspace_id import workspace_identity
-from gep.store import schema as S
+from gep.store import schema
 from gep.store.codec import load, load_by_time
 from gep.store.foreign_objects import refuse_foreign_objects
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # imported when needed: the full store loads SQLAlchemy and S
 
 T = TypeVar("T")
 
-_EVENTS = f"SELECT data FROM {S.EVENTS} WHERE workspace_id = ?"
+_EVENTS = f"SELECT data FROM {schema.EVENTS} WHERE workspace_id = ?"
 _NEWEST_FIRST = " ORDER BY seq DESC LIMIT ? OFFSET ?"
 
 
@@ -65,7 +65,7 @@ def connect(workspace: Path, settings: Settings, mode: str) -> tuple[sqlite3.Con
     file is at this version's migrations and holds the workspace registered under its current path."""
     if settings.database_url:
         return None
-    db = S.default_db(workspace)
+    db = schema.default_db(workspace)
     try:
         if not db.is_file() or not os.access(db, os.R_OK | os.W_OK):  # Store.open refuses a read-only file
             return None
@@ -81,10 +81,10 @@ def connect(workspace: Path, settings: Settings, mode: str) -> tuple[sqlite3.Con
     except sqlite3.Error:
         pass  # not a database gep can read: the full store says so
     try:
-        migrated = {name for (name,) in conn.execute(f"SELECT name FROM {S.SCHEMA_MIGRATIONS}")}
-        registered = conn.execute(f"SELECT path, name FROM {S.WORKSPACES} WHERE id = ?", (identity.id,)).fetchone()
+        migrated = {name for (name,) in conn.execute(f"SELECT name FROM {schema.SCHEMA_MIGRATIONS}")}
+        registered = conn.execute(f"SELECT path, name FROM {schema.WORKSPACES} WHERE id = ?", (identity.id,)).fetchone()
         # another version's schema, or a workspace the full store would register (or move) first
-        if migrated == set(S.MIGRATION_NAMES) and registered == (identity.path, identity.name):
+        if migrated == set(schema.MIGRATION_NAMES) and registered == (identity.path, identity.name):
             return conn, identity.id
     except Exception:  # noqa: BLE001 - an old database without these tables, a locked or corrupt file
         pass
@@ -122,33 +122,33 @@ class QuickStore:
 
     def event_ids(self) -> list[str]:
         """Every event id of the workspace (to resolve a short one as typed)."""
-        sql = f"SELECT id FROM {S.EVENTS} WHERE workspace_id = ?"
+        sql = f"SELECT id FROM {schema.EVENTS} WHERE workspace_id = ?"
         return self._answer(lambda: [i for (i,) in self.conn.execute(sql, (self.workspace_id,)).fetchall()],
                             "event_ids")
 
     def list_genes(self) -> list[Gene]:
-        sql = f"SELECT data FROM {S.GENES} ORDER BY id"  # genes are shared by the fleet: not scoped
+        sql = f"SELECT data FROM {schema.GENES} ORDER BY id"  # genes are shared by the fleet: not scoped
         return self._answer(lambda: [load(Gene, d) for (d,) in self.conn.execute(sql).fetchall()], "list_genes")
 
     def list_failed_capsules(self, limit: int = 200) -> list[FailedCapsule]:
         """The newest ``limit``, oldest first."""
-        sql = f"SELECT data FROM {S.FAILED_CAPSULES} WHERE workspace_id = ?{_NEWEST_FIRST}"
+        sql = f"SELECT data FROM {schema.FAILED_CAPSULES} WHERE workspace_id = ?{_NEWEST_FIRST}"
         return self._answer(lambda: [load(FailedCapsule, d) for d in reversed(self._data(sql, limit, 0))],
                             "list_failed_capsules", limit)
 
     def list_gene_statuses(self) -> list[GeneStatus]:
-        sql = f"SELECT data FROM {S.GENE_STATUS} WHERE workspace_id = ? ORDER BY gene_id"
+        sql = f"SELECT data FROM {schema.GENE_STATUS} WHERE workspace_id = ? ORDER BY gene_id"
         return self._answer(lambda: [GeneStatus.model_validate_json(d) for d in self._data(sql)],
                             "list_gene_statuses")
 
     def list_feedback(self, gene_id: str | None = None) -> list[FeedbackSignal]:
         """Signals, oldest first."""
-        return self._answer(lambda: load_by_time(FeedbackSignal, self._by_gene(S.FEEDBACK, gene_id)),
+        return self._answer(lambda: load_by_time(FeedbackSignal, self._by_gene(schema.FEEDBACK, gene_id)),
                             "list_feedback", gene_id)
 
     def list_lessons(self, gene_id: str | None = None) -> list[Lesson]:
         """Lessons, oldest first (all of the workspace's, or one gene's)."""
-        return self._answer(lambda: load_by_time(Lesson, self._by_gene(S.LESSONS, gene_id)), "list_lessons", gene_id)
+        return self._answer(lambda: load_by_time(Lesson, self._by_gene(schema.LESSONS, gene_id)), "list_lessons", gene_id)
 
     # ---------------------------------------------------------------- helpers
 

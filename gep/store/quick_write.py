@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gep.core.config import Settings
 from gep.core.learned import FeedbackSignal, Lesson, lesson_exists
-from gep.store import schema as S
+from gep.store import schema
 from gep.store.quick_read import QuickStore, connect
 from gep.store.rows import Row, feedback_row, lesson_row
 
@@ -24,7 +24,7 @@ def open_writer(workspace: Path, settings: Settings) -> QuickWriter | None:
     opened = connect(workspace, settings, "rw")
     if opened is None:
         return None
-    for pragma in S.SQLITE_PRAGMAS:
+    for pragma in schema.SQLITE_PRAGMAS:
         opened[0].execute(pragma)
     return QuickWriter(opened[0], workspace, settings, opened[1])
 
@@ -36,7 +36,7 @@ class QuickWriter(QuickStore):
         """Append a signal; False (nothing written) when its id is stored already."""
         def write() -> bool:
             with self._writing() as cur:
-                return _insert_new(cur, S.FEEDBACK, feedback_row(self.workspace_id, signal))
+                return _insert_new(cur, schema.FEEDBACK, feedback_row(self.workspace_id, signal))
 
         return self._answer(write, "add_feedback", signal)
 
@@ -44,9 +44,9 @@ class QuickWriter(QuickStore):
         """Add a new lesson; LessonError when its id is stored, or was deleted (rows are never rewritten)."""
         def write() -> None:
             with self._writing() as cur:
-                deleted = cur.execute(f"SELECT 1 FROM {S.LESSON_DELETIONS} WHERE workspace_id = ? AND lesson_id = ?",
+                deleted = cur.execute(f"SELECT 1 FROM {schema.LESSON_DELETIONS} WHERE workspace_id = ? AND lesson_id = ?",
                                       (self.workspace_id, lesson.id)).fetchone()
-                if deleted is not None or not _insert_new(cur, S.LESSONS, lesson_row(self.workspace_id, lesson)):
+                if deleted is not None or not _insert_new(cur, schema.LESSONS, lesson_row(self.workspace_id, lesson)):
                     raise lesson_exists(lesson.id)
 
         self._answer(write, "append_lesson", lesson)
