@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from e2e_reach import E2E_FIXTURES, reaches_e2e
+from heavy_first import heavy_first
 from input_traps import deep, memory_cap  # noqa: F401 - fixtures for the input-trap tests
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="gep-test-prefect-")
@@ -44,6 +45,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())) or \
                 reaches_e2e([getattr(item, "function", None), *defs]):
             item.add_marker(pytest.mark.e2e)
+    heavy_first(items)
 
 
 def git(cwd: Path, *args: str) -> str:
