@@ -17,8 +17,11 @@ TESTS = Path(__file__).resolve().parent
 # fixtures that are end to end by what they are: servers, PostgreSQL, a cycle in the example workspace
 E2E_FIXTURES = frozenset({"live_prefect", "prefect_server", "server", "fleet", "pg_url", "example_ws",
                           "venv_python_first", "_venv_python"})
-# names whose use starts a Python process or a whole cycle: `sys.executable`, gep's pipeline, a flow's harness
-E2E_NAMES = frozenset({"executable", "run_cycle", "prefect_test_harness"})
+# names whose use starts a Python process or a whole cycle: `sys.executable`, gep's pipeline, a flow's harness,
+# a Prefect server of the test's own (tests/live_prefect.py)
+E2E_NAMES = frozenset({"executable", "run_cycle", "prefect_test_harness", "LiveServer"})
+# markers of tests that run on a server: the PostgreSQL cases of the store tests (tests/store_backends.py)
+E2E_MARKERS = frozenset({"postgres"})
 
 
 def _names(code: types.CodeType) -> set[str]:
