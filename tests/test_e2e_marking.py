@@ -24,6 +24,18 @@ def _console_script() -> None:
     subprocess.run([str(GEP), "--help"], check=False)
 
 
+GEP_STR = str(GEP)
+BIN = GEP.parent
+
+
+def _console_script_str() -> None:
+    subprocess.run([GEP_STR, "--help"], check=False)
+
+
+def _console_script_in_bin() -> None:
+    subprocess.run([str(BIN / "gep"), "--help"], check=False)
+
+
 def _git_only(cwd: Path) -> None:
     subprocess.run(["git", "status"], cwd=cwd, check=False)
 
@@ -46,6 +58,7 @@ def _own_server(tmp: Path) -> None:
 
 @pytest.mark.parametrize(("func", "e2e"), [
     (_python, True), (_via_helper, True), (_console_script, True), (_cycle, True), (_own_server, True),
+    (_console_script_str, True), (_console_script_in_bin, True),
     (_git_only, False), (_pure, False),
 ])
 def test_a_python_process_or_a_cycle_is_found_through_helpers(func: object, e2e: bool) -> None:

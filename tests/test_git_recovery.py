@@ -30,10 +30,10 @@ def _scenario(path: Path) -> Path:
     return ws
 
 
-_ZYGOTE: list[Zygote] = []  # the module's zygote (its fixture), used by _drive()
+_ZYGOTE: list[Zygote] = []  # the module's zygote (its fixture, which every test that drives asks for)
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
     """The driver's imports paid once: every run of this module is a child forked from one process."""
     z = Zygote(DRIVER, tmp_path_factory.mktemp("zygote"))
@@ -136,6 +136,7 @@ def test_random_kills_never_leave_the_user_tree_changed(tmp_path: Path, landed: 
 
 
 @pytest.mark.parametrize("point", ["inplace_after_cas", "inplace_in_index"])
+@pytest.mark.usefixtures("zygote")
 def test_kill_during_the_prompt_mode_commit_then_recover(tmp_path: Path, point: str) -> None:
     ws = _scenario(tmp_path / "ws")
     assert _drive(ws, point)[0] == -signal.SIGKILL
@@ -153,6 +154,7 @@ def test_kill_during_the_prompt_mode_commit_then_recover(tmp_path: Path, point: 
     assert git(ws, "rev-parse", f"refs/gep/baseline/{EVENT_ID}")  # a live cycle keeps its baseline
 
 
+@pytest.mark.usefixtures("zygote")
 def test_a_live_clone_is_left_alone_and_a_foreign_index_lock_too(tmp_path: Path) -> None:
     ws = _scenario(tmp_path / "ws")
     assert _drive(ws, "after_mutation")[0] == -signal.SIGKILL
