@@ -16,7 +16,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: demo test check lint bench clean
 
 # tests run in one process per core (pytest-xdist), a file's tests together so module fixtures are built once;
-# most of the suite waits on git, subprocesses and servers, so two cores nearly halve its wall time
+# most of the suite waits on git, subprocesses and servers, so two cores nearly halve its wall time;
+# the longest files first (tests/heavy_first.py), not xdist's default of the files with the most tests
 PYTEST_JOBS ?= auto
 
 $(BIN)/python:
@@ -43,14 +44,14 @@ test: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
 	$(BIN)/mypy gep flows
 	MYPYPATH=tests:bench $(BIN)/mypy bench
-	$(BIN)/python -m pytest -q -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # the quick loop: lint, types and the tests not marked e2e (tests/conftest.py marks a test e2e from the
 # fixtures it uses: a Prefect server, PostgreSQL, a whole cycle in the example workspace or the sandbox)
 check: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
 	$(BIN)/mypy gep flows
-	$(BIN)/python -m pytest -q -n $(PYTEST_JOBS) --dist loadfile -m "not e2e" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_JOBS) --dist loadfile --no-loadscope-reorder -m "not e2e" $(PYTEST_ARGS)
 
 lint: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_reach import E2E_FIXTURES, reaches_e2e
+from e2e_reach import E2E_FIXTURES, E2E_MARKERS, reaches_e2e
+from heavy_first import heavy_first
 from input_traps import deep, memory_cap  # noqa: F401 - fixtures for the input-trap tests
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="gep-test-prefect-")
@@ -42,8 +43,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = getattr(item, "_fixtureinfo", None)
         defs = [d.func for ds in (fixtures.name2fixturedefs.values() if fixtures else ()) for d in ds]
         if E2E_FIXTURES.intersection(getattr(item, "fixturenames", ())) or \
+                any(item.get_closest_marker(m) for m in E2E_MARKERS) or \
                 reaches_e2e([getattr(item, "function", None), *defs]):
             item.add_marker(pytest.mark.e2e)
+    heavy_first(items)
 
 
 def git(cwd: Path, *args: str) -> str:

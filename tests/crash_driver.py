@@ -29,12 +29,18 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from gep.core.models import EvolutionEvent, Gene, GeneConstraints, Mutation, PersonalityState  # noqa: E402
+if TYPE_CHECKING:
+    from gep.core.models import EvolutionEvent, Gene, Mutation
+
+# what main imports, imported once by a zygote (tests/zygote.py) that forks a child per run
+PRELOAD = ["gep", "gep.cycle.pipeline", "gep.cycle.commit_change", "gep.cycle.tree", "gep.git.delivery",
+           "gep.git.inplace_commit", "gep.git.landing"]
 
 EVENT_ID = "evt_1700000000000_abc123"
 
@@ -96,7 +102,12 @@ def mutate(path: Path) -> None:
     (path / "build.log").write_text("created by the cycle, ignored\n")
 
 
+# gep's models are imported where used: the agent (`--agent`, run once per agent cycle) needs none of them
+
+
 def gene(validation: list[str] | None = None, **constraints: object) -> Gene:
+    from gep.core.models import Gene, GeneConstraints
+
     return Gene(id="gene_test", category="repair", signals_match=["log_error"],
                 constraints=GeneConstraints(**{"max_files": 10, "forbidden_paths": [".venv", "secrets"],
                                                **constraints}),
@@ -104,11 +115,15 @@ def gene(validation: list[str] | None = None, **constraints: object) -> Gene:
 
 
 def mutation() -> Mutation:
+    from gep.core.models import Mutation
+
     return Mutation(id="mut_1700000000000", category="repair", trigger_signals=["log_error"],
                     target="gene:gene_test", expected_effect="fix the error")
 
 
 def event(event_id: str = EVENT_ID) -> EvolutionEvent:
+    from gep.core.models import EvolutionEvent, PersonalityState
+
     return EvolutionEvent(id=event_id, intent="repair", signals=["log_error", "errsig:boom"],
                           genes_used=["gene_test"], mutation_id="mut_1700000000000",
                           personality_state=PersonalityState(), meta={"personality": {"key": "rigor=0.7", "known": True}})
@@ -173,12 +188,17 @@ def read_progress(ws: Path) -> list[str]:
 
 
 def run_and_kill(argv: list[str], ws: Path, kill_after: float | None = None,
-                 meanwhile: Callable[[subprocess.Popen[bytes]], None] | None = None) -> tuple[int, float]:
+                 meanwhile: Callable[[Any], None] | None = None, zygote: Any = None) -> tuple[int, float]:
     """Run a driver: (exit code, seconds from its "start" progress line to its end). ``kill_after``: SIGKILL it
-    that many seconds after it started; ``meanwhile(proc)`` runs once it started (and may kill it)."""
+    that many seconds after it started; ``meanwhile(proc)`` runs once it started (and may kill it).
+    ``zygote`` (tests/zygote.py, started for this driver): the driver runs in a child it forks, imports done."""
     import time
 
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if zygote is not None:
+        assert Path(argv[1]) == zygote.driver, (argv, zygote.driver)
+        proc = zygote.spawn(argv[2:])
+    else:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
         while "start" not in read_progress(ws) and proc.poll() is None and time.monotonic() < deadline:

@@ -7,18 +7,24 @@ servers in ``E2E_FIXTURES``. Found from the code, so a new test is marked the da
 
 from __future__ import annotations
 
+import os
+import sys
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 TESTS = Path(__file__).resolve().parent
+_VENV_BIN = Path(sys.executable).parent
 
 # fixtures that are end to end by what they are: servers, PostgreSQL, a cycle in the example workspace
 E2E_FIXTURES = frozenset({"live_prefect", "prefect_server", "server", "fleet", "pg_url", "example_ws",
                           "venv_python_first", "_venv_python"})
-# names whose use starts a Python process or a whole cycle: `sys.executable`, gep's pipeline, a flow's harness
-E2E_NAMES = frozenset({"executable", "run_cycle", "prefect_test_harness"})
+# names whose use starts a Python process or a whole cycle: `sys.executable`, gep's pipeline, a flow's harness,
+# a Prefect server of the test's own (tests/live_prefect.py)
+E2E_NAMES = frozenset({"executable", "run_cycle", "prefect_test_harness", "LiveServer"})
+# markers of tests that run on a server: the PostgreSQL cases of the store tests (tests/store_backends.py)
+E2E_MARKERS = frozenset({"postgres"})
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -31,16 +37,21 @@ def _names(code: types.CodeType) -> set[str]:
 
 
 def _is_ours(value: object) -> bool:
-    """A function defined in a file of tests/ (helpers are followed; gep's own code is not)."""
+    """A function defined in a file of tests/ (helpers are followed; gep's own code is not, nor this file's:
+    its own checks name what they look for)."""
     code = getattr(value, "__code__", None)
-    return isinstance(code, types.CodeType) and Path(code.co_filename).resolve().parent == TESTS
+    return isinstance(code, types.CodeType) and Path(code.co_filename).resolve().parent == TESTS and \
+        Path(code.co_filename).resolve() != Path(__file__).resolve()
 
 
 def _starts_something(value: object) -> bool:
-    """A global that is a Prefect flow, or the path of the ``gep`` console script or a ``.py`` driver."""
+    """A global that is a Prefect flow, the path of the ``gep`` console script (a Path or an absolute path
+    string) or of a ``.py`` driver, or the venv's bin folder (``BIN / "gep"``)."""
     if type(value).__module__.startswith("prefect") and type(value).__name__ == "Flow":
         return True
-    return isinstance(value, Path) and (value.name == "gep" or value.suffix == ".py")
+    if isinstance(value, str) and os.path.isabs(value) and os.path.basename(value) == "gep":
+        return True
+    return isinstance(value, Path) and (value.name == "gep" or value.suffix == ".py" or value == _VENV_BIN)
 
 
 def reaches_e2e(funcs: Iterable[Callable[..., Any]]) -> bool:

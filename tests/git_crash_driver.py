@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# what main imports, imported once by a zygote (tests/zygote.py) that forks a child per run
+PRELOAD = ["gep.git", "gep.git.delivery", "gep.git.inplace_commit", "gep.git.landing", "git_scenario"]
 EVENT_ID = "evt_1700000000000_abc123"
 MESSAGE = f"gep(repair): add a docstring\n\nGEP-Event: {EVENT_ID}\n"
 

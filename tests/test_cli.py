@@ -165,16 +165,34 @@ def test_usage_errors_are_one_line(repo: Path):
     assert console("cycle", "--help").returncode == 0
 
 
+def run_quiet(*args: str, env: dict[str, str] | None = None):
+    """``run`` with ``env`` over the process's environment (CliRunner sets it for the call only)."""
+    return runner.invoke(app, list(args), env=env, catch_exceptions=False)
+
+
+def in_process_error(result, *needles: str) -> str:
+    """What console_error checks, for a command run in process."""
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gep: "), result.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
 @pytest.mark.timeout(120)
 def test_bad_cycle_requests_are_refused_before_anything_runs(repo: Path):
-    """A typo is a user error: one line, nothing recorded (it must not count as a failed cycle of a gene)."""
+    """A typo is a user error: one line, nothing recorded (it must not count as a failed cycle of a gene).
+    Two through the installed script (a real process: nothing else reaches its stderr), the rest in process
+    (a `gep cycle` process costs ~2 s of CPU before it refuses)."""
     console_error(console("cycle", "-w", str(repo), "--mutator", "claude"), "unknown mutator 'claude'")
-    console_error(console("cycle", "-w", str(repo), "--strategy", "fast"), "unknown strategy 'fast'")
-    console_error(console("cycle", "-w", str(repo), "--mutator", "command"), "--agent-cmd")
-    console_error(console("cycle", "-w", str(repo), "--mutator", "anthropic", env={"ANTHROPIC_API_KEY": ""}),
-                  "ANTHROPIC_API_KEY")
+    in_process_error(run_quiet("cycle", "-w", str(repo), "--strategy", "fast"), "unknown strategy 'fast'")
+    in_process_error(run_quiet("cycle", "-w", str(repo), "--mutator", "command"), "--agent-cmd")
+    in_process_error(run_quiet("cycle", "-w", str(repo), "--mutator", "anthropic", env={"ANTHROPIC_API_KEY": ""}),
+                     "ANTHROPIC_API_KEY")
     (repo / "gep.toml").write_text("[gep\n")
-    console_error(console("cycle", "-w", str(repo)), "gep.toml", "not valid TOML")
+    in_process_error(run_quiet("cycle", "-w", str(repo)), "gep.toml", "not valid TOML")
     console_error(console("solidify", "-w", str(repo)), "gep.toml")
     (repo / "gep.toml").unlink()
     with Store.for_workspace(repo) as store:

@@ -8,12 +8,14 @@ import os
 import random
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from crash_driver import run_and_kill
 from git_crash_driver import EVENT_ID
 from git_scenario import files_of, git, make_repo, snapshot, user_edits
+from zygote import Zygote
 
 from gep.git import open_repo, recover_git, salvage, workspace_lock
 from gep.git.indexwrite import marker_path
@@ -28,10 +30,25 @@ def _scenario(path: Path) -> Path:
     return ws
 
 
+_ZYGOTE: list[Zygote] = []  # the module's zygote (its fixture, which every test that drives asks for)
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    """The driver's imports paid once: every run of this module is a child forked from one process."""
+    z = Zygote(DRIVER, tmp_path_factory.mktemp("zygote"))
+    _ZYGOTE.append(z)
+    try:
+        yield z
+    finally:
+        _ZYGOTE.remove(z)
+        z.close()
+
+
 def _drive(ws: Path, point: str, kill_after: float | None = None) -> tuple[int, float]:
     """Run the driver: (exit code, seconds from the start of its cycle to its end). With ``kill_after``,
     SIGKILL it that many seconds after it started its cycle (imports done)."""
-    return run_and_kill([sys.executable, str(DRIVER), str(ws), point], ws, kill_after)
+    return run_and_kill([sys.executable, str(DRIVER), str(ws), point], ws, kill_after, zygote=_ZYGOTE[-1])
 
 
 def _recover(ws: Path, live: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
@@ -46,7 +63,7 @@ def _progress(ws: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def landed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def landed(tmp_path_factory: pytest.TempPathFactory, zygote: Zygote) -> dict[str, object]:
     """The user's side after the same cycle ran to the end without a kill."""
     ws = _scenario(tmp_path_factory.mktemp("reference") / "ws")
     assert _drive(ws, "none")[0] == 0
@@ -119,6 +136,7 @@ def test_random_kills_never_leave_the_user_tree_changed(tmp_path: Path, landed: 
 
 
 @pytest.mark.parametrize("point", ["inplace_after_cas", "inplace_in_index"])
+@pytest.mark.usefixtures("zygote")
 def test_kill_during_the_prompt_mode_commit_then_recover(tmp_path: Path, point: str) -> None:
     ws = _scenario(tmp_path / "ws")
     assert _drive(ws, point)[0] == -signal.SIGKILL
@@ -136,6 +154,7 @@ def test_kill_during_the_prompt_mode_commit_then_recover(tmp_path: Path, point: 
     assert git(ws, "rev-parse", f"refs/gep/baseline/{EVENT_ID}")  # a live cycle keeps its baseline
 
 
+@pytest.mark.usefixtures("zygote")
 def test_a_live_clone_is_left_alone_and_a_foreign_index_lock_too(tmp_path: Path) -> None:
     ws = _scenario(tmp_path / "ws")
     assert _drive(ws, "after_mutation")[0] == -signal.SIGKILL

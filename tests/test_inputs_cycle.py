@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, git, init_repo
 from input_traps import OUTSIDE_MARKER, make_deep, plant, remove_deep
+from typer.testing import CliRunner
 
 import gep
+from gep.cli.root import app
 from gep.core.config import Settings, load_settings
 from gep.core.errors import ConfigError
 from gep.signals.sources import claude_project_dir
@@ -63,12 +65,13 @@ def test_lock_timeout_zero_still_means_try_once(tmp_path: Path) -> None:
                                            "to 67108864"),
 ])
 def test_gep_cycle_refuses_a_bad_number_in_one_line_with_exit_2(repo: Path, toml: str, message: str) -> None:
+    """In process (a `gep` process costs ~2 s of CPU before it refuses); the console script's own exit 2 and
+    one line for a refused gep.toml: test_gep_cycle_refuses_a_fifo_gep_toml_in_one_line."""
     (repo / "gep.toml").write_text(toml + "\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "settings")
-    res = subprocess.run([str(GEP), "cycle", "--workspace", str(repo), "--mutator", "prompt"],
-                         capture_output=True, text=True, timeout=50)
-    assert (res.returncode, res.stderr.splitlines(), res.stdout) == (2, [message], "")
+    res = CliRunner().invoke(app, ["cycle", "--workspace", str(repo), "--mutator", "prompt"])
+    assert (res.exit_code, res.stderr.splitlines(), res.stdout) == (2, [message], "")
     assert not (repo / ".gep").exists()  # refused before anything was started or recorded
 
 

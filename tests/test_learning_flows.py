@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import ROOT, git
 from learning_helpers import REPAIR, agent_workspace, committed_fix, store_of, venv_first
-from test_flows import FIX_AGENT, agent, flow_run
+from test_flows import FIX_AGENT, agent, flow_run, prefect_server  # noqa: F401 - the session's server
 
 from flows.states import event_of
 from gep.core.models import EvolutionEvent
@@ -21,14 +21,6 @@ from gep.core.request import CycleRequest
 from gep.learning.feedback import FeedbackKind, Observation
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module")
-def prefect_server():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 @pytest.fixture
@@ -59,7 +51,7 @@ def review_form(run_id: str) -> str:
 
 
 @pytest.mark.parametrize("decision", ["reject", "approve", "ask for changes"])
-def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_server, ws: Path, tmp_path: Path,
+def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_server, ws: Path, tmp_path: Path,  # noqa: F811
                                                                       decision: str) -> None:
     from prefect.flow_runs import resume_flow_run
 
@@ -107,7 +99,7 @@ def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_se
         assert kinds == [FeedbackKind.not_helpful] and failures == []  # and no failure lesson for a correct fix
 
 
-def test_the_feedback_flow_does_what_gep_feedback_does(prefect_server, ws: Path) -> None:
+def test_the_feedback_flow_does_what_gep_feedback_does(prefect_server, ws: Path) -> None:  # noqa: F811
     from flows.feedback import feedback
 
     fixed = committed_fix(ws)

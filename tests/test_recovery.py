@@ -14,10 +14,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from crash_driver import make_scenario, person_edits, read_progress, run_and_kill, snapshot, user_dirty_edits
+from zygote import Forked, Zygote
 
 from gep.api import recover
 from gep.core.models import EvolutionEvent
@@ -43,6 +45,21 @@ def venv_python_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
+_ZYGOTE: list[Zygote] = []  # the module's zygote (its fixture), used by drive()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    """The driver's imports paid once: every run of this module is a child forked from one process."""
+    z = Zygote(DRIVER, tmp_path_factory.mktemp("zygote"))
+    _ZYGOTE.append(z)
+    try:
+        yield z
+    finally:
+        _ZYGOTE.remove(z)
+        z.close()
+
+
 def scenario(path: Path) -> Path:
     ws = make_scenario(path)
     user_dirty_edits(ws)  # uncommitted work: a dirty tree no longer blocks a cycle, and is never touched
@@ -53,10 +70,11 @@ def drive(ws: Path, run: str, point: str, kill_after: float | None = None) -> tu
     """Run the driver: (exit code, seconds from its start line to its end). ``kill_after``: SIGKILL it that
     many seconds after it started; ``in_validation``: once the slow check is running."""
     meanwhile = (lambda proc: _kill_in_validation(ws, proc)) if point == "in_validation" else None
-    return run_and_kill([sys.executable, str(DRIVER), str(ws), run, point], ws, kill_after, meanwhile)
+    return run_and_kill([sys.executable, str(DRIVER), str(ws), run, point], ws, kill_after, meanwhile,
+                        zygote=_ZYGOTE[-1])
 
 
-def _kill_in_validation(ws: Path, proc: subprocess.Popen[bytes]) -> None:
+def _kill_in_validation(ws: Path, proc: Forked) -> None:
     deadline = time.monotonic() + 60
     while not any(p.read_text().strip() for p in (ws / ".gep" / "tmp").glob("check-*/sleepy.pid")):
         assert proc.poll() is None and time.monotonic() < deadline, "validation never started"
@@ -114,7 +132,7 @@ def nothing_left(ws: Path, awaiting: bool = False) -> None:
 
 
 @pytest.fixture(scope="module")
-def refs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
+def refs(tmp_path_factory: pytest.TempPathFactory, zygote: Zygote) -> dict[str, dict[str, object]]:
     """The user's side after uninterrupted runs: an agent's cycle landed; a prompt cycle awaiting, edited by
     the person, then committed."""
     base = tmp_path_factory.mktemp("refs")
