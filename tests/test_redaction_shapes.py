@@ -98,8 +98,21 @@ SHAPES: dict[str, Shape] = {
     "digitalocean": lambda b: ("dop_v1_" + (b.encode().hex() * 2)[:64], [(b.encode().hex() * 2)[:64]]),
     "docker_hub": lambda b: (f"dckr_pat_{b}", [b]),
     "shopify": lambda b: ("shpat_" + b.encode().hex()[:32], [b.encode().hex()[:32]]),
+    # issue 32, finding 10 (second audit): key ids, "token <value>", Digest auth, passwords on command lines
+    "gcp_private_key_id": lambda b: (json.dumps({"type": "service_account", "private_key_id": b.encode().hex()}),
+                                     [b.encode().hex()]),
+    "token_in_a_line": lambda b: (f"token {b}", [b]),
+    "authorization_token_lower": lambda b: (f"curl -H 'Authorization: token {b}' https://api.example.com", [b]),
+    "digest_response": lambda b: ('Authorization: Digest username="bob", realm="api", nonce="dcd98b7102dd2f0e", '
+                                  f'uri="/x", response="{b.encode().hex()}", cnonce="0a4f113b"',
+                                  [b.encode().hex()]),
+    "curl_user": lambda b: (f"curl -u deploy:{b} https://ci.example.com", [b]),
+    "curl_user_long": lambda b: (f"curl --user deploy:{b} https://ci.example.com", [b]),
+    "mysql_p": lambda b: (f"mysql -h db -u root -p{b} app", [b]),
+    "mysql_password": lambda b: (f"mysql --password={b} app", [b]),
+    "sshpass": lambda b: (f"sshpass -p {b} ssh deploy@host", [b]),
 }
-assert len(SHAPES) >= 45
+assert len(SHAPES) >= 61
 
 
 def _password_with_spaces(words: list[str]) -> tuple[str, list[str]]:
@@ -170,6 +183,31 @@ def test_agent_command_lines_are_stored_redacted() -> None:
     assert "claude -p" in out and "--model claude-sonnet 'fix the bug'" in out
     assert redact_command(out) == out
     assert redact_command("codex exec 'do it'") == "codex exec 'do it'"
+
+
+def test_passwords_on_command_lines_are_redacted_and_numbers_of_quantities_kept() -> None:
+    """Issue 32, finding 10 (second audit): curl's user:password, mysql's -pPASS, sshpass -p, in a stored agent
+    command line; --max-tokens 500 was redacted as if it were a token."""
+    cmd = ("sshpass -p hunter2pass ssh h && curl -u deploy:s3cretpw x && curl --user=ci:pw2word y && "
+           "/usr/bin/mysql -uroot -pr00tpw app && claude --max-tokens 500 --max-turns=12 -p hi")
+    out = redact_command(cmd)
+    for secret in ("hunter2pass", "s3cretpw", "pw2word", "r00tpw"):
+        assert secret not in out, out
+    assert "deploy:[REDACTED]" in out and "--max-tokens 500 --max-turns=12 -p hi" in out, out
+    assert redact_command("MAX_TOKENS=4096 agent --token 500 --password 123456") == (
+        "MAX_TOKENS=4096 agent --token [REDACTED] --password [REDACTED]")
+    for kept in ("mysql -p appdb", "docker run -u 1000:1000 img", "git push -u origin main", "mkdir -p build"):
+        assert redact_command(kept) == kept
+
+
+@pytest.mark.parametrize("text", [
+    "the token expired", "token limit reached at 4096", "each token costs 3 credits", "a token of appreciation",
+    "token ./src/tokenizer.py", "token 2024-01-01", "docker run -u 1000:1000 img", "git push -u origin main",
+    "mkdir -p /tmp/x && python -m pytest -p no:cacheprovider", "the response was 200 OK", 'response="ok"',
+    'nonce="dcd98b7102dd2f0bf00d", cnonce="0a4f113b"', "mysql -p appdb", "private_key_id: none",
+])
+def test_the_new_rules_keep_ordinary_text(text: str) -> None:
+    assert redact(text) == text
 
 
 def test_a_value_ending_like_a_secret_name_is_still_redacted() -> None:

@@ -29,6 +29,8 @@ REDACTED = "[REDACTED]"
 _TOKEN_CHARS = r"A-Za-z0-9\-._~+/"
 # A word boundary, or the letter of a JSON escape before it (\nglpat-...: "n" would hide the boundary).
 _B = r"(?:\b|(?<=\\[nrtbf]))"
+# Not inside a longer word (but after a JSON escape's letter, as _B).
+_B_WORD = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrtbf]))"
 
 # Patterns whose whole match is replaced. Order matters: whole structures (PEM blocks, JWTs and URLs
 # with credentials, see _SECRET_RES) go before the shorter shapes that could eat part of them.
@@ -93,6 +95,21 @@ _KEEP_PREFIX = [
     # one whose session id was already redacted keeps its attributes (Path, Expires).
     r"(?P<keep>(?:(?<![A-Za-z0-9\-])|(?<=\\[nrt]))(?i:set-)?(?i:cookie):[ \t]*)(?![^\r\n\\\"]*\[REDACTED\])"
     r"[^\r\n\\\"]{8,}",
+    # A key's id next to the key (a GCP service-account JSON's "private_key_id": "<40 hex>").
+    r"(?P<keep>(?<![A-Za-z0-9])(?i:private[_\-]?key[_\-]?id)\\*[\"']?[ \t]*[:=][ \t]*\\*[\"']?)"
+    r"(?!\[REDACTED\])[A-Za-z0-9\-_]{8,}",
+    # "token <value>" in a line ("token ghs...", curl -H 'Authorization: token ...'): a value that looks
+    # generated (a digit in 12+ characters, or 24+), so "token limit" and "the token expired" stay.
+    _B_WORD + r"(?P<keep>(?i:token)[ \t]+)(?![./])(?:(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{12,}"
+    r"|[A-Za-z0-9\-._~+/]{24,})=*",
+    # HTTP Digest auth: the response hash proves the password (nonce and cnonce are public).
+    _B_WORD + r"(?P<keep>(?i:response)\\*[\"']?=\\*[\"']?)[0-9a-fA-F]{32,}",
+    # Passwords given to a command: curl -u/--user user:pass (not docker's -u uid:gid), mysql -pPASS,
+    # sshpass -p PASS. The program's name bounds the flag, so mkdir -p and -p8080 stay.
+    r"(?P<keep>(?:(?<![A-Za-z0-9_\-])|(?<=\\[nrt]))(?:-u[ \t]*|--(?:proxy-)?user(?:[ \t]+|=))\\*[\"']?"
+    r"(?![0-9]+:)[^\s:\\\"']*:)(?!\[REDACTED\])[^\s\\\"']+",
+    _B + r"(?P<keep>(?:mysql|mariadb)[a-z\-]*\b[^\n]{0,200}?[ \t]-p)(?!\[REDACTED\])[^\s\\\"']+",
+    _B + r"(?P<keep>sshpass\b[^\n]{0,80}?[ \t]-p[ \t]*)(?!\[REDACTED\])[^\s\\\"']+",
 ]
 
 # Personal data (no credential, but not for prompts or a shared store).
@@ -412,9 +429,35 @@ _FLAG_VALUE = re.compile(r"^(?P<flag>--?[A-Za-z][A-Za-z0-9_.\-]*)=(?P<value>.*)$
 _ENV_WORD = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$", re.DOTALL)
 
 
-def _secret_flag(flag: str) -> bool:
+_QUANTITY_WORDS = frozenset("max min num count limit limits budget".split())
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?[kKmM]?")
+
+
+def _secret_flag(flag: str, value: str | None = None) -> bool:
+    """Whether a flag (or variable) holds a secret; a number given to a quantity (``--max-tokens 500``,
+    ``MAX_TURNS=12``) does not."""
     name = flag.lstrip("-")
+    if value is not None and _NUMBER.fullmatch(value) and {w.lower() for w in _SEGMENT.findall(name)} & _QUANTITY_WORDS:
+        return False
     return _secret_name(name) is not None or is_secret_env_name(name.replace("-", "_"))
+
+
+# Flags whose value is "user:password" (curl), and programs whose "-p" carries the password.
+_USER_PASS_FLAGS = frozenset(("-u", "--user", "--proxy-user", "-U"))
+_PASSWORD_P_PROGRAMS = re.compile(r"(?:mysql|mariadb)[a-z\-]*|sshpass")
+
+
+def _command_word(word: str, prev: str, program: str) -> str | None:
+    """A word's redacted form given its context (the word before it, the program it belongs to), or None."""
+    if prev in _USER_PASS_FLAGS and ":" in word and not word.split(":", 1)[0].isdigit():
+        return word.split(":", 1)[0] + ":" + REDACTED
+    if not _PASSWORD_P_PROGRAMS.fullmatch(program):
+        return None
+    if word.startswith("-p") and len(word) > 2 and not word.startswith("--"):
+        return "-p" + REDACTED
+    if prev == "-p" and program == "sshpass":  # mysql -p <name>: a database, the password is asked for
+        return REDACTED
+    return None
 
 
 def redact_command(cmd: str) -> str:
@@ -427,15 +470,23 @@ def redact_command(cmd: str) -> str:
         words = cmd.split()
     out: list[str] = []
     hide_next = False
+    prev = program = ""
     for word in words:
+        in_context = _command_word(word, prev, program)
+        base = word.rsplit("/", 1)[-1]
+        prev, program = word, base if _PASSWORD_P_PROGRAMS.fullmatch(base) else program
         if hide_next:
-            out.append(REDACTED)
             hide_next = False
-            continue
+            if not (_NUMBER.fullmatch(word) and not _secret_flag(out[-1], word)):
+                out.append(REDACTED)
+                continue
         flag, env = _FLAG_VALUE.match(word), _ENV_WORD.match(word)
-        if flag and _secret_flag(flag["flag"]):
+        if in_context is not None:
+            out.append(in_context)
+        elif flag and _secret_flag(flag["flag"], flag["value"]):
             out.append(f"{flag['flag']}={REDACTED}")
-        elif env and (is_secret_env_name(env["name"]) or _secret_name(env["name"]) is not None):
+        elif env and _secret_flag(env["name"], env["value"]) and (
+                is_secret_env_name(env["name"]) or _secret_name(env["name"]) is not None):
             out.append(f"{env['name']}={REDACTED}")
         elif word.startswith("-") and "=" not in word and len(word) > 2 and _secret_flag(word):
             out.append(word)
