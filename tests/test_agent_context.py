@@ -27,6 +27,7 @@ from gep import CycleRequest, run_cycle
 from gep.cli.root import app
 from gep.core.models import EvolutionEvent, Outcome
 from gep.learning.agent_context import HEADER, build_context, within_chars
+from gep.learning.context_cache import answer_from_cache
 from gep.learning.feedback import FeedbackKind, FeedbackSignal, Observation
 from gep.learning.injections import (
     DROP_BELOW,
@@ -215,6 +216,16 @@ def test_the_hook_answers_from_its_cache_until_the_store_changes(ws: Path) -> No
                                     "--workspace", str(ws)])
     assert said.exit_code == 0, said.output
     assert "prefer a smaller diff" in session_start(ws, ws, "sess-3").stdout  # the change is seen at once
+
+
+def test_a_cycle_refreshes_the_cache_so_the_next_session_does_not_rebuild(ws: Path) -> None:
+    session_start(ws, ws, "before")  # a cache from before the cycle: the cycle changes the store under it
+    failed = failed_attempt(ws)
+    hit = answer_from_cache(ws, "sess-after", datetime.now(UTC))  # the hook's fast path: None means rebuild
+    assert hit is not None, "the first session after a cycle had to build the context again"
+    with store_of(ws) as store:
+        lesson = next(x for x in store.list_lessons() if x.event_id == failed.id)
+    assert lesson.content[:60] in json.loads(hit)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_the_avoid_list_on_a_live_problem_leads_the_context() -> None:

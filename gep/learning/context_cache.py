@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -53,11 +54,13 @@ def answer_from_cache(workspace: Path, session: str, now: datetime) -> str | Non
 
 
 def _stat(path: str) -> list[int] | None:
+    """A file's size and time; an empty file reads as none (an empty WAL, gep.toml or signals file says what
+    a missing one says: SQLite deletes its checkpointed WAL when the last connection closes)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns]
+    return [st.st_size, st.st_mtime_ns] if st.st_size or stat.S_ISDIR(st.st_mode) else None
 
 
 def fingerprint(paths: Sequence[str]) -> list[list[int] | None]:
