@@ -279,3 +279,21 @@ def test_learning_off_gives_sessions_nothing(tmp_path: Path, toml: str) -> None:
     avoid_off = build_context(events=[_event("e3", [ERR], NOW)], lessons=[], feedback=[], signals=[], now=NOW,
                               avoid=False)
     assert avoid_off.items == []
+
+
+def test_a_failed_refresh_never_fails_the_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    from conftest import init_repo
+
+    from gep.core.config import Settings
+    from gep.cycle import session_context
+    from gep.store import Store
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    ws = init_repo(tmp_path / "ws")
+    monkeypatch.setattr(session_context, "build_and_cache", broken)
+    with Store.for_workspace(ws) as store:
+        session_context.refresh_after_cycle(ws, store, Settings(), NOW)  # logged, not raised
+    assert "the session context was not refreshed: disk full" in caplog.text

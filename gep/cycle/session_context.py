@@ -71,6 +71,8 @@ def refresh_after_cycle(workspace: Path, store: Store, settings: Settings, now: 
     """Rebuild the cache at a cycle's end. The WAL is folded into the database first: closing the cycle's store
     would do it after the cache was stamped (a miss); an empty WAL reads as none (gep/learning/context_cache.py).
     Never fails the cycle: a failure is logged and the next session builds the context itself."""
+    if settings.database_url:
+        return  # never cached (gep/learning/context_cache.py): a session builds its own
     try:
         if store.engine.dialect.name == "sqlite" and not _checkpointed(store):
             log.info("gep: the session context was not refreshed: the store is being read")
