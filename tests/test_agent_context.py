@@ -26,7 +26,8 @@ from typer.testing import CliRunner
 from gep import CycleRequest, run_cycle
 from gep.cli.root import app
 from gep.core.models import EvolutionEvent, Outcome
-from gep.learning.agent_context import HEADER, build_context, within_chars
+from gep.learning.agent_context import HEADER, LINE_CHARS, build_context, within_chars
+from gep.learning.context_cache import answer_from_cache
 from gep.learning.feedback import FeedbackKind, FeedbackSignal, Observation
 from gep.learning.injections import (
     DROP_BELOW,
@@ -38,7 +39,7 @@ from gep.learning.injections import (
     record_injection,
     scores,
 )
-from gep.learning.lessons import Lesson, LessonCategory, Stance
+from gep.learning.lessons import Lesson, LessonCategory, LessonInput, Stance, build_lesson
 from gep.signals.behavior import BehaviorSignal, Detected
 from gep.signals.behavior_log import record
 from gep.signals.sources import FileTail, TailLine
@@ -93,7 +94,8 @@ def test_session_start_carries_a_failed_attempt_and_a_preference_and_no_secret(w
     text = answer["hookSpecificOutput"]["additionalContext"]
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert text.startswith(HEADER) and len(text) <= 1500
-    assert f"Avoid (failed before on a live problem): {lesson.content[:60]}" in text
+    assert lesson.id and "Avoid (failed before on a live problem): " in text
+    assert "touched stats.py" in text and "checks said" in text  # the attempt's content, not its gene's label
     assert f"Preference: {PREFERENCE}" in text and "broke the parser" in text
     assert TOKEN not in text and TOKEN not in (ws / ".gep" / "context" / "injections.jsonl").read_text()
     injections, _ = read_log(ws)
@@ -271,6 +273,36 @@ def test_the_first_answer_after_a_cycle_is_cached_for_the_next_session(ws: Path)
     assert read(ws, datetime.now(UTC).date().isoformat()) is not None
 
 
+def test_the_avoid_line_carries_what_was_tried_and_what_the_checks_said_within_its_budget() -> None:
+    iso = "errsig:2026-11-28T00:12:13.024Z ERROR nightly [worker-3] TypeError: add() takes 2 positional arguments " \
+          "but 3 were given (while summing invoice rows for account 8812, batch 2026-11-28/17)"
+    event = EvolutionEvent(id="e1", signals=["log_error", iso], genes_used=[REPAIR], outcome=Outcome(status="failed"),
+                           meta={"at": NOW.isoformat(), "changed_files": ["calc.py", "tests/test_calc.py"],
+                                 "mutator_result": {"status": "changed", "summary": "added a third parameter to add()"},
+                                 "failure_reasons": ["validation: pytest exited 1"]})
+    lesson = build_lesson(LessonInput(event_id="e1", gene_id=REPAIR, signals=event.signals, outcome="failed",
+                                      failure_reasons=["validation: pytest exited 1"],
+                                      validation_summary="pytest -q: FAILED (E assert 6 == 5 | FAILED test_add)",
+                                      files_changed=2, files=["calc.py", "tests/test_calc.py"]), [], NOW)
+    got = build_context(events=[event], lessons=[lesson], feedback=[], signals=[], now=NOW, avoid=False)
+    line = next(i.text for i in got.items if i.kind == "avoid")
+    assert len(line) <= LINE_CHARS
+    assert line.startswith("Avoid (failed before on a live problem): tried added a third parameter to add()")
+    assert "touched calc.py, tests/test_calc.py" in line and "E assert 6 == 5 | FAILED test_add" in line
+    assert "2026-11-28T00" not in line and "errsig:" not in line.split("[on ")[0]  # the key, after the content
+
+
+def test_a_cycle_refreshes_the_cache_so_the_next_session_does_not_rebuild(ws: Path) -> None:
+    session_start(ws, ws, "before")  # a cache from before the cycle: the cycle changes the store under it
+    failed = failed_attempt(ws)
+    hit = answer_from_cache(ws, "sess-after", datetime.now(UTC))  # the hook's fast path: None means rebuild
+    assert hit is not None, "the first session after a cycle had to build the context again"
+    with store_of(ws) as store:
+        lesson = next(x for x in store.list_lessons() if x.event_id == failed.id)
+    assert "touched stats.py" in json.loads(hit)["hookSpecificOutput"]["additionalContext"]  # the cycle's lesson
+    assert [x.ref for i in read_log(ws)[0] if i.session == "sess-after" for x in i.items][:1] == [lesson.id]
+
+
 def test_the_avoid_list_on_a_live_problem_leads_the_context() -> None:
     failed = [EvolutionEvent(id=f"f{i}", signals=[ERR], genes_used=[REPAIR], blast_radius={"files": 1, "lines": 3},
                              outcome=Outcome(status="failed"),
@@ -301,3 +333,21 @@ def test_learning_off_gives_sessions_nothing(tmp_path: Path, toml: str) -> None:
     avoid_off = build_context(events=[_event("e3", [ERR], NOW)], lessons=[], feedback=[], signals=[], now=NOW,
                               avoid=False)
     assert avoid_off.items == []
+
+
+def test_a_failed_refresh_never_fails_the_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    from conftest import init_repo
+
+    from gep.core.config import Settings
+    from gep.cycle import session_context
+    from gep.store import Store
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    ws = init_repo(tmp_path / "ws")
+    monkeypatch.setattr(session_context, "build_and_cache", broken)
+    with Store.for_workspace(ws) as store:
+        session_context.refresh_after_cycle(ws, store, Settings(), NOW)  # logged, not raised
+    assert "the session context was not refreshed: disk full" in caplog.text

@@ -131,6 +131,31 @@ def test_a_missing_sandbox_is_a_host_failure_and_a_failing_test_is_not() -> None
                                 edited=False) is None
 
 
+def _crashed(output: str) -> MutatorResult:
+    return MutatorResult(status="error", error="agent command exited with code 1", output=output)
+
+
+@pytest.mark.parametrize("output", [
+    "============ collected 500 items ============\nFAILED tests/test_calc.py::test_add - assert 6 == 5",
+    "Set the api key in config.py before running the client", "Added a rate limit to the retry loop",
+    "The quota check now counts whole days", "stats.py: 503 lines, service handler overloaded with branches",
+])
+def test_plain_words_in_an_agents_output_after_an_edit_are_not_a_provider_failure(output: str) -> None:
+    assert mutator_host_failure(_crashed(output), edited=True) is None
+
+
+@pytest.mark.parametrize("output", [
+    "anthropic.BadRequestError: Error code: 429 - {'type': 'error'}", "HTTP 503 from the model endpoint",
+    "HTTP/1.1 529", "{'type': 'error', 'error': {'type': 'overloaded_error', 'message': 'Overloaded'}}",
+    "{'error': {'type': 'rate_limit_error'}}", "openai.RateLimitError: You exceeded your current quota",
+    "Traceback ...\nanthropic.InternalServerError: boom", "APIConnectionError: Connection error.",
+    "Error: 429 Too Many Requests", "upstream said 502 Bad Gateway",
+])
+def test_a_real_provider_error_shape_is_a_host_failure_even_after_an_edit(output: str) -> None:
+    got = mutator_host_failure(_crashed(output), edited=True)
+    assert got is not None and got.kind == "provider"
+
+
 def test_three_host_failures_in_a_row_then_a_working_agent_repairs_the_error(ws: Path) -> None:
     """The issue's done-when: three cycles whose agent got 429 write no lesson against the gene, ban nothing,
     and the next cycle with a working agent repairs the error."""

@@ -44,7 +44,11 @@ def test_files_that_must_all_exist(tmp_path: Path) -> None:
     ("signals: errsig*, recurring_error", ["errsig:boom"], True),
     ("signal: user_correction", ["user_frustration"], False),
     ("an agent repeats the same tool without progress", [], True),  # a sentence for the agent only
-    ("no active error signals (stability first)", ["log_error"], True),
+    ("no active error signals (stability first)", ["log_error"], False),
+    ("no active error signals (stability first)", ["errsig:TypeError: boom", "perf_bottleneck"], False),
+    ("no active error signals (stability first)", ["user_improvement_suggestion"], True),
+    ("no active log_error signals", ["log_error", "capability_gap"], False),
+    ("no active log_error signals", ["errsig:boom", "capability_gap"], True),  # only log_error is named
 ])
 def test_signals_that_must_be_present(tmp_path: Path, text: str, signals: list[str], met: bool) -> None:
     assert (unmet_precondition(_gene(text), workspace=tmp_path, signals=signals) is None) is met

@@ -27,6 +27,7 @@ from gep.core.models import (
     OutcomeStatus,
     PersonalityState,
     iso,
+    utc_now,
 )
 from gep.core.records import HistoryRecord, PersonalityRecord, SourcesRecord
 from gep.core.request import chosen
@@ -51,6 +52,7 @@ from gep.cycle.record_learning import (
     recall_for_prompt,
     scan_reverts,
 )
+from gep.cycle.session_context import refresh_after_cycle
 from gep.cycle.solidify import SolidifyInput, solidify
 from gep.cycle.state import CycleState
 from gep.cycle.tree import CycleTree, tree_edited
@@ -354,6 +356,7 @@ def record(ctx: CycleContext, state: CycleState) -> CycleState:
         update_personality(ctx, state.event)
         learn_from_cycle(ctx, state.event)
     after_cycle(ctx.store, ctx.settings, MEMORY_FOLD, now=ctx.clock())
+    refresh_after_cycle(ctx.workspace.path, ctx.store, ctx.settings, utc_now())  # sessions' time, not the clock
     return state
 
 

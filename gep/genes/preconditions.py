@@ -8,7 +8,9 @@ reason (``meta.gene_pool.excluded``):
   exists: AGENTS.md, CLAUDE.md, USER.md, SOUL.md``; ``pyproject.toml exists``). "one of"/"any of"/"or":
   one of them must exist; otherwise all of them must.
 - signals: ``signal: <name>``, ``signals: <a>, <b>`` or ``<a> or <b> signal present`` (one of them must be
-  present now; a name ending in ``*`` is a prefix).
+  present now; a name ending in ``*`` is a prefix);
+- absent signals: ``no [active] <a>[, <b>] signals ...`` (none of them may be present now; ``error`` names every
+  error signal: log_error, errsig, recurring errors, test failures).
 
 Everything else stays a sentence for the agent.
 """
@@ -25,11 +27,13 @@ _FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,9}|(?:[\w.
 _EXISTS = re.compile(r"\bexists?\b|\bpresent\b", re.I)
 _ANY = re.compile(r"\b(?:one of|any of|either)\b|\bor\b", re.I)
 _SIGNALS = re.compile(r"^\s*signals?\s*:\s*(.+)$", re.I)
+_ABSENT = re.compile(r"^\s*no\s+(?:active\s+)?([a-z_][\w*]*(?:\s*(?:,|\bor\b)\s*[a-z_][\w*]*)*)\s+signals?\b", re.I)
+_ERROR_SIGNALS = ("log_error", "errsig", "recurring_err", "test_failure")  # what "no error signals" rules out
 _NAMED = re.compile(r"^\s*([a-z_]\w*(?:\s*(?:,|\bor\b)\s*[a-z_]\w*)*)\s+signals?\s+(?:is\s+|are\s+)?present\s*$", re.I)
 
 
 def _files_problem(text: str, workspace: Path) -> str | None:
-    if not _EXISTS.search(text) or _SIGNALS.match(text) or _NAMED.match(text):
+    if not _EXISTS.search(text) or _SIGNALS.match(text) or _NAMED.match(text) or _ABSENT.match(text):
         return None
     names = [m.group(1) for m in _FILE.finditer(text.split(":", 1)[-1] if ":" in text else text)]
     names = [n for n in names if not n.replace(".", "").isdigit()]
@@ -53,10 +57,27 @@ def _signals_problem(text: str, signals: Sequence[str]) -> str | None:
     return f"precondition not met: no signal {' / '.join(wanted)}"
 
 
+def _names(signal: str, wanted: str) -> bool:
+    if wanted.lower() == "error":
+        return signal.startswith(_ERROR_SIGNALS)
+    if wanted.endswith("*"):
+        return signal.startswith(wanted[:-1])
+    return signal == wanted or signal.startswith(wanted + ":")
+
+
+def _absent_problem(text: str, signals: Sequence[str]) -> str | None:
+    m = _ABSENT.match(text)
+    if m is None:
+        return None
+    wanted = [w.strip() for w in re.split(r",|\bor\b", m.group(1)) if w.strip()]
+    present = sorted({s for s in signals for w in wanted if _names(s, w)})
+    return f"precondition not met: {', '.join(present[:3])} present" if present else None
+
+
 def unmet_precondition(gene: Gene, *, workspace: Path, signals: Sequence[str]) -> str | None:
     """Why ``gene`` cannot apply here now (its first checkable precondition that is false), or None."""
     for text in gene.preconditions:
-        why = _signals_problem(text, signals) or _files_problem(text, workspace)
+        why = _signals_problem(text, signals) or _absent_problem(text, signals) or _files_problem(text, workspace)
         if why:
             return why
     return None

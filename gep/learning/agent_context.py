@@ -18,6 +18,7 @@ that sessions kept ignoring (``gep.learning.injections``) are left out.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -101,12 +102,35 @@ def _lesson_items(lessons: Sequence[Lesson], events: dict[str, EvolutionEvent], 
                 continue
             seen.add(lesson.id)
             avoid = lesson.stance == Stance.fails
-            prefix = "Avoid (failed before on a live problem): " if avoid else "Worked before on a live problem: "
-            items.append(ContextItem(kind="avoid" if avoid else "lesson", ref=lesson.id,
-                                     text=_clip(prefix + lesson.content),
-                                     problems=sorted(set(problem_identities(events[lesson.event_id or ""].signals))
-                                                     & live)))
+            event = events[lesson.event_id or ""]
+            problems = sorted(set(problem_identities(event.signals)) & live)
+            text = (_failure_line(lesson, event, problems) if avoid
+                    else "Worked before on a live problem: " + lesson.content)
+            items.append(ContextItem(kind="avoid" if avoid else "lesson", ref=lesson.id, text=_clip(text),
+                                     problems=problems))
     return items
+
+
+_VALIDATION = re.compile(r" Validation: (.*?)(?= Model's summary: | Reasons: |$)")
+PROBLEM_SHOWN = 60
+
+
+def _failure_line(lesson: Lesson, event: EvolutionEvent, problems: Sequence[str]) -> str:
+    """A failed attempt as its content first (the approach, the files, the validation's failing lines), then the
+    problem by its short key and the gene last: the line is clipped, and a label or a raw log line (``errsig:``
+    with its timestamp) in front would push out what the next agent needs (issue 28)."""
+    m = event.meta
+    result = m.mutator_result
+    approach = result.summary if result is not None and result.status != "awaiting_changes" else ""
+    files = ", ".join((m.changed_files or [])[:3])
+    found = _VALIDATION.search(lesson.content)
+    checks = found.group(1).strip() if found else "; ".join(m.failure_reasons or [])
+    parts = [f"tried {approach}" if approach.strip() else "", f"touched {files}" if files else "",
+             f"checks said {checks}" if checks else ""]
+    content = "; ".join(p for p in parts if p) or lesson.content
+    shown = ", ".join(_clip(p, PROBLEM_SHOWN) for p in problems[:1])
+    where = f" [on {shown}]" if shown else ""
+    return f"Avoid (failed before on a live problem): {content}{where} ({lesson.gene_id})"
 
 
 def _avoid_items(events: Sequence[EvolutionEvent], live: set[str]) -> list[ContextItem]:

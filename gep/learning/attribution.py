@@ -19,12 +19,21 @@ from gep.core.models import EvolutionEvent, ValidationReport
 from gep.core.records import HostFailure, MutatorResult
 from gep.validation.report_verdict import cannot_run
 
-# what a provider says when it is the provider's fault, as agents print it (the Messages API's own errors are
-# recognised by the mutator's line, "Messages API error 429: ...")
+# what a provider says when it is the provider's fault, in the shapes providers and their SDKs print (the
+# Messages API's own errors are recognised by the mutator's line, "Messages API error 429: ..."). Only real
+# error shapes: an agent that edited files prints plain words ("collected 500 items", "api key", "rate limit",
+# "quota") about its own work, and that must not turn its gene's failure into the host's.
+_STATUS = r"(?:429|5\d\d)"
 _PROVIDER = re.compile(
     r"messages api (?:error|request timed out)|cannot reach the messages api|malformed reply from the messages api"
-    r"|\b(?:429|500|502|503|504|529)\b|too many requests|rate.?limit|overloaded|service unavailable"
-    r"|bad gateway|internal server error|quota|credit balance|api key|authentication_error|permission_error",
+    rf"|\berror code:?\s*(?:4\d\d|5\d\d)\b|\bhttp(?:/\d(?:\.\d)?)?\s+{_STATUS}\b"
+    rf"|\b(?:error|status(?: code)?)[:=]?\s+{_STATUS}\b"
+    rf"|\b{_STATUS}\s+(?:too many requests|internal server error|bad gateway|service unavailable|gateway time-?out)"
+    r"|\b(?:overloaded_error|rate_limit_error|api_error|authentication_error|permission_error|insufficient_quota)\b"
+    r"|credit balance is too low|invalid x-api-key"
+    r"|(?-i:\b(?:anthropic|openai)\.\w*Error\b|\b(?:RateLimitError|APIStatusError|APIConnectionError"
+    r"|APITimeoutError|InternalServerError|OverloadedError|AuthenticationError|PermissionDeniedError"
+    r"|ServiceUnavailableError)\b)",
     re.IGNORECASE)
 _MISSING = re.compile(r"cannot start agent command|exited with code 127\b|command not found|no such file",
                       re.IGNORECASE)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -56,13 +57,13 @@ def answer_from_cache(workspace: Path, session: str, now: datetime) -> str | Non
 
 
 def _stat(path: str) -> list[int] | None:
+    """A file's size and time; an empty file reads as none (an empty WAL, gep.toml or signals file says what
+    a missing one says: SQLite deletes its checkpointed WAL when the last connection closes)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    if path.endswith("-wal") and st.st_size == 0:
-        return None  # an empty WAL (a reader made it, or a checkpoint emptied it) holds nothing: as if absent
-    return [st.st_size, st.st_mtime_ns]
+    return [st.st_size, st.st_mtime_ns] if st.st_size or stat.S_ISDIR(st.st_mode) else None
 
 
 def fingerprint(paths: Sequence[str]) -> list[list[int] | None]:
