@@ -15,8 +15,8 @@
                 the example's bug, by `gep fleet --here --concurrency 8`; against the same cycles one after
                 another, measured as `gep fleet --here --concurrency 1` on --slow-sequential (4) of them and
                 scaled to all (its wall time per cycle times --slow). Target: at most 0.25x. Each run also
-                prints its CPU seconds per cycle (`gep fleet` with its children, and the Prefect server): the
-                figure that does not depend on the machine's load; on 2 cores the fleet at once is bound by it.
+                prints its CPU seconds per cycle (`gep fleet` with its children, and the Prefect server;
+                PostgreSQL not counted): unlike wall time, a figure the machine's load hardly changes.
   fleet of 100  (issue 19) --fleet (100) cycles on as many workspaces by `gep fleet --here`, one server.
                 Target < 100 s. (Dispatched to 2 process workers on this 2-core machine it took 340 s: each
                 flow run of a process worker is a new Python process, ~2 s of imports before a 0.5 s cycle.)
@@ -305,8 +305,7 @@ def bench_slow(server: LiveServer, env: dict[str, str], scratch: Path, n: int, a
 
 
 def cpu_per_cycle(n: int) -> str:
-    """The last run's CPU per cycle (the load-independent figure: on this 2-core machine a fleet at once is
-    bound by it)."""
+    """The last run's CPU per cycle (what a cycle costs, whatever else the machine runs)."""
     return (f"CPU per cycle {(Cpu.gep_s + Cpu.server_s) / n:.2f} s (gep and its children {Cpu.gep_s / n:.2f} s, "
             f"Prefect server {Cpu.server_s / n:.2f} s; the fleet's start-up included)")
 
