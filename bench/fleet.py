@@ -14,7 +14,9 @@
   slow agent    (issue 30) --slow (40) cycles whose agent (the command mutator) takes --slow-s (5) s and fixes
                 the example's bug, by `gep fleet --here --concurrency 8`; against the same cycles one after
                 another, measured as `gep fleet --here --concurrency 1` on --slow-sequential (4) of them and
-                scaled to all (its wall time per cycle times --slow). Target: at most 0.25x.
+                scaled to all (its wall time per cycle times --slow). Target: at most 0.25x. Each run also
+                prints its CPU seconds per cycle (`gep fleet` with its children, and the Prefect server;
+                PostgreSQL not counted): unlike wall time, a figure the machine's load hardly changes.
   fleet of 100  (issue 19) --fleet (100) cycles on as many workspaces by `gep fleet --here`, one server.
                 Target < 100 s. (Dispatched to 2 process workers on this 2-core machine it took 340 s: each
                 flow run of a process worker is a new Python process, ~2 s of imports before a 0.5 s cycle.)
@@ -38,6 +40,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -72,6 +75,35 @@ p.write_text(p.read_text().replace("(len(values) - 1)", "len(values)"))
 """
 HERE_CONCURRENCY = 4  # gep fleet --here's default
 RUN_LINK = re.compile(r"flow run: \S+/runs/flow-run/([0-9a-f-]{36})")
+
+
+class Cpu:
+    """CPU seconds of the last `gep fleet --here` run: its process and every child it waited for (git, the
+    agent, the sandboxed checks), and the Prefect server's processes meanwhile. Unlike wall time, this hardly
+    depends on what else the machine runs."""
+
+    gep_s = 0.0
+    server_s = 0.0
+
+
+def group_cpu_s(pgid: int | None) -> float:
+    """CPU seconds (own and reaped children) of the live processes in process group ``pgid``."""
+    if pgid is None:
+        return 0.0
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            total += sum(int(f) for f in fields[11:15]) / tick
+    return total
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @contextmanager
@@ -144,10 +176,11 @@ def run_here(server: LiveServer, env: dict[str, str], paths: list[str], concurre
     cycle's run time and its time from creation to end."""
     args = [a for p in paths for a in ("--workspace", p)]
     mutator = ["--mutator", "prompt"] if agent_cmd is None else ["--mutator", "command", "--agent-cmd", agent_cmd]
-    started = time.perf_counter()
+    started, cpu, server_cpu = time.perf_counter(), children_cpu_s(), group_cpu_s(server.pid)
     r = server.run([GEP, "fleet", *args, *mutator, "--here", "--concurrency", str(concurrency)],
                    env=env, timeout_s=3600)
     wall = time.perf_counter() - started
+    Cpu.gep_s, Cpu.server_s = children_cpu_s() - cpu, group_cpu_s(server.pid) - server_cpu
     link = RUN_LINK.search(r.stdout)
     if r.returncode != 0 or link is None:
         raise SystemExit(f"gep fleet --here exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
@@ -259,8 +292,9 @@ def bench_slow(server: LiveServer, env: dict[str, str], scratch: Path, n: int, a
     seq = seq_wall / sample * n
     print(f"slow agent ({agent_s:g} s), one after another (--concurrency 1): {sample} cycles in {seq_wall:.1f} s, "
           f"{seq_wall / sample:.2f} s a cycle (run p50 {statistics.median(seq_run):.1f} s); {n} cycles: {seq:.1f} s "
-          "(scaled)", flush=True)
+          f"(scaled); {cpu_per_cycle(sample)}", flush=True)
     wall, run_s, total_s = run_here(server, env, workspaces(scratch, "slow", n), SLOW_CONCURRENCY, cmd)
+    print(f"slow agent, --concurrency {SLOW_CONCURRENCY}: {cpu_per_cycle(n)}", flush=True)
     ratio = wall / seq
     ok = ratio <= TARGET_SLOW_RATIO
     print(f"slow agent: {n} cycles, `gep fleet --here --concurrency {SLOW_CONCURRENCY}`: {wall:.1f} s, ratio to one "
@@ -268,6 +302,12 @@ def bench_slow(server: LiveServer, env: dict[str, str], scratch: Path, n: int, a
           f"{statistics.median(run_s):.1f} s, p95 {pct(run_s, 0.95):.1f} s; creation to end p50 "
           f"{statistics.median(total_s):.1f} s", flush=True)
     return ok
+
+
+def cpu_per_cycle(n: int) -> str:
+    """The last run's CPU per cycle (what a cycle costs, whatever else the machine runs)."""
+    return (f"CPU per cycle {(Cpu.gep_s + Cpu.server_s) / n:.2f} s (gep and its children {Cpu.gep_s / n:.2f} s, "
+            f"Prefect server {Cpu.server_s / n:.2f} s; the fleet's start-up included)")
 
 
 def main() -> int:
