@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, init_repo
 from live_prefect import BIN, ROOT, LiveServer, kill_group, outside_group, wait_for_flow_run_processes
+from prefect.client.schemas.objects import WorkerStatus
 from store_backends import NO_PG, pg_schema_url
 
 from flows.fleet import run_workspace
@@ -111,6 +112,19 @@ def deploy(server: LiveServer, env: dict[str, str], tmp: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def wait_for_workers(server: LiveServer, names: list[str], logs: list[Path]) -> None:
+    """Both workers polling the pool before the fleet is dispatched, as an operator starts the hosts first: a
+    worker still starting on a loaded machine would leave every cycle to the other (no overlap to see)."""
+    deadline = time.monotonic() + 120
+    while True:
+        with server.client() as client:
+            online = {w.name for w in client.read_workers_for_work_pool(POOL) if w.status == WorkerStatus.ONLINE}
+        if set(names) <= online:
+            return
+        assert time.monotonic() < deadline, (online, [log.read_text(errors="replace")[-2000:] for log in logs])
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def fleet(live_prefect: LiveServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     server, tmp = live_prefect, tmp_path_factory.mktemp("fleet")
@@ -132,6 +146,7 @@ def fleet(live_prefect: LiveServer, tmp_path_factory: pytest.TempPathFactory) ->
                                 env={**env, "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "5"})
                    for n, log, home in zip((1, 2), logs, homes, strict=True)]
         try:
+            wait_for_workers(server, [f"fleet-worker-{n}" for n in (1, 2)], logs)
             args = [a for ws in workspaces for a in ("--workspace", str(ws))]
             r = server.run([str(BIN / "gep"), "fleet", *args, "--mutator", "prompt", "--watch"], env=env,
                            timeout_s=420)
