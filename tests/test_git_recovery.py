@@ -15,7 +15,7 @@ import pytest
 from crash_driver import run_and_kill
 from git_crash_driver import EVENT_ID
 from git_scenario import files_of, git, make_repo, snapshot, user_edits
-from zygote import Zygote
+from zygote import Zygote, module_zygote
 
 from gep.git import open_repo, recover_git, salvage, workspace_lock
 from gep.git.indexwrite import marker_path
@@ -36,13 +36,8 @@ _ZYGOTE: list[Zygote] = []  # the module's zygote (its fixture, which every test
 @pytest.fixture(scope="module")
 def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
     """The driver's imports paid once: every run of this module is a child forked from one process."""
-    z = Zygote(DRIVER, tmp_path_factory.mktemp("zygote"))
-    _ZYGOTE.append(z)
-    try:
+    with module_zygote(DRIVER, tmp_path_factory.mktemp("zygote"), _ZYGOTE) as z:
         yield z
-    finally:
-        _ZYGOTE.remove(z)
-        z.close()
 
 
 def _drive(ws: Path, point: str, kill_after: float | None = None) -> tuple[int, float]:

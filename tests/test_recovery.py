@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from crash_driver import make_scenario, person_edits, read_progress, run_and_kill, snapshot, user_dirty_edits
-from zygote import Forked, Zygote
+from zygote import Forked, Zygote, module_zygote
 
 from gep.api import recover
 from gep.core.models import EvolutionEvent
@@ -51,13 +51,8 @@ _ZYGOTE: list[Zygote] = []  # the module's zygote (its fixture), used by drive()
 @pytest.fixture(scope="module", autouse=True)
 def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
     """The driver's imports paid once: every run of this module is a child forked from one process."""
-    z = Zygote(DRIVER, tmp_path_factory.mktemp("zygote"))
-    _ZYGOTE.append(z)
-    try:
+    with module_zygote(DRIVER, tmp_path_factory.mktemp("zygote"), _ZYGOTE) as z:
         yield z
-    finally:
-        _ZYGOTE.remove(z)
-        z.close()
 
 
 def scenario(path: Path) -> Path:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -165,3 +167,15 @@ class Forked:
 
 if __name__ == "__main__":
     raise SystemExit(serve(Path(sys.argv[1])))
+
+
+@contextmanager
+def module_zygote(driver: Path, folder: Path, registry: list[Zygote]) -> Iterator[Zygote]:
+    """A test module's zygote, listed in ``registry`` while it lives (the module's helpers find it there)."""
+    z = Zygote(driver, folder)
+    registry.append(z)
+    try:
+        yield z
+    finally:
+        registry.remove(z)
+        z.close()
