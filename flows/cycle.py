@@ -41,6 +41,7 @@ from gep.cycle import pipeline
 from gep.cycle.context import CycleContext, open_cycle, reveal_agent_cmd
 from gep.cycle.stages import CycleState
 from gep.cycle.state import Approve
+from gep.validation.slots import slot_count
 
 SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
 
@@ -145,6 +146,7 @@ async def run_in_slot(request: CycleRequest, resume: bool = False) -> State:
     server."""
     try:
         lease_s = lease_seconds()
+        slot_count()  # GEP_VALIDATION_SLOTS: refused before the cycle starts, not when it validates
     except ConfigError as exc:
         return await refuse(request.workspace, exc)
     # The Prefect slot first: an overlapping tick waits visibly in the UI instead of on the file lock.

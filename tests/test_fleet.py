@@ -203,10 +203,16 @@ def test_a_bad_lease_setting_is_refused(raw: str):
         lease_seconds({"GEP_SLOT_LEASE_S": raw})
 
 
-def test_a_bad_lease_setting_refuses_the_run_in_one_line(prefect_server, example_ws: Path, monkeypatch):  # noqa: F811
+@pytest.mark.parametrize(("name", "message"), [
+    ("GEP_SLOT_LEASE_S", "GEP_SLOT_LEASE_S='nan' is not a number of seconds from 60 to 86400"),
+    ("GEP_VALIDATION_SLOTS", "GEP_VALIDATION_SLOTS='nan' is not a number of validations at once (0 for no limit, "
+                             "at most 1024)"),
+])
+def test_a_bad_setting_refuses_the_run_in_one_line(prefect_server, example_ws: Path, monkeypatch,  # noqa: F811
+                                                   name: str, message: str):
     from flows.cycle import evolution_cycle
 
-    monkeypatch.setenv("GEP_SLOT_LEASE_S", "nan")
+    monkeypatch.setenv(name, "nan")
     state = run_state(evolution_cycle, workspace=str(example_ws), mutator="prompt")
-    assert state.is_failed() and state.message == "GEP_SLOT_LEASE_S='nan' is not a number of seconds from 60 to 86400"
+    assert state.is_failed() and state.message == message
     assert not (example_ws / ".gep" / "gep.db").exists()

@@ -40,7 +40,7 @@ def fleet(
     here: Annotated[bool, typer.Option("--here", help="Run the cycles in this process, as subflows of the fleet's "
                                        "run, instead of on workers: no deployment or worker needed, and several "
                                        "times faster on one machine. Waits and prints the table.")] = False,
-    concurrency: Annotated[int, typer.Option(min=1, max=64, help="With --here: cycles at once.")] = 4,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="With --here: cycles at once (their validations: one per core at a time, GEP_VALIDATION_SLOTS).")] = 4,
     verbose: VerboseOpt = False,
 ) -> None:
     """Evolve several workspaces at once: one cycle each, spread over the workers

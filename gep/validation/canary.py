@@ -3,7 +3,6 @@ files, writing nothing into the tree). It runs where validation ran, in the same
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from gep.core.models import CommandResult
 from gep.validation.runner import run_argv, run_command
 from gep.validation.sandbox import Sandbox
 from gep.validation.scratch import throwaway
+from gep.validation.slots import validation_slot
 
 
 class CanaryResult(BaseModel):
@@ -27,7 +27,7 @@ def run_canary(*, tree: Path, paths: Sequence[str], settings: Settings, sandbox:
     mode = (settings.canary or "").strip()
     if mode in ("", "none"):
         return CanaryResult(ok=True, skipped=True)
-    with throwaway(sandbox) as copy:  # what the canary writes never reaches the tree (gep/validation/scratch.py)
+    with validation_slot(), throwaway(sandbox) as copy:  # what the canary writes never reaches the tree (gep/validation/scratch.py)
         return _run_canary(mode, tree=tree, paths=paths, settings=settings, sandbox=copy)
 
 
@@ -36,11 +36,9 @@ def _run_canary(mode: str, *, tree: Path, paths: Sequence[str], settings: Settin
         files = [p for p in paths if p.endswith(".py") and (tree / p).is_file() and not (tree / p).is_symlink()]
         if not files:
             return CanaryResult(ok=True, skipped=True)
-        with tempfile.TemporaryDirectory(prefix="gep-canary-") as cache:
-            # the bytecode goes to a temp dir, so the canary leaves nothing in the tree
-            res = run_argv(["python", "-m", "compileall", "-q", *[f"./{f}" for f in files]], cwd=tree,
-                           settings=settings, display=f"compileall ({len(files)} changed .py files)",
-                           extra_env={"PYTHONPYCACHEPREFIX": cache}, sandbox=sandbox)
+        # the bytecode lands in the throw-away copy (run_canary), never in the tree
+        res = run_argv(["python", "-m", "compileall", "-q", *[f"./{f}" for f in files]], cwd=tree,
+                       settings=settings, display=f"compileall ({len(files)} changed .py files)", sandbox=sandbox)
         return CanaryResult(ok=res.ok, result=res)
     res = run_command(mode, cwd=tree, settings=settings, sandbox=sandbox)
     return CanaryResult(ok=res.ok, result=res)
