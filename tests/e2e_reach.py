@@ -2,11 +2,12 @@
 
 A test is end to end when it, a fixture it requests, or a helper of the test suite that either calls (followed
 through the test modules' own functions) starts a real process of Python (``sys.executable``, the ``gep``
-console script, a driver script), runs a whole cycle (``run_cycle``) or a Prefect flow, or uses one of the
+console script, a driver script) or a browser, runs a whole cycle (``run_cycle``) or a Prefect flow, or uses one of the
 servers in ``E2E_FIXTURES``. Found from the code, so a new test is marked the day it is written."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import types
@@ -16,13 +17,14 @@ from typing import Any
 
 TESTS = Path(__file__).resolve().parent
 _VENV_BIN = Path(sys.executable).parent
+_THIS = Path(__file__).resolve()
 
 # fixtures that are end to end by what they are: servers, PostgreSQL, a cycle in the example workspace
 E2E_FIXTURES = frozenset({"live_prefect", "prefect_server", "server", "fleet", "pg_url", "example_ws",
                           "venv_python_first", "_venv_python"})
-# names whose use starts a Python process or a whole cycle: `sys.executable`, gep's pipeline, a flow's harness,
-# a Prefect server of the test's own (tests/live_prefect.py)
-E2E_NAMES = frozenset({"executable", "run_cycle", "prefect_test_harness", "LiveServer"})
+# names whose use starts a Python process, a whole cycle or a browser: `sys.executable`, gep's pipeline, a flow's
+# harness, a Prefect server of the test's own (tests/live_prefect.py), headless Chromium (tests/test_report.py)
+E2E_NAMES = frozenset({"executable", "run_cycle", "prefect_test_harness", "LiveServer", "chromium"})
 # markers of tests that run on a server: the PostgreSQL cases of the store tests (tests/store_backends.py)
 E2E_MARKERS = frozenset({"postgres"})
 
@@ -38,10 +40,17 @@ def _names(code: types.CodeType) -> set[str]:
 
 def _is_ours(value: object) -> bool:
     """A function defined in a file of tests/ (helpers are followed; gep's own code is not, nor this file's:
-    its own checks name what they look for)."""
-    code = getattr(value, "__code__", None)
-    return isinstance(code, types.CodeType) and Path(code.co_filename).resolve().parent == TESTS and \
-        Path(code.co_filename).resolve() != Path(__file__).resolve()
+    its own checks name what they look for). Only functions and methods are asked for their code: a lazy
+    module's ``__getattr__`` would import on the question (it cost a second of every worker's collection)."""
+    if not isinstance(value, (types.FunctionType, types.MethodType)):
+        return False
+    return _in_tests(value.__code__.co_filename)
+
+
+@functools.cache
+def _in_tests(filename: str) -> bool:
+    path = Path(filename).resolve()
+    return path.parent == TESTS and path != _THIS
 
 
 def _starts_something(value: object) -> bool:

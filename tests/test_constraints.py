@@ -3,6 +3,8 @@ bytes with a hard cap; commit trailers cannot be forged (real repositories, real
 
 from __future__ import annotations
 
+import random
+import string
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +15,8 @@ from crash_driver import event, gene, git, make_scenario, mutation
 from test_solidify import cycle
 
 from gep.core.config import Settings
+from gep.core.constants import DIFF_SNAPSHOT_CHARS
+from gep.core.sanitize import redact
 from gep.cycle.checks import classify_blast, commit_message
 from gep.cycle.solidify import SolidifyResult
 from gep.store import Store
@@ -121,6 +125,22 @@ def test_blast_radius_counts_bytes_with_a_hard_cap(ws_path: Path, store: Store) 
     assert not (ws_path / "blob0.txt").exists()
     roomy = cycle(ws_path, store, five_big_lines, settings=Settings(hard_cap_bytes=10_000_000))
     assert roomy.event.outcome.status == "success", _reasons(roomy)
+
+
+def test_a_long_diff_is_cut_after_redaction_and_no_secret_survives_the_cut(ws_path: Path, store: Store) -> None:
+    """Only the kept head of a diff is redacted (gep/cycle/tree.py): secrets on every line, so one straddles
+    the cut; none of them may reach the failed capsule's snapshot, whole or in part."""
+    rng = random.Random(7)
+    secrets = ["ghp_" + "".join(rng.choices(string.ascii_letters + string.digits, k=36)) for _ in range(3000)]
+    assert redact(secrets[0]) != secrets[0]
+    body = "".join(f"token{i} = {s}\n" for i, s in enumerate(secrets))  # ~150 KB
+    res = cycle(ws_path, store, lambda p: (p / "tokens.txt").write_text(body),
+                settings=Settings(hard_cap_bytes=10_000))
+    assert res.failed_capsule is not None, _reasons(res)
+    snapshot = res.failed_capsule.diff_snapshot
+    assert snapshot.endswith("\n... [TRUNCATED]") and len(snapshot) <= DIFF_SNAPSHOT_CHARS + 20
+    assert "[REDACTED]" in snapshot and "token3 = " in snapshot
+    assert not any(s[4:12] in snapshot for s in secrets)
 
 
 def test_bytes_count_the_changed_lines_not_the_whole_file(ws_path: Path, store: Store) -> None:

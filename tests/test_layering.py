@@ -8,6 +8,7 @@ tools/relayout.py --check runs the same check on the flat layout, naming each mo
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -71,6 +72,12 @@ def package_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """``path``'s syntax tree, parsed once per process (nine checks read the same ~200 files)."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def modules(root: Path) -> dict[str, Path]:
     found = {}
     for path in sorted((root / "gep").rglob("*.py")):
@@ -83,7 +90,7 @@ def import_graph(mods: Mapping[str, Path]) -> dict[str, set[str]]:
     """Each module -> the modules of ``mods`` it imports (``from pkg import mod`` names mod), at any depth."""
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -159,8 +166,9 @@ def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+@functools.cache
 def _graph(root: Path = ROOT) -> dict[str, set[str]]:
-    return import_graph(modules(root))
+    return import_graph(modules(root))  # read once per process: the tests only read it
 
 
 def test_imports_point_down_the_layers() -> None:
@@ -188,7 +196,7 @@ def test_only_the_cli_imports_flows_or_prefect() -> None:
     for mod, path in modules(ROOT).items():
         if package_of(mod) == "cli":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             wrong.update((mod, n) for n in names if n.split(".")[0] in ("flows", "prefect"))
@@ -210,7 +218,7 @@ def deferred_without_comment(path: Path) -> list[int]:
     line above it (the reason it is deferred: a measured start-up cost)."""
     lines = path.read_text().splitlines()
     found = []
-    for func in ast.walk(ast.parse("\n".join(lines))):
+    for func in ast.walk(parsed(path)):
         if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for node in ast.walk(func):
@@ -243,7 +251,7 @@ def test_the_comment_check_finds_a_bare_deferred_import(tmp_path: Path) -> None:
 def one_letter_aliases(path: Path) -> list[int]:
     """Lines of ``path`` that import something under a one-letter name (``constants as C``): a reader cannot
     tell what ``C.X`` is (issue 27). tools/unalias.py rewrites them to the module's own name."""
-    return sorted(node.lineno for node in ast.walk(ast.parse(path.read_text()))
+    return sorted(node.lineno for node in ast.walk(parsed(path))
                   if isinstance(node, ast.Import | ast.ImportFrom)
                   and any(a.asname is not None and len(a.asname) == 1 for a in node.names))
 

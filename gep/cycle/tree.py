@@ -47,6 +47,8 @@ from gep.validation.sandbox import ChangeOrigin, Sandbox
 Mode = Literal["clone", "in_place"]
 ARTIFACT_SLACK_S = 2.0  # file system timestamp granularity when telling validation's output from a person's file
 
+REDACT_MARGIN = 65_536  # characters redacted past a diff's cut (the longest secret shapes are shorter)
+
 
 class TreeChange(BaseModel):
     """One reading of a cycle's change. Only :attr:`committable` files can ever be committed."""
@@ -149,10 +151,16 @@ class CycleTree:
         if tc.empty:
             return ""
         paths = tc.paths
-        text = redact(self.repo.git().run("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
-                                          tc.change.base_tree, tc.change.tree, "--", *paths[:500],
-                                          env={"GIT_LITERAL_PATHSPECS": "1"}).text)
-        return text if len(text) <= limit else text[:limit] + "\n... [TRUNCATED]"
+        raw = self.repo.git().run("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+                                  tc.change.base_tree, tc.change.tree, "--", *paths[:500],
+                                  env={"GIT_LITERAL_PATHSPECS": "1"}).text
+        # only what is kept is redacted (a 2 MB generated file took 3 s of regexes a cycle), with a margin past
+        # the cut so a secret that starts before it is still redacted whole (a PEM block runs to the end anyway)
+        head = raw[:limit + REDACT_MARGIN]
+        text = redact(head)
+        if len(head) == len(raw) and len(text) <= limit:
+            return text
+        return text[:limit] + "\n... [TRUNCATED]"
 
     def sandbox(self, settings: Settings) -> Sandbox:
         """The sandbox validation runs in: the tree writable, the engine's state and git read-only, the user's
