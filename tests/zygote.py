@@ -155,7 +155,10 @@ class Forked:
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:  # not reaped yet: the pid is still the child's
-            os.kill(self.pid, sig)
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:  # it ended and the zygote reaped it just now: its code is on the way
+                pass
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
