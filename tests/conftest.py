@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -15,6 +16,12 @@ import pytest
 from e2e_reach import E2E_FIXTURES, E2E_MARKERS, reaches_e2e
 from heavy_first import heavy_first
 from input_traps import deep, memory_cap  # noqa: F401 - fixtures for the input-trap tests
+
+# Started in the background of a script (`(bash .ci/run &)`, GNU time), the suite inherits SIGINT ignored, and
+# so would every worker, `gep serve` and flow run it starts: the Ctrl-C tests then wait on processes that cannot
+# hear Ctrl-C. A handler here resets it, and the processes started from here get SIGINT's default again.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="gep-test-prefect-")
 atexit.register(shutil.rmtree, _PREFECT_HOME, True)
