@@ -332,7 +332,9 @@ def tests_run_once(scratch: Path) -> None:
 
 def cpu_per_cycle(n: int) -> str:
     """The last run's CPU per cycle (what a cycle costs, whatever else the machine runs)."""
-    cores = len(os.sched_getaffinity(0))
+    from gep.validation.slots import cpus  # the count the validation slots use
+
+    cores = cpus()
     return (f"CPU per cycle {(Cpu.gep_s + Cpu.server_s) / n:.2f} s (gep and its children {Cpu.gep_s / n:.2f} s, "
             f"Prefect server {Cpu.server_s / n:.2f} s; the fleet's start-up included); the machine's cores busy "
             f"{Cpu.machine_s / n:.2f} s a cycle, {Cpu.machine_s / (Cpu.wall_s * cores):.0%} of {cores} cores "
