@@ -281,6 +281,21 @@ def _instrument(point: str, pause: float) -> None:
     inplace_commit.with_retries = in_index  # type: ignore[assignment]
     _wrap(delivery, "close_clone", before=at("after_landing"))
     _wrap(tree, "discard_clone", before=at("in_discard"))
+    _die_after_awaiting_run(point)
+
+
+def _die_after_awaiting_run(point: str) -> None:
+    """``awaiting_run_saved``: die once a prompt cycle's run is saved as awaiting changes, before its event is."""
+    from gep.store import Store
+
+    save_run = Store.save_run
+
+    def saving(store: Store, run: object) -> None:
+        save_run(store, run)  # type: ignore[arg-type]
+        if point == "awaiting_run_saved" and getattr(run, "status", "") == "awaiting_changes":
+            _die()
+
+    Store.save_run = saving  # type: ignore[method-assign]
 
 
 def _hooks(ws: Path, point: str, pause: float) -> object:

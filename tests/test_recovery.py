@@ -223,6 +223,20 @@ def test_kill_a_prompt_cycle_at_each_stage_then_recover(tmp_path: Path, point: s
     nothing_left(ws, awaiting=reached)
 
 
+def test_kill_between_the_awaiting_run_and_its_event_then_recover(tmp_path: Path) -> None:
+    """The run is saved awaiting changes, the event still says running: recovery brings the event up to date
+    (the random kills found this window: the event stayed "running" for good)."""
+    ws = scenario(tmp_path / "ws")
+    before = snapshot(ws)
+    assert drive(ws, "prompt_cycle", "awaiting_run_saved")[0] == -signal.SIGKILL
+    assert [e.outcome.status for e in events(ws)] == ["running"]
+    done = recover(ws)
+    assert snapshot(ws) == before
+    assert [e.outcome.status for e in events(ws)] == ["awaiting_changes"]
+    assert [r.outcome for r in done.runs] == ["awaiting_changes"]
+    nothing_left(ws, awaiting=True)
+
+
 @pytest.mark.parametrize("point, committed", PROMPT_SOLIDIFY_POINTS, ids=[p for p, _ in PROMPT_SOLIDIFY_POINTS])
 def test_kill_gep_solidify_then_recover(tmp_path: Path, refs: dict[str, dict[str, object]], point: str,
                                        committed: bool) -> None:

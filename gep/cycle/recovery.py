@@ -11,6 +11,8 @@ change saved as a patch, stale pins dropped. Then each dead run is recorded:
 * its final outcome was already written (a failure being discarded): kept as it was;
 * otherwise: interrupted, with the patch that holds its change when there was one.
 
+A run awaiting changes whose event still says running (killed between writing the two) gets the event it held.
+
 Events left "running" or "awaiting changes" without a readable run (a row moved aside as unreadable, a
 crash between writing the event and the run) are recorded as interrupted: nothing stays open for good.
 """
@@ -64,7 +66,23 @@ def recover_workspace(repo: Repo, store: Store) -> Recovery:
     out.actions += report.actions
     for run in dead:
         out.runs.append(_finish(repo, store, run, radii.get(run.event_id), resumable, out.warnings))
+    out.runs += _stale_awaiting(store, [r for r in runs if r.status == "awaiting_changes"])
     out.runs += _orphans(store, {r.event_id for r in runs})
+    return out
+
+
+def _stale_awaiting(store: Store, awaiting: list[CycleRun]) -> list[RecoveredRun]:
+    """Runs awaiting changes whose event was never brought up to date (the cycle died between writing the two):
+    the event the run holds, the one it was about to write, is recorded."""
+    out: list[RecoveredRun] = []
+    for run in awaiting:
+        stored = store.get_event(run.event_id)
+        pending = run.pending.event
+        if pending is None or (stored is not None and stored.outcome.status != OutcomeStatus.running):
+            continue
+        store.add_event(pending)
+        out.append(RecoveredRun(event_id=run.event_id, outcome=OutcomeStatus(pending.outcome.status),
+                                head_sha=run.head_sha, note="it awaits your changes; its record was brought up to date"))
     return out
 
 
