@@ -111,10 +111,16 @@ def example_ws(tmp_path: Path) -> Path:
     return init_repo(ws, {})
 
 
+def prefect_db_template(factory: pytest.TempPathFactory) -> Path:
+    """Where the session's Prefect servers share a migrated database: one folder for all xdist workers."""
+    base = factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "prefect-template" / "prefect.db"
+
+
 @pytest.fixture(scope="session")
 def live_prefect(tmp_path_factory: pytest.TempPathFactory):
     """A real `prefect server start` on 127.0.0.1 shared by the end-to-end tests (see tests/live_prefect.py)."""
     from live_prefect import LiveServer
 
-    with LiveServer(tmp_path_factory.mktemp("prefect-live")) as server:
+    with LiveServer(tmp_path_factory.mktemp("prefect-live"), template=prefect_db_template(tmp_path_factory)) as server:
         yield server

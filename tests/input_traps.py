@@ -52,26 +52,49 @@ def _chain(top: Path, levels: int) -> Path:
     return top.joinpath(*["d"] * levels)
 
 
+def _down(fd: int, name: str, make: bool = False) -> int:
+    """The folder ``name`` under the folder open at ``fd`` (made first when ``make``), opened; ``fd`` closed.
+    Relative to an open folder each step costs one lookup: by whole paths the walk is quadratic (~1.5 s)."""
+    if make:
+        os.mkdir(name, dir_fd=fd)
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def make_deep(top: Path, levels: int = DEEP_LEVELS, leaf: str = "deep.log",
               text: str = "ERROR deep down\n") -> Path:
     """``top/d/d/.../d/<leaf>`` with ``levels`` folders; returns the leaf file."""
     top.mkdir(parents=True, exist_ok=True)
-    for i in range(1, levels + 1):
-        os.mkdir(_chain(top, i))
-    leaf_path = _chain(top, levels) / leaf
-    leaf_path.write_text(text)
-    return leaf_path
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(levels):
+        fd = _down(fd, "d", make=True)
+    try:
+        with open(leaf, "w", opener=lambda name, flags: os.open(name, flags, 0o644, dir_fd=fd)) as fh:
+            fh.write(text)
+    finally:
+        os.close(fd)
+    return _chain(top, levels) / leaf
 
 
 def remove_deep(top: Path, levels: int = DEEP_LEVELS) -> None:
     """Undo :func:`make_deep` without recursion (pytest's own cleanup would overflow on it)."""
-    bottom = _chain(top, levels)
-    if not bottom.exists():
+    if not top.is_dir():
         return
-    for child in bottom.iterdir():
-        child.unlink()
-    for i in range(levels, 0, -1):
-        os.rmdir(_chain(top, i))
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    depth = 0
+    try:
+        while depth < levels:
+            fd, depth = _down(fd, "d"), depth + 1
+    except FileNotFoundError:  # _down closed the last folder it had: nothing was made below it
+        return
+    for name in os.listdir(fd):
+        os.unlink(name, dir_fd=fd)
+    while depth > 0:
+        fd, depth = _down(fd, ".."), depth - 1
+        os.rmdir("d", dir_fd=fd)
+    os.close(fd)
 
 
 @pytest.fixture

@@ -8,15 +8,19 @@ left no process of the server behind.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,8 +100,9 @@ class LiveServer:
     ran `gep server start` and set nothing else."""
 
     def __init__(self, home: Path, port: int | None = None, *, scheduler: bool = False,
-                 server_env: Mapping[str, str] | None = None) -> None:
+                 server_env: Mapping[str, str] | None = None, template: Path | None = None) -> None:
         self.home = Path(home)
+        self.template = template  # a migrated Prefect database shared by the session's servers (see start)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.api_url = f"{self.url}/api"
@@ -118,6 +123,32 @@ class LiveServer:
     def start(self, timeout_s: float = STARTUP_TIMEOUT_S) -> LiveServer:
         """`gep server start` in this server's PREFECT_HOME, on its port (PREFECT_SERVER_API_PORT)."""
         self.home.mkdir(parents=True, exist_ok=True)
+        with self._from_template():
+            self._start(timeout_s)
+        return self
+
+    @contextmanager
+    def _from_template(self) -> Iterator[None]:
+        """With a ``template``: the server starts on a copy of a database Prefect already created (the first
+        server of the session creates it, ~20 s of CPU on 2 cores, and leaves a copy; the others wait for it),
+        as a server restarted on its own database does. Without one, or with a database of its own, as is."""
+        db = self.home / "prefect.db"
+        if self.template is None or db.exists() or "PREFECT_API_DATABASE_CONNECTION_URL" in self._server_env:
+            yield
+            return
+        self.template.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.template.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if self.template.exists():
+                shutil.copyfile(self.template, db)
+                yield
+                return
+            yield
+            with sqlite3.connect(db) as live, sqlite3.connect(self.template.with_suffix(".tmp")) as copy:
+                live.backup(copy)  # a consistent copy of a database in use
+            self.template.with_suffix(".tmp").replace(self.template)
+
+    def _start(self, timeout_s: float) -> None:
         env = {**self._server_env, "PREFECT_SERVER_API_PORT": str(self.port)}
         started = subprocess.run([str(BIN / "gep"), "server", "start"], env=env, cwd=self.home,
                                  capture_output=True, text=True, timeout=timeout_s + 60, stdin=subprocess.DEVNULL)
@@ -131,7 +162,6 @@ class LiveServer:
             raise RuntimeError(f"gep server start exited {started.returncode} ({record}):\n{started.stdout}\n"
                                f"{started.stderr}\n{self.tail()}")
         self.start_output = started.stdout + started.stderr
-        return self
 
     def healthy(self) -> bool:
         try:

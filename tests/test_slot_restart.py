@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import prefect_db_template
 from live_prefect import LiveServer
 
 MEMORY = "prefect.server.concurrency.lease_storage.memory"
@@ -70,15 +71,16 @@ def caplog() -> Iterator[Lines]:
     logging.getLogger("gep.slot").removeHandler(lines)
 
 
-def test_a_slot_held_across_a_server_restart_is_given_back_and_the_next_cycle_runs(tmp_path: Path, monkeypatch,
-                                                                                   caplog: Lines):
+def test_a_slot_held_across_a_server_restart_is_given_back_and_the_next_cycle_runs(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch, caplog: Lines):
     from prefect.settings import temporary_settings
 
     import flows.slot
 
     ws = tmp_path / "ws"
     ws.mkdir()
-    server = LiveServer(tmp_path / "prefect", server_env={"PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": MEMORY})
+    server = LiveServer(tmp_path / "prefect", server_env={"PREFECT_SERVER_CONCURRENCY_LEASE_STORAGE": MEMORY},
+                        template=prefect_db_template(tmp_path_factory))
     with server, temporary_settings(updates={"api.url": server.api_url}):
         monkeypatch.setattr(flows.slot, "RELEASE_TIMEOUT_S", 45.0)
         # Prefect's default: the restart forgets the lease; the slot stays counted, and is given back by name
