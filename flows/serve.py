@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel
 
 from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
 from flows.flowdef import form_values
 from gep.core.errors import ConfigError
-from gep.core.request import ScheduledRequest, parse_request
+from gep.core.request import ScheduledRequest, option_choice, parse_request
 from gep.prefect_api import workspace_key
-
-START_SERVER = ("start one with `gep server start` (or `prefect server start` and "
-                "PREFECT_API_URL=http://127.0.0.1:4200/api)")
+from gep.server import START_SERVER
 
 
 def require_server(api_url: str) -> None:
@@ -49,18 +47,10 @@ class ServeRequest(BaseModel):
             CronSchedule(cron=cron)
         except ValueError:
             raise ConfigError(f"--cron {cron!r} is not a cron expression (e.g. '*/30 * * * *')") from None
-        fields = {"workspace": str(workspace), "mutator": _choice("--mutator", mutator, Mutator),
-                  "strategy": _choice("--strategy", strategy, Strategy), "agent_cmd": agent_cmd}
+        fields = {"workspace": str(workspace), "mutator": option_choice("--mutator", mutator, Mutator),
+                  "strategy": option_choice("--strategy", strategy, Strategy), "agent_cmd": agent_cmd}
         params = {"request": form_values(parse_request(ScheduledRequest, fields))}
         return cls(workspace=workspace, cron=cron, params=params)
-
-
-def _choice(option: str, value: str | None, choices: object) -> str:
-    value = (value or "auto").strip().lower()
-    valid = get_args(choices)
-    if value not in valid:
-        raise ConfigError(f"{option} {value!r} is not one of: {', '.join(valid)}")
-    return value
 
 
 def deployment_names(workspace: Path) -> tuple[str, str]:

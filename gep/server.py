@@ -34,6 +34,8 @@ HOST = "127.0.0.1"
 START_TIMEOUT_S = 240.0  # a first start migrates Prefect's database: ~20 s on 2 idle cores, more when busy
 STOP_GRACE_S = 10.0
 LEASE_STORAGE = "prefect.server.concurrency.lease_storage.filesystem"
+START_SERVER = ("start one with `gep server start` (or `prefect server start` and "
+                "PREFECT_API_URL=http://127.0.0.1:4200/api)")
 
 Progress = Callable[[str], None]
 

@@ -531,18 +531,27 @@ def serve(
     and runs their flow runs in this process. See docs/deploy.md.
     """
     from gep import prefect_api, server
-    from gep.cycle.context import hide_agent_cmd
+    from gep.core.request import Mutator, Strategy, option_choice
     from gep.git import open_repo
 
     ws = open_repo(workspace_or_here(workspace))
-    from flows.serve import START_SERVER, ServeRequest, serve_workspace
+    # what needs no Prefect is checked before importing it (~2.5 s of CPU): a wrong choice or a server that does
+    # not answer is one line at once
+    option_choice("--mutator", mutator, Mutator)
+    option_choice("--strategy", strategy, Strategy)
+    configured = prefect_api.configured_api_url()
+    if configured and not prefect_api.healthy(configured, timeout_s=5.0):
+        raise ConfigError(f"cannot reach the Prefect server at {configured} (PREFECT_API_URL): "
+                          f"{server.START_SERVER}")
+    from flows.serve import ServeRequest, serve_workspace
+    from gep.cycle.context import hide_agent_cmd
 
     # the deployments' parameters keep the agent command redacted; this process runs their flow runs
     request = ServeRequest.checked(ws.path, cron=cron, mutator=mutator, strategy=strategy,
                                    agent_cmd=hide_agent_cmd(agent_cmd))
-    url = prefect_api.configured_api_url() or server.running_api_url()
+    url = configured or server.running_api_url()
     if url is None:
-        raise ConfigError(f"gep serve needs a running Prefect server: {START_SERVER}")
+        raise ConfigError(f"gep serve needs a running Prefect server: {server.START_SERVER}")
     os.environ["PREFECT_API_URL"] = url  # the runner's flow-run processes report there too
     serve_workspace(request, api_url=url, say=_say)
 
