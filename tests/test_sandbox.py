@@ -333,3 +333,19 @@ def test_tools_from_a_version_manager_in_home_still_run(tmp_path: Path, monkeypa
         assert "SEEN False False" in res.stdout  # the tool ran; the credentials and ~/.local's data stay hidden
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@needs_bwrap
+def test_a_tool_removed_before_bwrap_starts_is_left_out_not_a_failure(tmp_path: Path) -> None:
+    """The tool folders are found when the command line is built and bound when bwrap starts: one removed in
+    between (an uninstall; another test's helper linked from /usr/local/bin) made bwrap fail with "Can't find
+    source path", a host hiccup recorded as the change's failure."""
+    tree = init_repo(tmp_path / "ws")
+    tool = Path(tempfile.mkdtemp(prefix="gep-vanishing-", dir="/var/tmp"))
+    (tool / "bin").mkdir()
+    env = {"PATH": os.pathsep.join([str(tool / "bin"), "/usr/bin", "/bin"]), "HOME": str(tmp_path / "home")}
+    argv = Sandbox.resolve(tree, Settings(sandbox="bwrap")).wrap(["/bin/sh", "-c", "echo ran"], cwd=tree, env=env)
+    assert str(tool) in argv  # bound, had it stayed
+    shutil.rmtree(tool)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "ran\n"), done.stderr
