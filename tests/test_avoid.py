@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import init_repo
 
 from gep.core.models import BlastRadius, EventMeta, EvolutionEvent, Gene, Outcome
-from gep.core.records import FixCreditRecord
+from gep.core.records import FixCreditRecord, HostFailure
 from gep.genes.selector import avoided_genes
 from gep.learning.avoid import AVOID_HOLD, AvoidList, avoid_lines, build_avoid_list, refresh_avoid_list
 from gep.store import Store
@@ -45,7 +45,7 @@ def test_two_failures_on_one_problem_make_an_entry_shown_and_used_by_selection()
 
 def test_one_failure_a_host_failure_or_a_fix_that_held_make_no_entry() -> None:
     host = _event(2, "failed")
-    host.meta.host_failure = {"kind": "provider", "reason": "Messages API error 429"}  # type: ignore[assignment]
+    host.meta.host_failure = HostFailure(kind="provider", reason="Messages API error 429")
     host = EvolutionEvent.model_validate(host.model_dump())
     assert build_avoid_list([_event(1, "failed"), host]).on(NOW) == []
     assert build_avoid_list([_event(1, "failed"), _event(2, "success"), _event(3, "failed")]).on(NOW) == []
