@@ -35,6 +35,7 @@ Deliberate differences:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -77,12 +78,20 @@ def normalize_signals(signals: Iterable[str]) -> list[str]:
         if not s:
             continue
         if s.startswith("errsig:"):
-            norm = learning_key(s[len("errsig:"):])
+            norm = _errsig_norm(s)
             if norm:
-                out.append(f"errsig_norm:{stable_hash(norm)}")
+                out.append(norm)
             continue
         out.append(s)
     return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _errsig_norm(signal: str) -> str | None:
+    """``errsig_norm:<hash>`` of one ``errsig:`` signal. Cached: every summary of the graph normalises each event's
+    errors again (a dozen regular expressions each), and a history repeats the same few errors."""
+    norm = learning_key(signal[len("errsig:"):])
+    return f"errsig_norm:{stable_hash(norm)}" if norm else None
 
 
 def compute_signal_key(signals: Iterable[str]) -> str:
