@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flows.cycle import Mutator, Strategy, evolution_cycle, scheduled_cycle
+from flows.cycle import evolution_cycle, scheduled_cycle
 from flows.flowdef import form_values
 from gep.core.errors import ConfigError
-from gep.core.request import ScheduledRequest, option_choice, parse_request
+from gep.core.request import ScheduledRequest, parse_request
 from gep.prefect_api import workspace_key
 from gep.server import START_SERVER
 
@@ -47,8 +47,7 @@ class ServeRequest(BaseModel):
             CronSchedule(cron=cron)
         except ValueError:
             raise ConfigError(f"--cron {cron!r} is not a cron expression (e.g. '*/30 * * * *')") from None
-        fields = {"workspace": str(workspace), "mutator": option_choice("--mutator", mutator, Mutator),
-                  "strategy": option_choice("--strategy", strategy, Strategy), "agent_cmd": agent_cmd}
+        fields = {"workspace": str(workspace), "mutator": mutator, "strategy": strategy, "agent_cmd": agent_cmd}
         params = {"request": form_values(parse_request(ScheduledRequest, fields))}
         return cls(workspace=workspace, cron=cron, params=params)
 

@@ -44,7 +44,10 @@ def test_serve_without_a_server_is_one_line(tmp_path: Path):
 
     line = one_line_error(gep(["serve", "--workspace", str(ws), "--mutator", "claude"],
                               {**env, "PREFECT_API_URL": f"http://127.0.0.1:{free_port()}/api"}))
-    assert "--mutator 'claude' is not one of" in line
+    assert "unknown mutator 'claude'; valid: anthropic, command, prompt" in line  # as `gep cycle` says it
+    # a strategy is read as `gep cycle` reads it (repair_only is repair-only): the next thing missing is the server
+    line = one_line_error(gep(["serve", "--workspace", str(ws), "--strategy", "repair_only"], env))
+    assert "needs a running Prefect server" in line, line
 
     dead = f"http://127.0.0.1:{free_port()}/api"
     line = one_line_error(gep(["serve", "--workspace", str(ws)], {**env, "PREFECT_API_URL": dead}))

@@ -531,14 +531,13 @@ def serve(
     and runs their flow runs in this process. See docs/deploy.md.
     """
     from gep import prefect_api, server
-    from gep.core.request import Mutator, Strategy, option_choice
+    from gep.core.request import ScheduledRequest, parse_request
     from gep.git import open_repo
 
     ws = open_repo(workspace_or_here(workspace))
-    # what needs no Prefect is checked before importing it (~2.5 s of CPU): a wrong choice or a server that does
-    # not answer is one line at once
-    option_choice("--mutator", mutator, Mutator)
-    option_choice("--strategy", strategy, Strategy)
+    # what needs no Prefect is checked before importing it (~2.5 s of CPU): a wrong choice (read as `gep cycle`
+    # reads it) or a server that does not answer is one line at once
+    parse_request(ScheduledRequest, {"workspace": str(ws.path), "mutator": mutator, "strategy": strategy})
     configured = prefect_api.configured_api_url()
     if configured and not prefect_api.healthy(configured, timeout_s=5.0):
         raise ConfigError(f"cannot reach the Prefect server at {configured} (PREFECT_API_URL): "

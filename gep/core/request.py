@@ -27,16 +27,6 @@ def chosen(value: str) -> str | None:
     return None if value == AUTO else value
 
 
-def option_choice(option: str, value: str | None, choices: object) -> str:
-    """A command-line ``option``'s value (default "auto") if it is one of the Literal ``choices``, else a one-line
-    ConfigError naming them."""
-    value = (value or "auto").strip().lower()
-    valid = get_args(choices)
-    if value not in valid:
-        raise ConfigError(f"{option} {value!r} is not one of: {', '.join(valid)}")
-    return value
-
-
 def _choice(value: Any, choices: object, what: str) -> Any:
     if value is None:
         return AUTO
