@@ -41,6 +41,7 @@ from gep.cycle import pipeline
 from gep.cycle.context import CycleContext, open_cycle, reveal_agent_cmd
 from gep.cycle.stages import CycleState
 from gep.cycle.state import Approve
+from gep.report.cycle_text import solidify_command
 from gep.validation.slots import slot_count
 
 SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
@@ -86,7 +87,7 @@ class FlowHooks(pipeline.Hooks):
         prompt_file = state.result.prompt_file if state.result else None
         if prompt_file and state.event.outcome.status == OutcomeStatus.awaiting_changes:
             get_run_logger().info("prompt written to %s; make the change, then run: %s", prompt_file,
-                                  reporting.solidify_command(ctx.workspace.path))
+                                  solidify_command(ctx.workspace.path))
         if state.event.outcome.status in (OutcomeStatus.failed, OutcomeStatus.interrupted):
             get_run_logger().error("cycle %s %s: %s", state.event.id, state.event.outcome.status,
                                    states.reason(state.event))

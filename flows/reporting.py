@@ -24,6 +24,7 @@ from prefect.exceptions import PrefectException
 from flows import states
 from gep.core.models import EvolutionEvent
 from gep.prefect_api import workspace_key, workspace_tag
+from gep.report.cycle_text import cycle_markdown, md_list
 
 __all__ = ["workspace_key", "workspace_tag", "RunReport", "publish", "label_now", "review_gate",
            "cycle_markdown"]
@@ -147,7 +148,7 @@ def skip_report(run_id: UUID | None, current_tags: list[str], workspace: Path, s
     report.tags = run_tags(current_tags, workspace, None, outcome)
     if outcome == "skipped":
         report.markdown(f"gep-{workspace_key(workspace)}-cycle",
-                        f"# Skipped scheduled tick\n\n{reason}\n\n## Signals\n{_md_list(signals)}",
+                        f"# Skipped scheduled tick\n\n{reason}\n\n## Signals\n{md_list(signals)}",
                         "Scheduled tick skipped")
     return report
 
@@ -190,78 +191,6 @@ async def _update_original(client: Any, report: RunReport, original: OriginalRun
                          client.set_flow_run_state(original.run_id, states.outcome_state(event, data=False),
                                                    force=True),
                          artifact)
-
-
-# ------------------------------------------------------------------ artifacts
-
-
-def _md_list(items: list[str]) -> str:
-    return "\n".join(f"- `{i}`" for i in items) or "- (none)"
-
-
-def cycle_markdown(event: EvolutionEvent, workspace: Path | None = None, prompt_file: str | None = None) -> str:
-    m = event.meta
-    sel, mut = m.selector, m.mutation
-    lines = [
-        f"# {event.id}: {event.outcome.status}",
-        "",
-        f"**Intent** {event.intent} · **Gene** {', '.join(event.genes_used) or '(none)'} · "
-        f"**Strategy** {m.strategy or '?'} · **Mutator** {m.mutator or '?'}",
-        "",
-        "## Signals",
-        _md_list(event.signals),
-        "",
-        "## Selection",
-        _md_list(sel.reasons if sel else []),
-    ]
-    if sel and sel.bans_applied:
-        lines += ["", "Bans applied: " + ", ".join(f"`{b.gene_id}`" for b in sel.bans_applied)]
-    lines += ["", "## Mutation", f"{mut.category if mut else '?'} · risk {mut.risk_level if mut else '?'} · "
-              f"{mut.expected_effect if mut else ''}"]
-    lines += ["", "## Blast radius", f"{event.blast_radius.files} files, {event.blast_radius.lines} lines"
-              + (f" ({m.blast_severity})" if m.blast_severity else "")]
-    if m.validation:
-        lines += ["", "## Validation"] + [f"- {'✅' if v.ok else '❌'} `{v.cmd}`" for v in m.validation]
-    if m.failure_reasons:
-        lines += ["", "## Failure reasons", _md_list(m.failure_reasons)]
-    if m.commit:
-        lines += ["", f"## Commit\n`{m.commit}`" + (f" on `{m.branch}`" if m.branch else "")]
-    lines += ["", "## Next step", next_step(event, workspace, prompt_file)]
-    return "\n".join(lines)
-
-
-def next_step(event: EvolutionEvent, workspace: Path | None, prompt_file: str | None = None) -> str:
-    """What happened, in one sentence, and the one next step that works for this outcome."""
-    import shlex
-
-    m, status = event.meta, str(event.outcome.status)
-    ws = f" --workspace {shlex.quote(str(workspace))}" if workspace else ""
-    if status == "awaiting_changes":
-        where = f"The prompt is in `{prompt_file}`. " if prompt_file else ""
-        return (f"{where}Make the change, then run `{solidify_command(workspace)}` (or give it up with "
-                f"`gep solidify{ws} --abandon`).")
-    if m.rescued_patch:
-        how = f" Bring it back with `{m.rescue_command}`." if m.rescue_command else ""
-        return f"The change was not kept: it is saved as `{m.rescued_patch}`.{how}"
-    if status == "success" and m.merge_command:
-        return f"Committed on `{m.branch}`, not merged: merge it with `{m.merge_command}`."
-    if status == "success" and m.commit:
-        from gep.core.event_ids import short_id
-
-        return (f"Committed `{m.commit[:12]}`. Say whether it helped: "
-                f"`gep feedback {short_id(event.id)} helpful{ws}` (or `not_helpful`).")
-    if status == "empty":
-        return "Nothing needed changing: no next step."
-    if status in ("failed", "interrupted"):
-        return ("Nothing was changed in your workspace; the reasons are above. The next cycle avoids what "
-                "failed here.")
-    return "No next step."
-
-
-def solidify_command(workspace: Path | None) -> str:
-    import shlex
-
-    return f"gep solidify --workspace {shlex.quote(str(workspace))}" if workspace else "gep solidify"
 
 
 # ------------------------------------------------------------------ review

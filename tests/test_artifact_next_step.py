@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flows.reporting import cycle_markdown
 from gep.core.models import EvolutionEvent
+from gep.report.cycle_text import cycle_markdown
 
 WS = Path("/home/me/my agent")
 

@@ -88,7 +88,7 @@ def test_a_failed_solidify_suggests_commands_that_run_as_printed(repo: Path, els
 
 
 def test_the_pending_artifact_suggests_a_command_that_runs_as_printed(repo: Path, elsewhere: Path):
-    from flows.reporting import solidify_command
+    from gep.report.cycle_text import solidify_command
 
     spaced = repo.parent / "my agent"
     repo.rename(spaced)

@@ -1,5 +1,6 @@
 """`gep report`'s page: what it shows, computed from a workspace's store (data), and the one
-self-contained HTML file drawn from it (html).
+self-contained HTML file drawn from it (html); and a cycle's own story in Markdown, the text of its run's
+artifact in Prefect (cycle_text).
 
 Imports the packages below it (core, store, learning, genes); never assets/, a cycle or the CLI.
 """
