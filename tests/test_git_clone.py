@@ -204,3 +204,26 @@ def test_discard_writes_the_patch_that_brings_the_change_back(ws: Path, tmp_path
     git(copy, "apply", str(rescue.patch))
     git(copy, "add", "-A")
     assert git(copy, "write-tree").strip() == change.tree
+
+
+def test_config_values_read_as_git_config_get_does_in_one_call(tmp_path: Path) -> None:
+    """The settings a clone copies are read in one git call: the last value of a repeated key, a key set
+    without a value, a subsection's case kept and regular-expression characters in a name taken literally."""
+    from gep.git.plumbing import Git
+
+    repo = make_repo(tmp_path / "ws")
+    with open(repo / ".git" / "config", "a") as fh:
+        fh.write('[core]\n\tsymlinks\n\tautocrlf = input\n\tautocrlf = false\n[filter "L.fs"]\n\tclean = lfs %f\n'
+                 '[filter "Lxfs"]\n\tclean = other\n')
+    keys = ("core.autoCRLF", "core.symlinks", "core.eol", "filter.L.fs.clean", "filter.l.fs.clean")
+    found = Git(repo).config_values(keys)
+    assert found == {"core.autoCRLF": "false", "core.symlinks": None, "filter.L.fs.clean": "lfs %f"}
+    assert found["core.autoCRLF"] == git(repo, "config", "--get", "core.autocrlf").strip()
+
+
+def test_a_clone_keeps_a_boolean_the_user_set_without_a_value(ws: Path) -> None:
+    with open(ws / ".git" / "config", "a") as fh:
+        fh.write("[core]\n\tprecomposeunicode\n")
+    clone = open_clone(open_repo(ws), "evt_1")
+    assert git(clone.path, "config", "--get", "--type=bool", "core.precomposeunicode").strip() == "true"
+    discard_clone(open_repo(ws), clone)

@@ -120,10 +120,8 @@ def _init_clone(repo: Repo, clone: Path, index: Path, baseline: str, branch: str
     (info / "alternates").write_text(_alternates_line(clone, repo), encoding="utf-8")
     cg = clone_git(clone)
     user = repo.git()
-    for key in _COPIED_CONFIG:
-        value = user.run("config", "--get", key, ok=True)
-        if value.ok:
-            cg.run("config", key, value.text.removesuffix("\n"))
+    for key, value in user.config_values(_COPIED_CONFIG).items():
+        cg.run("config", key, "true" if value is None else value)  # set without a value: true, as git reads it
     # checkout with the user's git dir: the user's eol settings, attributes and filters apply
     Git(clone, git_dir=repo.git_dir, work_tree=clone, index=index, where=str(clone)).run("read-tree", "-m", "-u",
                                                                                           baseline)

@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from gep.git.change import tree_diff
+from gep.git.change import changed_paths
 from gep.git.entries import Entry, index_entries, index_info, tree_entries, worktree_blob
 from gep.git.indexwrite import IndexWrite, announced
 from gep.git.plumbing import LITERAL, NO_LOCKS, Git, batched, z
@@ -77,7 +77,7 @@ def land(repo: Repo, event_id: str, ref: str, base: str, commit: str) -> str | N
     """Move ``ref`` from ``base`` to ``commit`` and the user's index and files with it. None when landed,
     else why not (then nothing of the user's changed)."""
     g = repo.git()
-    paths = [f.path for f in tree_diff(g, base, commit)]
+    paths = sorted(changed_paths(g, base, commit))  # names only: what lines or sizes changed is not needed
     dirty = dirty_paths(repo, paths)
     if dirty:
         return "your uncommitted changes touch " + ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")

@@ -137,10 +137,34 @@ class Git:
     def paths(self, *args: str, **kw: object) -> list[str]:
         return z(self.run(*args, **kw).out)  # type: ignore[arg-type]
 
+    def config_values(self, keys: Sequence[str]) -> dict[str, str | None]:
+        """The value ``git config --get`` gives for each of ``keys`` that is set (all scopes, includes followed),
+        in one git call instead of one per key; None for a key set without a value (``[core] symlinks``, which
+        a boolean reads as true)."""
+        canon = {_canonical_key(k): k for k in keys}
+        pattern = "^(" + "|".join(_ere_escape(c) for c in canon) + ")$"
+        found: dict[str, str | None] = {}
+        for item in self.run("config", "-z", "--get-regexp", pattern, ok=True).text.split("\0"):
+            key, newline, value = item.partition("\n")
+            if key in canon:
+                found[canon[key]] = value if newline else None  # the last one wins, as with --get
+        return found
+
     def sha(self, rev: str) -> str | None:
         """The object a revision names, or None (``rev^{commit}`` etc. work as in git)."""
         res = self.run("rev-parse", "-q", "--verify", "--end-of-options", rev, ok=True)
         return res.line() or None if res.ok else None
+
+
+def _canonical_key(key: str) -> str:
+    """How git names a config key in its listings: section and variable lowercased, a subsection as is."""
+    section, _, rest = key.partition(".")
+    sub, dot, var = rest.rpartition(".")
+    return f"{section.lower()}.{sub}{dot}{var.lower()}"
+
+
+def _ere_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "\\.[](){}*+?|^$" else ch for ch in text)
 
 
 def describe_failure(args: Sequence[str], res: Result, where: str) -> str:

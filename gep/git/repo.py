@@ -123,10 +123,8 @@ def ensure_state_dir(repo: Repo) -> Path:
 
 def identity_env(repo: Repo) -> dict[str, str]:
     """The repository's configured identity, or the engine's when none is set (never written to config)."""
-    g = repo.git()
-    name = g.run("config", "--get", "user.name", ok=True).line()
-    email = g.run("config", "--get", "user.email", ok=True).line()
-    if name and email:
+    found = repo.git().config_values(("user.name", "user.email"))
+    if (found.get("user.name") or "").strip() and (found.get("user.email") or "").strip():
         return {}
     return {"GIT_AUTHOR_NAME": ENGINE_NAME, "GIT_AUTHOR_EMAIL": ENGINE_EMAIL,
             "GIT_COMMITTER_NAME": ENGINE_NAME, "GIT_COMMITTER_EMAIL": ENGINE_EMAIL}
