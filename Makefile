@@ -2,7 +2,8 @@
 # The venv's interpreter: the system's Python 3.11+ when there is one (a distribution builds it with profile-
 # guided optimisation and a static libpython: ~20% less CPU importing Prefect than pyenv's default shared,
 # unoptimised build, and the suite is CPU-bound), else the first python3 on PATH. PY=... chooses another.
-SYSTEM_PY := $(shell /usr/bin/python3 -c 'import sys; print(sys.version_info >= (3, 11))' 2>/dev/null)
+# (Debian ships venv's pip bootstrap apart, in python3-venv: without it the system's Python is passed over.)
+SYSTEM_PY := $(shell /usr/bin/python3 -c 'import sys, ensurepip, venv; print(sys.version_info >= (3, 11))' 2>/dev/null)
 PY ?= $(if $(filter True,$(SYSTEM_PY)),/usr/bin/python3,python3)
 VENV := .venv
 BIN := $(VENV)/bin
