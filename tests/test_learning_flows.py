@@ -15,7 +15,6 @@ from conftest import ROOT, git
 from learning_helpers import REPAIR, agent_workspace, committed_fix, store_of, venv_first
 from test_flows import FIX_AGENT, agent, flow_run, prefect_server  # noqa: F401 - the session's server
 
-from flows.states import event_of
 from gep.core.models import EvolutionEvent
 from gep.core.request import CycleRequest
 from gep.learning.feedback import FeedbackKind, Observation
@@ -56,6 +55,7 @@ def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_se
     from prefect.flow_runs import resume_flow_run
 
     from flows.cycle import evolution_cycle
+    from flows.states import event_of
 
     result: dict[str, EvolutionEvent | None] = {}
     def cycle() -> None:  # a rejected change is a Failed run: its state carries the event
