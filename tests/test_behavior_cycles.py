@@ -109,6 +109,16 @@ def ago(minutes: float) -> datetime:
     return datetime.now(UTC) - timedelta(minutes=minutes)
 
 
+def one_day_from(minutes: float, span: float) -> datetime:
+    """``ago(minutes)``, or earlier when ``span`` minutes from there would cross midnight UTC: then the turns
+    end five minutes before it (the caps count per UTC day; a run just after midnight split them in two)."""
+    start = ago(minutes)
+    end = start + timedelta(minutes=span)
+    if start.date() != end.date():
+        start = datetime(end.year, end.month, end.day, tzinfo=UTC) - timedelta(minutes=span + 5)
+    return start
+
+
 # ------------------------------------------------------------------ corrections lead to a repair that appends
 
 
@@ -163,7 +173,7 @@ def test_caps_hold_and_each_exchange_is_captured_once_across_cycles(tmp_path: Pa
     turns: list[tuple[str, str]] = []
     for i in range(14):  # 14 corrections of one day: 10 are kept (seed 000's daily cap per source)
         turns += [("assistant", f"I renamed option number {i}."), ("user", f"No, that's wrong, I asked for option {i}.")]
-    write_session(ws, turns, ago(60))
+    write_session(ws, turns, one_day_from(60, span=len(turns) - 1))
     noop = agent(tmp_path, NOOP_AGENT)
     first = cycle(ws, noop)
     b = first.meta.behavior
