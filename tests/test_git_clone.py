@@ -206,9 +206,9 @@ def test_discard_writes_the_patch_that_brings_the_change_back(ws: Path, tmp_path
     assert git(copy, "write-tree").strip() == change.tree
 
 
-def test_config_values_read_as_git_config_get_does_in_one_call(tmp_path: Path) -> None:
-    """The settings a clone copies are read in one git call: the last value of a repeated key, a key set
-    without a value, a subsection's case kept and regular-expression characters in a name taken literally."""
+def test_config_values_read_as_git_config_get_does(tmp_path: Path) -> None:
+    """The settings a clone copies, read together as `git config --get` reads each: the last value of a repeated
+    key, a key set without a value, a subsection's case kept and regular-expression characters taken literally."""
     from gep.git.plumbing import Git
 
     repo = make_repo(tmp_path / "ws")

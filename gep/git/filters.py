@@ -32,8 +32,10 @@ def missing_filters(repo: Repo) -> list[tuple[str, str]]:
         if not key or value.strip().lower() not in ("true", "yes", "on", "1", ""):
             continue
         name = key[len("filter."):-len(".required")]
-        for kind in ("process", "smudge", "clean"):
-            command = g.run("config", "--get", f"filter.{name}.{kind}", ok=True).text.strip()
+        kinds = [f"filter.{name}.{kind}" for kind in ("process", "smudge", "clean")]
+        commands = g.config_values(kinds)
+        for kind in kinds:
+            command = (commands.get(kind) or "").strip()
             program = _program(command) if command else None
             if program is not None and shutil.which(program) is None:
                 missing.append((name, program))
