@@ -237,7 +237,8 @@ def test_refused_starts_store_nothing_and_print_one_line(repo: Path):
 STORE_ONLY = [["history"], ["history", "--all"], ["history", "--json"], ["show", "evt_0"], ["genes", "list"],
               ["genes", "list", "--workspace", "."], ["genes", "show", "gene_repair_from_errors"],
               ["signals", "--workspace", "."], ["capture", "--workspace", "."], ["lessons", "list"],
-              ["feedback", "stats"], ["feedback", "evt_0", "helpful", "--note", "a write"]]
+              ["feedback", "stats"], ["feedback", "evt_0", "helpful", "--note", "a write"], ["context"],
+              ["context", "--json"]]
 HOOK = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "t", "prompt": "keep it short please"})
 
 NO_PREFECT = """

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gep.core.config import Settings
 from gep.core.learning_switch import learning_switch
@@ -20,8 +20,12 @@ from gep.learning.feedback import FeedbackSignal
 from gep.learning.injections import ignored_refs
 from gep.learning.lessons import Lesson
 from gep.signals.behavior_log import read_signals, signals_dir
-from gep.store import Store
 from gep.store.schema import default_db
+
+# the full store (SQLAlchemy, ~0.45 s of import) only as a type: a cycle passes its own, while `gep context` and
+# the SessionStart hook read through the quick store (gep/api.py read_store)
+if TYPE_CHECKING:
+    from gep.store import Store
 
 CHECKPOINT_WAIT_MS = 100
 BUSY_TIMEOUT_MS = 10000  # the store's own (gep/store/schema.py SQLITE_PRAGMAS)
