@@ -141,9 +141,14 @@ def running_api_url(env: Mapping[str, str] | None = None, timeout_s: float = api
 # ------------------------------------------------------------------ start
 
 
+# Prefect's command line, run as its console script does, behind the `gep` command's pause of the garbage
+# collector while it imports (gep/core/collector.py): the server's start is ~7 s of CPU, most of it imports
+_PREFECT_CLI = ("import sys; from gep.core.collector import pause_while_starting; pause_while_starting(); "
+                "from prefect.cli import app; sys.argv[0] = 'prefect'; sys.exit(app())")
+
+
 def _prefect_command() -> list[str]:
-    script = Path(sys.executable).with_name("prefect")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "prefect"]
+    return [sys.executable, "-c", _PREFECT_CLI]
 
 
 TASK_RUN_BATCHING = {"PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_BATCH_SIZE": "200",
