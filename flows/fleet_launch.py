@@ -106,15 +106,17 @@ async def _watch(api_url: str, run_id: str, printer: Any) -> None:
         async with get_client() as client:
             while True:
                 run = await client.read_flow_run(UUID(run_id))
-                if run.state is not None and run.state.is_final():
-                    return
+                final = run.state is not None and run.state.is_final()
                 label = run.name if run.name.startswith("fleet-") else "fleet run"
-                if run.state_type is None or run.state_type.value in ("SCHEDULED", "PENDING"):
+                if not final and (run.state_type is None or run.state_type.value in ("SCHEDULED", "PENDING")):
                     printer.show(f"{label}: {run.state_name}, waiting for a worker to pick it up")
                 else:
+                    # once more when the fleet has ended: its last cycles may have finished since the last poll
                     total = len((run.parameters or {}).get("workspaces") or [])
                     types = [c.state_type.value if c.state_type else None for c in await subflow_runs(client, run.id)]
                     printer.show(f"{label}: {FleetProgress.of(total, types).text()}")
+                if final:
+                    return
                 await asyncio.sleep(WATCH_POLL_S)
 
 

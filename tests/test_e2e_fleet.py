@@ -270,6 +270,16 @@ def test_watch_shows_progress_then_a_terminal_table(fleet: Fleet):
     assert out.splitlines()[-1].startswith("fleet-") and ", 6 workspaces: Completed: " in out.splitlines()[-1]
 
 
+def test_watching_an_ended_fleet_shows_its_final_counts(fleet: Fleet, capsys: pytest.CaptureFixture[str]):
+    """The fleet's last cycles can end between two polls of `--watch` and the fleet with them: the last
+    progress line still says how it ended (watched here after the end, where the first poll sees it ended)."""
+    from flows.fleet_launch import watch_run
+
+    assert watch_run(fleet.server.api_url, fleet.fleet_run_id) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and err[-1].startswith("fleet-0001, 6 workspaces: 6/6 done, 0 running, 0 failed, "), err
+
+
 def test_a_capsule_of_workspace_a_is_reused_by_the_others_with_its_origin(fleet: Fleet):
     from gep.core.workspace_id import workspace_identity
 
