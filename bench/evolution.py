@@ -151,6 +151,7 @@ def run_world(arm: str, index: int, seed: int, cycles: int, root: Path, agent_cm
         _label(ws, world, committed, c, at - timedelta(minutes=30), rng)
         if arm == "fresh":
             shutil.rmtree(ws / ".gep", ignore_errors=True)
+        env["GEP_BENCH_TICK"] = str(c)  # the agent's draws are keyed by it (bench/evolution_agent.py, rule 4)
         event = run_cycle(CycleRequest(workspace=ws, seed=seed * 1000 + c, mutator="command", agent_cmd=cmd),
                           env=env, clock=_clock(at))
         status = event.outcome.status if event is not None else "skipped"

@@ -13,8 +13,9 @@ cwd = the cycle's clone of the workspace).
      "not_helpful", "rolled back", "avoid", "wrong", "don't"), 0.25 moves from partial and superficial (half
      each) to fix. When the capsule to reuse changed the target, the agent copies the capsule's approach
      (whatever it was: a fix, a partial or a superficial change) one time in two, else it draws as above.
-  4. Deterministic per seed: the draw for the n-th attempt on a target uses Random(seed, target, n), the same
-     in every arm (common random numbers), so arms differ only by what their prompts gave the agent.
+  4. Deterministic per seed: the draw for the n-th attempt on a target uses Random(seed, target, n), and rule 1's
+     draw at a tick Random(seed, tick), the same in every arm (common random numbers), so arms differ only by
+     what their prompts gave the agent, and a run repeats exactly.
   5. A careful agent (``GEP_BENCH_CAREFUL=1``, ``bench/evolution.py --careful-agent``) leaves a target whose code
      already handles the job's input (the fix variant) alone; by default the agent rewrites it with a fresh draw
      (as an agent sent back to an error line it does not check would), which can undo a fix.
@@ -151,7 +152,9 @@ def solve(prompt: str) -> dict[str, Any]:
     state = Path(os.environ["GEP_BENCH_STATE"])
     seed = os.environ.get("GEP_BENCH_SEED", "0")
     cycle = os.environ.get("GEP_CYCLE_ID", "")
-    rng = random.Random(f"target:{seed}:{cycle}")
+    # keyed by the world's tick, not the cycle's id: an event id ends in random digits, which made two runs
+    # of the same worlds and seeds differ (and the arms draw differently at the same tick)
+    rng = random.Random(f"target:{seed}:{os.environ.get('GEP_BENCH_TICK', cycle)}")
     target = choose_target(prompt, world, rng)
     if target is None:
         if random.Random(f"churn:{seed}:{_attempts(state, '')}").random() < 0.6:

@@ -157,6 +157,30 @@ def test_a_careful_agent_leaves_a_fixed_function_alone(tmp_path: Path, monkeypat
     assert any(json.loads(line)["approach"] != "fix" for line in (tmp_path / "state.jsonl").read_text().splitlines())
 
 
+def test_the_agents_draws_repeat_whatever_the_cycles_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of the same worlds and seeds repeats exactly: rule 1's draw (a function named only outside the
+    signals: taken one time in two) is keyed by the world's tick, not by the event id and its random digits."""
+    world = make_world(0, 1, 20)
+    (tmp_path / "world.json").write_text(json.dumps(world.to_json()))
+    monkeypatch.setenv("GEP_BENCH_WORLD", str(tmp_path / "world.json"))
+    monkeypatch.setenv("GEP_BENCH_STATE", str(tmp_path / "state.jsonl"))
+    monkeypatch.setenv("GEP_BENCH_SEED", "1")
+    prompt = f"## Signals\nlog_error\n\n## Log excerpt\nERROR in {world.problems[0].where}\n"
+    picks = {}
+    for tick in range(12):
+        monkeypatch.setenv("GEP_BENCH_TICK", str(tick))
+        seen = set()
+        for n in range(8):
+            ws = tmp_path / f"t{tick}-{n}"
+            build(world, ws)
+            monkeypatch.chdir(ws)
+            monkeypatch.setenv("GEP_CYCLE_ID", f"evt_1795752000000_{n:06x}")
+            seen.add(evolution_agent.solve(prompt)["target"])
+        assert len(seen) == 1, (tick, seen)
+        picks[tick] = seen.pop()
+    assert set(picks.values()) == {"", world.problems[0].name}, picks  # and both sides of the draw happen
+
+
 def test_an_arm_per_learning_mechanism() -> None:
     from gep.core.config import Settings
     from gep.core.learning_switch import MECHANISMS, learning_switch
