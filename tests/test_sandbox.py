@@ -336,6 +336,39 @@ def test_tools_from_a_version_manager_in_home_still_run(tmp_path: Path, monkeypa
 
 
 @needs_bwrap
+def test_a_version_manager_checked_out_outside_the_home_still_runs(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyenv installed as a git checkout outside the home the command gets (a HOME changed for a service, or a
+    system-wide install): its shims exec its root, which was left out as "a repository", and every validation
+    exited 127, recorded as the change failing (found by bench/evolution.py with an empty HOME)."""
+    system_python = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.access(p, os.X_OK)), None)
+    if system_python is None:
+        pytest.skip("no system python3 for the stand-in version manager to run")
+    outside = Path(tempfile.mkdtemp(prefix="gep-vm-", dir="/var/tmp"))
+    try:
+        root = outside / ".toolenv"
+        (root / "libexec").mkdir(parents=True)
+        (root / "shims").mkdir()
+        subprocess.run(["git", "init", "-q", str(root)], check=True)  # as pyenv, rbenv, asdf install
+        (root / "libexec" / "toolenv").write_text(f"#!/bin/sh\nshift\nexec {system_python} \"$@\"\n")
+        (root / "shims" / "python").write_text(f"#!/bin/sh\nexec {root}/libexec/toolenv exec \"$@\"\n")
+        for f in (root / "libexec" / "toolenv", root / "shims" / "python"):
+            f.chmod(0o755)
+        home = tmp_path / "home"
+        home.mkdir()
+        monkeypatch.setenv("HOME", str(home))
+        monkeypatch.setenv("PATH", f"{root / 'shims'}{os.pathsep}/usr/bin:/bin")
+        tree = tmp_path / "ws"
+        tree.mkdir()
+        (tree / "r.py").write_text("print('RAN')\n")
+        res = run_command("python r.py", cwd=tree, settings=Settings())
+        assert res.sandbox == "bwrap" and res.ok, (res.exit_code, res.stderr)
+        assert "RAN" in res.stdout
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+@needs_bwrap
 def test_a_tool_removed_before_bwrap_starts_is_left_out_not_a_failure(tmp_path: Path) -> None:
     """The tool folders are found when the command line is built and bound when bwrap starts: one removed in
     between (an uninstall; another test's helper linked from /usr/local/bin) made bwrap fail with "Can't find

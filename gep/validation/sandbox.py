@@ -281,9 +281,12 @@ _MAX_LINKS = 2000
 
 def _tool_root(folder: Path) -> Path:
     """What to bind for a PATH folder: the tool's root for a ``bin`` folder (``/opt/python/bin`` ->
-    ``/opt/python``: its ``lib/`` is there too), unless that root is a top-level folder or a repository."""
+    ``/opt/python``: its ``lib/`` is there too), unless that root is a top-level folder or a repository.
+    A ``shims`` folder's root is a version manager's (pyenv, rbenv, nodenv, asdf: its shims exec the root's
+    ``libexec`` and ``versions``), bound even though those install as git checkouts: without it every shim
+    exits 127 (pyenv's root outside the home the sandbox hides, e.g. a HOME changed for a service)."""
     root = folder.parent
-    if folder.name in ("bin", "sbin", "shims") and len(root.parts) > 2 and not (root / ".git").exists():
+    if len(root.parts) > 2 and (folder.name == "shims" or (folder.name in ("bin", "sbin") and not (root / ".git").exists())):
         return root
     return folder
 
