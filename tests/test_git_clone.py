@@ -109,6 +109,28 @@ def test_baseline_rules_decide_what_is_ignored_whatever_the_change_does_to_gitig
     assert ".env" not in names and "feature.py" in names
 
 
+def test_the_baseline_rules_scratch_is_where_recovery_removes_it(ws: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The baseline's `.gitignore` files are written to a scratch work tree: it was in the system's temporary
+    folder, where a cycle killed (SIGKILL) meanwhile left it for good; now in `.gep/tmp`, which recovery empties."""
+    import tempfile
+
+    from gep.git import ignore
+
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
+    seen: list[Path] = []
+    materialize = ignore._materialize
+    monkeypatch.setattr(ignore, "_materialize", lambda g, entries, root: (seen.append(root), materialize(g, entries, root)))
+    repo = open_repo(ws)
+    rec = open_clone(repo, "evt_1")
+    (rec.path / ".env").write_text("SECRET=1\n")
+    assert {f.path: f.kind for f in clone_change(repo, rec).files}[".env"] == "ignored"
+    assert seen and all(".gep" in r.parts and "tmp" in r.parts for r in seen), seen
+    assert not list(system_tmp.iterdir())
+
+
 AGENT_GIT = {
     "stash clear": [["stash", "clear"]],
     "reflog expire + gc --prune=now": [["reflog", "expire", "--expire=now", "--all"], ["gc", "-q", "--prune=now"]],

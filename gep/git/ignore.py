@@ -54,7 +54,8 @@ def baseline_ignored(repo: Repo, tree: str, paths: Iterable[str],
     if not todo:
         return set()
     g = repo.git()
-    with tempfile.TemporaryDirectory(prefix="gep-ignore-") as scratch:
+    # in `.gep/tmp` (gep/git/scan.py's temp_dir), which recovery empties: a cycle killed here leaves nothing behind
+    with tempfile.TemporaryDirectory(prefix="ignore-", dir=repo.engine_dir("tmp")) as scratch:
         root = Path(scratch)
         _materialize(g, tree_paths(g, tree) if entries is None else entries, root)
         check = Git(root, git_dir=repo.git_dir, work_tree=root, where=str(repo.path))
