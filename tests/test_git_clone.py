@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,26 +110,36 @@ def test_baseline_rules_decide_what_is_ignored_whatever_the_change_does_to_gitig
     assert ".env" not in names and "feature.py" in names
 
 
-def test_the_baseline_rules_scratch_is_where_recovery_removes_it(ws: Path, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The baseline's `.gitignore` files are written to a scratch work tree: it was in the system's temporary
-    folder, where a cycle killed (SIGKILL) meanwhile left it for good; now in `.gep/tmp`, which recovery empties."""
-    import tempfile
+# a cycle killed (SIGKILL) while the baseline's ignore rules are checked: the check's scratch work tree is left
+KILLED_IN_THE_CHECK = """
+import os, signal, sys
+from pathlib import Path
+from gep.git import clone_change, open_clone, open_repo
+from gep.git import ignore
+ignore._materialize = lambda *_a: os.kill(os.getpid(), signal.SIGKILL)
+repo = open_repo(Path(sys.argv[1]))
+rec = open_clone(repo, "evt_1")
+(rec.path / ".env").write_text("SECRET=1\\n")
+clone_change(repo, rec)
+"""
 
-    from gep.git import ignore
+
+def test_a_cycle_killed_while_checking_ignore_rules_leaves_nothing_once_recovered(ws: Path, tmp_path: Path) -> None:
+    """The baseline's `.gitignore` files are written to a scratch work tree: it was in the system's temporary
+    folder, where a cycle killed meanwhile left it for good; now in `.gep/tmp`, which recovery empties."""
+    from gep.git import recover_git, workspace_lock
 
     system_tmp = tmp_path / "system-tmp"
     system_tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
-    seen: list[Path] = []
-    materialize = ignore._materialize
-    monkeypatch.setattr(ignore, "_materialize", lambda g, entries, root: (seen.append(root), materialize(g, entries, root)))
+    run = subprocess.run([sys.executable, "-c", KILLED_IN_THE_CHECK, str(ws)], capture_output=True, text=True,
+                         env={**os.environ, "TMPDIR": str(system_tmp)}, timeout=60)
+    assert run.returncode == -9, run.stderr
+    assert not list(system_tmp.iterdir())  # nothing in the system's temporary folder
+    assert "ignore-" in {p.name[:7] for p in (ws / ".gep" / "tmp").iterdir()}  # beside scan's own scratch
     repo = open_repo(ws)
-    rec = open_clone(repo, "evt_1")
-    (rec.path / ".env").write_text("SECRET=1\n")
-    assert {f.path: f.kind for f in clone_change(repo, rec).files}[".env"] == "ignored"
-    assert seen and all(".gep" in r.parts and "tmp" in r.parts for r in seen), seen
-    assert not list(system_tmp.iterdir())
+    with workspace_lock(repo, 5):
+        recover_git(repo, live=[])
+    assert not (ws / ".gep" / "tmp").exists()
 
 
 AGENT_GIT = {
