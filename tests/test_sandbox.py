@@ -301,23 +301,29 @@ def test_results_record_the_sandbox_and_the_limits(tmp_path: Path) -> None:
     assert none.sandbox == "none" and none.ok
 
 
+def stand_in_version_manager(root: Path) -> None:
+    """A pyenv-like manager at ``root``: ``shims/python`` execs ``libexec/toolenv``, which runs the system's
+    python3 (skips the test where there is none)."""
+    system_python = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.access(p, os.X_OK)), None)
+    if system_python is None:
+        pytest.skip("no system python3 for the stand-in version manager to run")
+    (root / "libexec").mkdir(parents=True)
+    (root / "shims").mkdir()
+    (root / "libexec" / "toolenv").write_text(f"#!/bin/sh\nshift\nexec {system_python} \"$@\"\n")
+    (root / "shims" / "python").write_text(f"#!/bin/sh\nexec {root}/libexec/toolenv exec \"$@\"\n")
+    for f in (root / "libexec" / "toolenv", root / "shims" / "python"):
+        f.chmod(0o755)
+
+
 @needs_bwrap
 def test_tools_from_a_version_manager_in_home_still_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """pyenv-style shims in the home exec the manager's own root: the tool root is shown, the credentials not.
 
     (Found by bench/evolution.py: with pyenv's ``python`` every validation exited 127 once the home was hidden.)"""
-    system_python = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.access(p, os.X_OK)), None)
-    if system_python is None:
-        pytest.skip("no system python3 for the stand-in version manager to run")
     home = Path(tempfile.mkdtemp(prefix="gep-home-", dir="/var/tmp"))
     try:
         root = home / ".toolenv"
-        (root / "libexec").mkdir(parents=True)
-        (root / "shims").mkdir()
-        (root / "libexec" / "toolenv").write_text(f"#!/bin/sh\nshift\nexec {system_python} \"$@\"\n")
-        (root / "shims" / "python").write_text(f"#!/bin/sh\nexec {root}/libexec/toolenv exec \"$@\"\n")
-        for f in (root / "libexec" / "toolenv", root / "shims" / "python"):
-            f.chmod(0o755)
+        stand_in_version_manager(root)
         (home / ".aws").mkdir()
         (home / ".aws" / "credentials").write_text("aws_secret_access_key = hunter2")
         (home / ".local" / "bin").mkdir(parents=True)
@@ -341,19 +347,11 @@ def test_a_version_manager_checked_out_outside_the_home_still_runs(tmp_path: Pat
     """pyenv installed as a git checkout outside the home the command gets (a HOME changed for a service, or a
     system-wide install): its shims exec its root, which was left out as "a repository", and every validation
     exited 127, recorded as the change failing (found by bench/evolution.py with an empty HOME)."""
-    system_python = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.access(p, os.X_OK)), None)
-    if system_python is None:
-        pytest.skip("no system python3 for the stand-in version manager to run")
     outside = Path(tempfile.mkdtemp(prefix="gep-vm-", dir="/var/tmp"))
     try:
         root = outside / ".toolenv"
-        (root / "libexec").mkdir(parents=True)
-        (root / "shims").mkdir()
+        stand_in_version_manager(root)
         subprocess.run(["git", "init", "-q", str(root)], check=True)  # as pyenv, rbenv, asdf install
-        (root / "libexec" / "toolenv").write_text(f"#!/bin/sh\nshift\nexec {system_python} \"$@\"\n")
-        (root / "shims" / "python").write_text(f"#!/bin/sh\nexec {root}/libexec/toolenv exec \"$@\"\n")
-        for f in (root / "libexec" / "toolenv", root / "shims" / "python"):
-            f.chmod(0o755)
         home = tmp_path / "home"
         home.mkdir()
         monkeypatch.setenv("HOME", str(home))

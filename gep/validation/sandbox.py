@@ -286,7 +286,9 @@ def _tool_root(folder: Path) -> Path:
     ``libexec`` and ``versions``), bound even though those install as git checkouts: without it every shim
     exits 127 (pyenv's root outside the home the sandbox hides, e.g. a HOME changed for a service)."""
     root = folder.parent
-    if len(root.parts) > 2 and (folder.name == "shims" or (folder.name in ("bin", "sbin") and not (root / ".git").exists())):
+    if len(root.parts) <= 2:
+        return folder
+    if folder.name == "shims" or (folder.name in ("bin", "sbin") and not (root / ".git").exists()):
         return root
     return folder
 
