@@ -18,6 +18,7 @@ from test_redaction_shapes import SHAPES, _pem
 
 from gep.core import constants
 from gep.core.config import Settings
+from gep.core.sanitize import redact
 from gep.mutators.command import CommandMutator
 from gep.mutators.tools import WorkspaceTools
 
@@ -95,6 +96,28 @@ def test_the_agents_output_is_redacted_before_it_is_cut(repo: Path, tmp_path: Pa
     assert result.status == "changed", result.error
     leaked = [p for p in [*PARTS, (BODY * 2)[36 - straddle:36]] if p in result.output]
     assert not leaked, result.output[:400]
+
+
+@pytest.mark.parametrize("straddle", [4, 12, 20, 40])
+def test_an_agent_turn_clipped_from_a_transcript_keeps_no_part_of_a_cut_token(straddle: int) -> None:
+    """Issue 45 (E02): a session's agent turns were cut to their last 4,000 characters before anything
+    redacted them (the Claude signal pass and the behavioural capture redact later): a token across the cut
+    kept its tail, which no rule recognises without its head, and a value its name (private_key_id).
+    Also a key block whose BEGIN line was cut off."""
+    from gep.signals.sources import transcript_exchanges
+
+    filler = "y" * 4000
+    for planted, parts in [*PLANTED, (_pem(BODY * 8, "PRIVATE KEY"), [(BODY * 8)[i:i + 12] for i in range(0, 200, 12)])]:
+        # the cut falls `straddle` characters into the planted text's last line
+        last = planted.splitlines()[-1] if planted.strip() else planted
+        text = planted + " " + filler[: 4000 - len(last) + straddle - 1]
+        lines = [json.dumps({"type": "assistant", "sessionId": "s1", "message": {"role": "assistant",
+                             "content": [{"type": "text", "text": text}]}}),
+                 json.dumps({"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "thanks"}})]
+        ex = transcript_exchanges("\n".join(lines)).exchanges[0]
+        seen = redact(ex.agent)
+        leaked = [p for p in parts if len(p) >= 8 and any(p[i:i + 8] in seen for i in range(0, len(p) - 7, 4))]
+        assert not leaked, (planted[:40], seen[:120])
 
 
 @pytest.mark.slow

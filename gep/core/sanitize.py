@@ -4,6 +4,8 @@
 prompt and everything the store keeps. ``scrub_env`` builds the environment of the commands the
 engine runs, without the variables that hold credentials.
 
+Beside our own rules run a maintained detector's: detect-secrets' plugins (gep/core/leak_rules.py).
+
 The pattern list covers at least the reference's ``sanitize.js`` (tokens of the big providers,
 JWTs, private key blocks, credentials in URLs, generic ``key=value`` assignments, session and cookie
 ids, emails, home directories, ``.env`` and credential file names, database URLs, private IPs) plus
@@ -24,9 +26,24 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from gep.core import leak_rules
+
 REDACTED = "[REDACTED]"
 
 _TOKEN_CHARS = r"A-Za-z0-9\-._~+/"
+# A line break, also JSON-escaped once or more ("\\n", "\\\\n").
+_NL = r"(?:\r?\n|(?:\\+r)?\\+n)"
+
+
+def _json_forms(words: str) -> str:
+    """An alternation of ``words`` as written and JSON-escaped to ASCII (\\u5bc6..., once or more)."""
+    forms = set()
+    for w in words.split():
+        forms.add(re.escape(w))
+        forms.add("".join(rf"\\+u{ord(c):04x}" for c in w))
+    return "(?:" + "|".join(sorted(forms)) + ")"
+
+
 # A word boundary, or the letter of a JSON escape before it (\nglpat-...: "n" would hide the boundary).
 _B = r"(?:\b|(?<=\\[nrtbf]))"
 # Not inside a longer word (but after a JSON escape's letter, as _B).
@@ -65,6 +82,15 @@ _WHOLE = [
     _B + r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",  # SendGrid
     # A PEM block in base64 ("-----BEGIN" encodes to LS0tLS1CRUdJT...), e.g. PRIVATE_KEY_B64=...
     r"LS0tLS1CRUdJT[A-Za-z0-9+/]*={0,2}",
+    # Issue 45 (E01): a Telegram bot token, bare or in its API URL (api.telegram.org/bot<token>/...); a
+    # Mailgun key.
+    r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}(?![A-Za-z0-9_\-])",
+    _B + r"key-[0-9a-f]{32}(?![0-9A-Za-z])",
+    # an age encryption key; a Databricks token
+    r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+    _B + r"dapi[a-f0-9]{32}(?:-[0-9])?(?![A-Za-z0-9])",
+    # HashiCorp Vault tokens (service, batch, recovery)
+    _B + r"hv[sbr]\.[A-Za-z0-9_\-]{24,}",
 ]
 
 # Patterns that keep a prefix (group "keep") and redact the rest of the match.
@@ -109,7 +135,25 @@ _KEEP_PREFIX = [
     r"(?P<keep>(?:(?<![A-Za-z0-9_\-])|(?<=\\[nrt]))(?:-u[ \t]*|--(?:proxy-)?user(?:[ \t]+|=))\\*[\"']?"
     r"(?![0-9]+:)[^\s:\\\"']*:)(?!\[REDACTED\])[^\s\\\"']+",
     _B + r"(?P<keep>(?:mysql|mariadb)[a-z\-]*\b[^\n]{0,200}?[ \t]-p)(?!\[REDACTED\])[^\s\\\"']+",
+    _B + r"(?P<keep>sshpass\b[^\n]{0,80}?[ \t]-p[ \t]*)(?:'[^'\n]+'|\\*\"[^\"\n\\]+\\*\")",
     _B + r"(?P<keep>sshpass\b[^\n]{0,80}?[ \t]-p[ \t]*)(?!\[REDACTED\])[^\s\\\"']+",
+    # Issue 45 (E01): a .netrc's password (after machine/login on its line, or alone on an indented line)
+    r"(?P<keep>(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))(?:machine|default)[ \t][^\n]{0,200}?[ \t]password[ \t]+)"
+    r"(?!\[REDACTED\])[^\s\\\"']+",
+    r"(?P<keep>(?:^|\n|\\+n)[ \t]*password[ \t]+)(?!\[REDACTED\])[^\s\\\"']+(?=[ \t]*(?:\r?\n|\\+[rn]|$))",
+    # the secret column beside an AWS key id (the credentials CSV a console download gives)
+    r"(?P<keep>(?:(?:AKIA|ASIA)[0-9A-Z]{16}|\[REDACTED\])[ \t]*[,;\t|][ \t]*)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+    # a PuTTY key file's MAC (its private lines: _PuttyPrivateLines)
+    r"(?P<keep>Private-MAC:[ \t]*)[0-9a-fA-F]{20,}",
+    # a password given after the word (.netrc's "password X", also inside a longer line) that looks generated
+    r"(?P<keep>(?<![A-Za-z0-9_])(?i:password|passwd)[ \t]+)(?!\[REDACTED\])(?=[^\s\\\"']*[0-9])[^\s\\\"']{8,}",
+    # an htpasswd line's hash (apr1, bcrypt, crypt's $1$ $5$ $6$, {SHA})
+    r"(?P<keep>(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]{1,64}:)(?:\$(?:apr1|2[abxy]?|1|5|6|y)\$[./A-Za-z0-9$]{8,}"
+    r"|\{SHA\}[A-Za-z0-9+/]{27}=)",
+    # a password labelled in another language (密码：..., パスワード: ..., Passwort=...)
+    r"(?P<keep>(?:" + _json_forms("密码 密碼 口令 パスワード 暗証番号 비밀번호 암호") + r"|(?i:пароль|passwort|contraseña|"
+    r"mot de passe|senha))[ \t]*(?:[:=]|" + _json_forms("：") + r")[ \t]*(?:\\*[\"']|「)?)(?!\[REDACTED\])"
+    r"[^\s\"'」\\,;]{3,}",
 ]
 
 # Personal data (no credential, but not for prompts or a shared store).
@@ -219,7 +263,7 @@ class _JsonWebTokens:
 
 # A name (DB_PASS, smtpCred, PRIVATE_KEY_B64, "api_key", \"password\") and ":", "=" or "=>", the quotes
 # around the name and the value possibly JSON-escaped (\" or \\\"). The value's extent is found in Python.
-_ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)(?P<q1>\\*[\"'])?[ \t]*(?:=>|[:=])"
+_ASSIGN = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*+)(?P<q1>\\*[\"'])?[ \t]*(?:=>|[:=](?!:))"
                      r"[ \t]*(?P<q2>\\*[\"'])?")
 _SEGMENT = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # Values that run to the end of the line (a password may hold spaces); "header" keeps its scheme word.
@@ -326,10 +370,32 @@ class _Assignments:
         return self.sub(None, text) != text
 
 
+class _PuttyPrivateLines:
+    """The private lines of a PuTTY key file (``Private-Lines: N`` up to ``Private-MAC:``): every base64 run
+    of 16 or more in between, also when each line went to a log with a prefix of its own."""
+
+    _REGION = re.compile(r"Private-Lines:[ \t]*[0-9]+[\s\S]{0,8192}?(?:Private-MAC:|\Z)")
+    _RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16,}={0,2}")
+
+    def sub(self, repl: Callable[[re.Match[str]], str] | None, text: str) -> str:
+        if "Private-Lines:" not in text:
+            return text
+
+        def region(m: re.Match[str]) -> str:
+            head = m.group(0).index(":") + 1
+            return m.group(0)[:head] + self._RUN.sub(REDACTED, m.group(0)[head:])
+
+        return self._REGION.sub(region, text)
+
+    def search(self, text: str) -> bool:
+        return self.sub(None, text) != text
+
+
 # Whole structures first (PEM blocks, then JWTs and URL credentials), then assignments to secret names,
 # then the shorter shapes.
 _SECRET_RES: list[Any] = [re.compile(_WHOLE[0]), _JsonWebTokens(), *(re.compile(p) for p in _WHOLE[1:]),
                           *(re.compile(p) for p in _KEEP_PREFIX[:4]), _UrlCredentials(), _Assignments(),
+                          _PuttyPrivateLines(),
                           *(re.compile(p) for p in _KEEP_PREFIX[4:])]
 
 # Discord bot tokens: three base64url segments, the first (24+) starting with M, N or O at a word
@@ -371,16 +437,30 @@ def redact(text: str) -> str:
     for pattern in _SECRET_RES:
         text = pattern.sub(_replace, text)
     text = _DISCORD_RUN.sub(_redact_discord, text)
+    text = leak_rules.replace_secrets(text, REDACTED)  # detect-secrets' plugins, beside ours
     for pattern in _PERSONAL_RES:
         text = pattern.sub(_replace, text)
     return text
+
+
+# Redaction runs over this much more than a tail keeps: a secret straddling the final cut is then seen whole
+# (with the name it is assigned to), and what the cut leaves of it is already "[REDACTED]".
+REDACT_MARGIN = 16_384
+
+
+def redacted_tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters of ``text``, redacted before the cut when there is one (a text within
+    ``limit`` is returned as it is, for its reader to redact)."""
+    if len(text) <= limit:
+        return text
+    return redact(text[-(limit + REDACT_MARGIN):])[-limit:]
 
 
 def contains_secret(text: str) -> bool:
     """Whether ``text`` holds a credential (personal data such as emails does not count)."""
     return any(p.search(text) for p in _SECRET_RES) or any(
         _discord_start(m.group(1)) >= 0 for m in _DISCORD_RUN.finditer(text)
-    )
+    ) or bool(leak_rules.secret_spans(text))
 
 
 # ---------------------------------------------------------------- environment

@@ -31,7 +31,7 @@ from gep.core.child_wait import wait_exit
 from gep.core.config import Settings
 from gep.core.deadline import left
 from gep.core.errors import ConfigError
-from gep.core.sanitize import redact, redact_command
+from gep.core.sanitize import REDACT_MARGIN, redact, redact_command
 from gep.mutators.base import (
     MutationRequest,
     MutatorMetrics,
@@ -64,16 +64,11 @@ def agent_env(base: Mapping[str, str], **extra: str) -> dict[str, str]:
     return env
 
 
-# Redaction runs before the cut, over this much more than is kept: a token (or a PEM block) straddling the
-# cut is then seen whole, and what the cut leaves of it is already "[REDACTED]".
-_REDACT_MARGIN = 16_384
-
-
 def _tail(f: IO[bytes], limit: int) -> str:
-    """The last ``limit`` characters of ``f``, redacted before they are cut."""
+    """The last ``limit`` characters of ``f``, redacted before they are cut (over REDACT_MARGIN more)."""
     f.seek(0, os.SEEK_END)
-    f.seek(max(0, f.tell() - (limit + _REDACT_MARGIN) * 4))  # bytes, with room for multi-byte characters
-    return redact(f.read().decode("utf-8", errors="replace")[-(limit + _REDACT_MARGIN):])[-limit:]
+    f.seek(max(0, f.tell() - (limit + REDACT_MARGIN) * 4))  # bytes, with room for multi-byte characters
+    return redact(f.read().decode("utf-8", errors="replace")[-(limit + REDACT_MARGIN):])[-limit:]
 
 
 def _share(stdout: str, stderr: str, limit: int) -> tuple[str, str]:

@@ -53,7 +53,7 @@ from gep.core.config import Settings
 from gep.core.records import FileMark as FileMark
 from gep.core.records import InputWarning, SourceFile, SourceKind
 from gep.core.safe_files import Unreadable, check_regular, glob_files, note, open_regular, shown
-from gep.core.sanitize import REDACTED, redact
+from gep.core.sanitize import REDACTED, redact, redacted_tail
 
 _SKIP_DIRS = frozenset({".git", ".gep"})
 _LINE_CLIP = 300
@@ -757,12 +757,13 @@ def transcript_exchanges(jsonl: str, session_id: str = "") -> SessionExchanges:
         if not out and ENGINE_PROMPT_MARKER in text:
             return SessionExchanges(source=source, session_id=session_id, skipped_records=skipped)
         out.append(TranscriptExchange(source=source, session_id=session_id, user=text, ts=ts,
-                                      agent="\n".join(a for a in agent if a)[-_AGENT_CLIP:], agent_tools=tools))
+                                      agent=redacted_tail("\n".join(a for a in agent if a), _AGENT_CLIP), agent_tools=tools))
         agent, tools = [], []
     for ex in out:  # the records name the session only as they go: the last name holds for all
         ex.session_id = session_id
     return SessionExchanges(source=source, session_id=session_id, exchanges=out, skipped_records=skipped,
-                            pending_agent="\n".join(a for a in agent if a)[-_AGENT_CLIP:], pending_tools=tools)
+                            pending_agent=redacted_tail("\n".join(a for a in agent if a), _AGENT_CLIP),
+                            pending_tools=tools)
 
 
 SKIPPED_RECORDS = "records skipped: they cannot be parsed"  # a transcript's warning (gep/cycle/collect_behavior.py)
