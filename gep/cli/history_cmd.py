@@ -26,7 +26,7 @@ _LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d
 
 # after the outcome of a cycle drawn into the holdout (`holdout` in gep.toml): it ran without what was learned
 HOLDOUT_MARK = "*"
-HOLDOUT_LEGEND = "* holdout: the cycle ran without what was learned (gep report measures the difference)"
+HOLDOUT_LEGEND = "* holdout: ran without what was learned (gep report measures the effect)"
 
 
 class HistoryRow(BaseModel):

@@ -17,8 +17,8 @@ from gep.core.models import EvolutionEvent
 from gep.eval.stats import ALPHA, difference_sequence
 
 # fewer cycles than this in either group: "not enough cycles yet" (the interval is valid before, but too wide
-# to say anything: with 10 cycles a group's rate is known to within about +-0.6)
-MIN_GROUP_CYCLES = 10
+# to say anything: with 20 cycles a group's rate is known to within about +-0.5, with 10 +-0.9)
+MIN_GROUP_CYCLES = 20
 RAN = frozenset({"success", "failed", "empty", "abandoned", "interrupted"})
 TRIED = frozenset({"success", "failed"})
 
@@ -65,8 +65,8 @@ class LearningEffect(BaseModel):
         for name, g in (("with learning", self.learned), ("holdout", self.holdout)):
             rate = "-" if g.fixes_per_cycle is None else f"{g.fixes_per_cycle:.2f}"
             per = "-" if g.attempts_per_fix is None else f"{g.attempts_per_fix:.1f}"
-            out.append(f"  {name:<14} {g.cycles:>5} cycles  {g.verified:>4} verified  {rate:>5} fixes/cycle  "
-                       f"{per:>5} attempts/fix")
+            out.append(f"  {name:<13}{g.cycles:>5} cycles{g.verified:>5} verified{rate:>6} fixes/cycle"
+                       f"{per:>6} attempts/fix")
         if self.difference is not None and self.enough:
             lo, hi = self.difference
             out.append(f"  difference in fixes/cycle: {lo:+.2f} to {hi:+.2f} "

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 ALPHA = 0.05
 # the normal mixture's width parameter, tuned to be tightest near this many observations per group
-TUNED_FOR = 100
+TUNED_FOR = 30
 
 
 def binom_two_sided(k: int, n: int) -> float:
