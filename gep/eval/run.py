@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -136,12 +137,29 @@ def _agent_seconds(state: Path, slot: str) -> float:
     return sum(float(r.get("seconds", 0.0)) for r in rows if r.get("slot") == slot)
 
 
+_FAILURE = re.compile(r"^(FAILED |FAIL: |ERROR: |E\s)|\b\w*(Error|Exception)\b|Traceback")
+
+
+def headline(output: str) -> str:
+    """The line of a failing output that says what failed: pytest's or unittest's first failure, else the last
+    error named, else the last line."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip() and not ln.startswith("$ ")]
+    for prefix in ("FAILED ", "FAIL: ", "ERROR: "):
+        found = [ln for ln in lines if ln.startswith(prefix)]
+        if found:
+            return found[0]
+    errors = [ln for ln in lines if re.search(r"\b\w*(Error|Exception)\b", ln)]
+    return (errors or lines or ["validation failed"])[-1]
+
+
 def _log(ws: Path, output: str, attempt: int) -> None:
+    """Append a failing output as a job's log would show it: the headline first, then each line that reads as a
+    failure marked ``[ERROR]`` (what the signal rules read), the rest as it was."""
     path = ws / LOG
     path.parent.mkdir(parents=True, exist_ok=True)
     at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    lines = [f"{at} ERROR validation failed (run {attempt + 1})"]
-    lines += [f"{at} ERROR {ln}" if ln.startswith(("E ", "FAILED", "ERROR")) else ln for ln in output.splitlines()]
+    lines = [f"{at} [ERROR] validation failed: {headline(output)}", f"{at} INFO validation run {attempt + 1}"]
+    lines += [f"{at} [ERROR] {ln.strip()}" if _FAILURE.search(ln) else ln for ln in output.splitlines()]
     with path.open("a", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
 
