@@ -126,13 +126,21 @@ def test_a_history_without_a_fix_is_one_line_and_exit_1(tmp_path: Path):
     (["--agent-cmd", "  "], "--agent-cmd is needed"),
     (["--agent-cmd", "claude 'unclosed"], "--agent-cmd: cannot split"),
     (["--replay", "/nonexistent/tape"], "--replay /nonexistent/tape: not a folder"),
+    (["--agent-cmd", "no-such-agent-here -p"], "--agent-cmd: 'no-such-agent-here' is not a program on PATH"),
+    (["--agent-cmd", "true", "--record", "README.md"], "not a folder"),
 ])
 def test_bad_input_is_one_line_and_exit_2(repo: Path, args: list[str], needle: str):
     in_process_error(run("eval", "-w", str(repo), *args), needle)
 
 
+def test_a_validation_that_cannot_run_here_is_one_line(tmp_path: Path):
+    ws = init_repo(tmp_path / "ws", {"gep.toml": 'validation = ["curl https://example.invalid"]\n', "a.py": "x = 1\n"})
+    in_process_error(run("eval", "-w", str(ws), "--agent-cmd", "true"), "the workspace's validation cannot run here",
+                     "curl")
+
+
 def test_a_workspace_that_is_not_a_repository_is_one_line(tmp_path: Path):
-    in_process_error(run("eval", "-w", str(tmp_path), "--agent-cmd", "x"), "is not a git repository")
+    in_process_error(run("eval", "-w", str(tmp_path), "--agent-cmd", "true"), "is not a git repository")
 
 
 # ------------------------------------------------------------------ the statistics

@@ -6,6 +6,7 @@ is a flow run, and nothing is written to the workspace.
 from __future__ import annotations
 
 import shlex
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -71,6 +72,8 @@ def eval_cmd(
         raise GepError("--record and --replay exclude each other: record a run first, then replay it")
     if replay is not None and not replay.expanduser().is_dir():
         raise GepError(f"--replay {replay}: not a folder of recorded answers")
+    if record is not None and record.expanduser().exists() and not record.expanduser().is_dir():
+        raise GepError(f"--record {record}: not a folder")
     if replay is None:
         _check_agent(agent_cmd)
     plan = Plan(workspace=workspace_or_here(workspace), agent_cmd=agent_cmd or "", tasks=tasks, arms=chosen,
@@ -84,10 +87,13 @@ def _check_agent(agent_cmd: str | None) -> None:
     if not agent_cmd or not agent_cmd.strip():
         raise GepError("--agent-cmd is needed (your agent's command line), or --replay DIR of a recorded run")
     try:
-        if not shlex.split(agent_cmd):
-            raise GepError("--agent-cmd is empty")
+        argv = shlex.split(agent_cmd)
     except ValueError as exc:
         raise GepError(f"--agent-cmd: cannot split {agent_cmd!r} ({exc})") from None
+    if not argv:
+        raise GepError("--agent-cmd is empty")
+    if shutil.which(argv[0]) is None:  # every cycle would fail to start it: say so before the first one
+        raise GepError(f"--agent-cmd: {argv[0]!r} is not a program on PATH")
 
 
 def _interrupted(signum: int, _frame: FrameType | None) -> None:

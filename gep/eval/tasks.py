@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from gep.core.config import Settings
+from gep.core.errors import GepError
 from gep.core.sanitize import redact
 from gep.eval.scratch import materialize
 from gep.git.plumbing import Git
@@ -47,6 +48,10 @@ class Checker:
         folder.mkdir(parents=True, exist_ok=True)
         self.commands = list(settings.validation or settings.default_validation)
         self.seen: dict[str, tuple[bool, str]] = {}
+        self.blocked: dict[str, str] = {}  # tree -> why its validation could not run (not a failure)
+
+    def refused(self, tree: str, git: Git | None = None) -> str | None:
+        return self.blocked.get((git or self.git).out("rev-parse", f"{tree}^{{tree}}"))
 
     def check(self, tree: str, git: Git | None = None) -> tuple[bool, str]:
         """(passed, output) of the validation on ``tree`` (of ``git``'s repository, default the mirror's)."""
@@ -56,6 +61,9 @@ class Checker:
             files = materialize(g, tree, self.folder / "tree", self.env_dirs)
             report = run_validation(commands=self.commands, cwd=files, settings=self.settings, gene_id=None,
                                     report_id="eval")
+            blocked = [r.blocked_reason for r in report.results if r.blocked_reason]
+            if blocked:  # not a failing tree: a validation that cannot run on it
+                self.blocked[tree] = blocked[0]
             text = "\n".join(f"$ {r.cmd}\n{r.blocked_reason or ''}{r.stdout}{r.stderr}".rstrip()
                              for r in report.results)
             self.seen[tree] = report.overall_ok, redact(text)[-LOG_CHARS:]
@@ -93,6 +101,8 @@ def mine(git: Git, checker: Checker, *, limit: int, scan: int, say: Say) -> list
     """Up to ``limit`` tasks among the newest ``scan`` first-parent commits, oldest first."""
     commits = git.out("rev-list", "--first-parent", f"--max-count={scan}", "HEAD").split()
     tasks: list[Task] = []
+    if commits and not checker.check(commits[0])[0] and checker.refused(commits[0]):  # cannot run here at all
+        raise GepError(f"the workspace's validation cannot run here: {checker.refused(commits[0])}")
     for n, commit in enumerate(commits, 1):
         parent = git.sha(f"{commit}^1")
         if parent is None or len(tasks) >= limit:
@@ -105,7 +115,7 @@ def mine(git: Git, checker: Checker, *, limit: int, scan: int, say: Say) -> list
         start = overlay(git, parent, commit, tests, f"gep eval: task {short} (its tests on its parent)", commit,
                         checker.folder)
         ok, log = checker.check(start)
-        if ok:
+        if ok or checker.refused(start):
             continue
         git.run("update-ref", f"refs/heads/gep-eval/{short}", start)
         subject = git.out("log", "-1", "--format=%s", commit)
