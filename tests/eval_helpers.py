@@ -21,7 +21,8 @@ TEST_PARSE = ("\nfrom calc import parse  # noqa: E402\n\n\nclass P(unittest.Test
 TEST_PARSE_FIX = TEST_PARSE + "\n    def test_parse_float(self):\n        self.assertEqual(parse('12.0'), 12)\n"
 
 # The scripted agent: reads the prompt on stdin; fixes what the prompt's log names (a ZeroDivisionError in
-# mean, an int() parse of "12.0"), prints GEP_SUMMARY; when GEP_TEST_AGENT_LOG is set, one line per run there.
+# mean, an int() parse of "12.0": not in the off arm, to tell the arms apart), prints GEP_SUMMARY; when
+# GEP_TEST_AGENT_LOG is set, one line per run there.
 AGENT = '''
 import os, sys
 prompt = sys.stdin.read()
@@ -29,7 +30,7 @@ text = open("calc.py").read()
 did = "nothing"
 if "ZeroDivisionError" in prompt and "if xs else" not in text:
     text, did = text.replace("return sum(xs) / len(xs)\\n", "return sum(xs) / len(xs) if xs else 0.0\\n"), "mean"
-elif "invalid literal" in prompt and "int(float(s))" not in text:
+elif "invalid literal" in prompt and "int(float(s))" not in text and os.environ.get("GEP_LEARNING") != "off":
     text, did = text.replace("return int(s)", "return int(float(s))"), "parse"
 open("calc.py", "w").write(text)
 if os.environ.get("GEP_TEST_AGENT_LOG"):

@@ -50,12 +50,16 @@ def test_gep_eval_replays_two_fixes_in_both_arms_and_leaves_the_workspace_as_it_
     assert [t["commit"] for t in data["tasks"]] == fixes  # the two fixes, oldest first; nothing else
     assert data["tasks"][0]["tests"] == ["tests/test_calc.py"]
     assert set(data["arms"]) == {"full", "off"}
-    for arm in data["arms"].values():
-        assert [(r["task"], r["fixed"], r["attempts"]) for r in arm["results"]] == [
-            (fixes[0][:10], True, 1), (fixes[1][:10], True, 1)]
-        assert arm["fixed"] == 2 and arm["agent_seconds"] > 0
-    assert data["p_value"] == 1.0 and data["compared"] == ["full", "off"]
-    assert agent_log.read_text().split() == ["mean", "mean", "parse", "parse"]  # the agent ran once per arm
+    full, off = data["arms"]["full"], data["arms"]["off"]
+    assert [(r["task"], r["fixed"], r["attempts"]) for r in full["results"]] == [
+        (fixes[0][:10], True, 1), (fixes[1][:10], True, 1)]
+    # the agent leaves parse alone in the off arm: the judge says not fixed after both attempts
+    assert [(r["task"], r["fixed"], r["attempts"]) for r in off["results"]] == [
+        (fixes[0][:10], True, 1), (fixes[1][:10], False, 2)]
+    assert full["fixed"] == 2 and off["fixed"] == 1 and full["agent_seconds"] > 0 and off["attempts"] == 3
+    assert data["compared"] == ["full", "off"] and (data["only_first"], data["only_second"]) == (1, 0)
+    assert data["p_value"] == 1.0 and data["ratio"] == 2.0  # one discordant task: exact p = 1
+    assert agent_log.read_text().split() == ["mean", "mean", "parse", "nothing", "nothing"]
     assert "looking for tasks" in done.stderr  # progress, on stderr
     assert snapshot(ws) == before  # refs, HEAD, status, index, stash, every file (.git's, .gep's) as they were
     assert not (ws / ".gep").exists()
@@ -66,7 +70,7 @@ def test_gep_eval_replays_two_fixes_in_both_arms_and_leaves_the_workspace_as_it_
     replayed = json.loads(again.stdout)
     assert {a: [(r["fixed"], r["attempts"]) for r in v["results"]] for a, v in replayed["arms"].items()} == \
         {a: [(r["fixed"], r["attempts"]) for r in v["results"]] for a, v in data["arms"].items()}
-    assert len(agent_log.read_text().split()) == 4  # without the agent
+    assert len(agent_log.read_text().split()) == 5  # without the agent
     assert snapshot(ws) == before and list(scratch.iterdir()) == []
 
 

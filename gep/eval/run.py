@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from gep.core.config import Settings, load_settings
+from gep.core.config import CONFIG_FILE, Settings, load_settings
 from gep.core.errors import GepError
 from gep.core.models import EvolutionEvent
 from gep.core.request import CycleRequest
@@ -174,15 +175,27 @@ class Arm(BaseModel):
     ws: Path
     git: Git
     env: dict[str, str]
+    settings_file: Path | None = None  # the workspace's gep.toml, given to a task whose tree has none
 
 
-def open_arm(name: str, seed: int, root: Path, base_env: Mapping[str, str]) -> Arm:
+def open_arm(name: str, seed: int, root: Path, base_env: Mapping[str, str], settings_file: Path | None) -> Arm:
     ws = root / "arms" / f"{name}-s{seed}"
     ws.parent.mkdir(parents=True, exist_ok=True)
     g = clone(root / "history.git", ws)
     with (ws / ".git" / "info" / "exclude").open("a", encoding="utf-8") as fh:
-        fh.write("/logs/gep-eval/\n")
-    return Arm(name=name, seed=seed, ws=ws, git=g, env=arm_env(base_env, name, ws, root))
+        fh.write(f"/logs/gep-eval/\n/{CONFIG_FILE}\n")  # excluding a tracked gep.toml changes nothing
+    return Arm(name=name, seed=seed, ws=ws, git=g, env=arm_env(base_env, name, ws, root), settings_file=settings_file)
+
+
+def _start(arm: Arm, task: Task) -> None:
+    """The arm's tree at the task's start, its log written; the workspace's gep.toml when the tree has none (an
+    untracked gep.toml: the cycles run with the settings the tasks were mined with)."""
+    arm.git.run("checkout", "-q", "-f", "-B", "gep-eval", task.start)
+    arm.git.run("clean", "-q", "-ffd")
+    if arm.settings_file is not None and not arm.git.run("ls-files", "--", CONFIG_FILE).text.strip():
+        shutil.copyfile(arm.settings_file, arm.ws / CONFIG_FILE)
+    (arm.ws / LOG).unlink(missing_ok=True)
+    _log(arm.ws, task.log, 0)
 
 
 def judge(arm: Arm, task: Task, checker: Checker) -> tuple[bool, str]:
@@ -194,10 +207,7 @@ def judge(arm: Arm, task: Task, checker: Checker) -> tuple[bool, str]:
 def run_task(arm: Arm, task: Task, index: int, plan: Plan, checker: Checker, run_cycle: RunCycle,
              say: Say) -> TaskResult:
     """Up to ``plan.attempts`` cycles on ``task`` in ``arm``, until the judge passes."""
-    arm.git.run("checkout", "-q", "-f", "-B", "gep-eval", task.start)
-    arm.git.run("clean", "-q", "-ffd")
-    (arm.ws / LOG).unlink(missing_ok=True)
-    _log(arm.ws, task.log, 0)
+    _start(arm, task)
     result = TaskResult(task=task.id, seed=arm.seed)
     for attempt in range(plan.attempts):
         slot = f"{task.id}:{arm.name}:{arm.seed}:{attempt}"
@@ -249,7 +259,8 @@ def run_eval(plan: Plan, run_cycle: RunCycle, say: Say, env: Mapping[str, str] |
         say(f"{len(tasks)} task(s): " + ", ".join(t.id for t in tasks))
         arms = {name: ArmResult(arm=name) for name in plan.arms}
         for seed in range(plan.seeds):
-            opened = [open_arm(name, seed, root, base_env) for name in plan.arms]
+            toml = repo.path / CONFIG_FILE
+            opened = [open_arm(name, seed, root, base_env, toml if toml.is_file() else None) for name in plan.arms]
             for index, task in enumerate(tasks):
                 say(f"seed {seed + 1}/{plan.seeds}, task {index + 1}/{len(tasks)} ({task.id}: {task.subject[:40]})")
                 for arm in opened:
