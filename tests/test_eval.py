@@ -184,3 +184,31 @@ def test_the_difference_interval():
     assert 0 < lo < 0.3 < hi < 0.6  # 0.4 vs 0.1 with 200 cycles each: learning helps
     lo, hi = difference_sequence(3, 10, 3, 10)
     assert lo < 0 < hi
+
+
+# ------------------------------------------------------------------ the tape: an agent's answers kept and given back
+
+
+def test_the_tape_records_an_answer_and_gives_it_back_by_prompt_then_by_slot(repo: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    from gep.eval.tape import record, replay
+
+    monkeypatch.chdir(repo)
+    tape = tmp_path / "tape"
+    agent = ["sh", "-c", "printf 'new\\n' > new.txt; printf 'hello again\\n' > README.md; echo 'GEP_SUMMARY: did it'"]
+    prompt = "cycle evt_1764_abc123 at 2026-12-07T11:00:00.000Z in /scratch/x/arms: fix README.md (took 3.2s)"
+    done = record(tape, agent, prompt, "t1:full:0:0", "/scratch/x")
+    assert done["how"] == "recorded" and done["rc"] == 0
+    assert git(repo, "status", "--porcelain") == " M README.md\n?? new.txt\n"
+    assert git(repo, "ls-files", "--stage").count("\n") == 1  # the clone's index untouched by reading the change
+    git(repo, "checkout", "-q", "--", "README.md")
+    (repo / "new.txt").unlink()
+    # the same prompt in another run: other event id, time, scratch folder and duration
+    again = "cycle evt_1999_ffffff at 2026-12-08T09:30:01.123Z in /scratch/y/arms: fix README.md (took 9.9s)"
+    assert replay(tape, again, "other:slot", "/scratch/y")["how"] == "replayed"
+    assert (repo / "new.txt").read_text() == "new\n" and (repo / "README.md").read_text() == "hello again\n"
+    git(repo, "checkout", "-q", "--", "README.md")
+    (repo / "new.txt").unlink()
+    assert replay(tape, "another prompt", "t1:full:0:0", "/scratch/y")["how"] == "replayed by slot"
+    assert (repo / "new.txt").exists()
+    assert replay(tape, "another prompt", "t2:full:0:0", "")["how"] == "no recording"

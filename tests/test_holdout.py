@@ -60,7 +60,7 @@ def _opened(ws: Path, seed: int, env: dict[str, str]) -> tuple[bool | None, str,
 
 def test_a_cycle_is_drawn_with_its_seed_runs_with_learning_off_and_is_marked(repo: Path):
     seen = []
-    for seed in range(12):
+    for seed in range(4):  # drawn: True, False, True, False
         held, learning, event = _opened(repo, seed, {"GEP_HOLDOUT": "0.5"})
         assert held is held_out(0.5, random.Random(f"{seed}:holdout"))  # the context's rng, from the seed
         assert learning == ("off" if held else "on")
@@ -113,8 +113,7 @@ def _store(ws: Path, learned: tuple[int, int, int], holdout: tuple[int, int, int
     events += [_event(i + k, holdout=None, verdict="verified") for k in range(3)]  # before the holdout: left out
     random.Random(1).shuffle(events)
     with Store.for_workspace(ws) as store:
-        for e in events:
-            store.add_event(e)
+        store.add_events(events)
 
 
 def test_the_report_measures_the_effect_on_a_store_with_known_groups(repo: Path, tmp_path: Path):
