@@ -82,7 +82,8 @@ time.sleep(120)
 '''
 
 
-def test_ctrl_c_leaves_nothing_behind(tmp_path: Path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_leaves_nothing_behind(tmp_path: Path, signum: int):
     ws = history_with_two_fixes(tmp_path / "ws")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -97,7 +98,7 @@ def test_ctrl_c_leaves_nothing_behind(tmp_path: Path):
         time.sleep(0.2)
     assert pid_file.exists(), proc.communicate()[1] if proc.poll() is not None else "the agent never started"
     assert any(scratch.iterdir())  # the run's scratch folder, while it runs
-    proc.send_signal(signal.SIGINT)  # Ctrl-C, while the agent works in an arm's cycle
+    proc.send_signal(signum)  # Ctrl-C (or a kill), while the agent works in an arm's cycle
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
