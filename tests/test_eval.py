@@ -213,3 +213,24 @@ def test_the_tape_records_an_answer_and_gives_it_back_by_prompt_then_by_slot(rep
     assert replay(tape, "another prompt", "t1:full:0:0", "/scratch/y")["how"] == "replayed by slot"
     assert (repo / "new.txt").exists()
     assert replay(tape, "another prompt", "t2:full:0:0", "")["how"] == "no recording"
+
+
+def test_the_table_fits_80_columns():
+    from gep.eval.run import ArmResult, EvalReport, TaskResult, compare
+    from gep.eval.table import lines
+    from gep.eval.tasks import Task
+
+    tasks = [Task(id=f"{i:010x}", commit=f"{i:040x}", parent="0" * 40, subject="a very long subject " * 8,
+                  tests=["tests/test_x.py"], start="1" * 40, log="") for i in range(3)]
+    arms = {"full": ArmResult(arm="full", results=[TaskResult(task=t.id, seed=s, fixed=True, attempts=1,
+                                                              agent_seconds=75.5) for s in range(2) for t in tasks]),
+            "off": ArmResult(arm="off", results=[TaskResult(task=t.id, seed=s, fixed=i == 0, attempts=3)
+                                                 for s in range(2) for i, t in enumerate(tasks)])}
+    report = compare(EvalReport(workspace="/home/someone/" + "deep/" * 20 + "project", tasks=tasks, arms=arms,
+                                seeds=2))
+    text = lines(report)
+    assert all(len(line) <= 80 for line in text), text
+    assert report.only_first == 4 and report.only_second == 0 and report.p_value == 0.125
+    assert "full          6      6   1.00         6       7m33s" in text
+    assert "full vs off: 4 fixed only by full, 0 only by off; exact McNemar p = 0.125" in text
+    assert any(line.startswith("ratio of fixes full/off: 3.00 (95% bootstrap interval") for line in text)

@@ -36,8 +36,8 @@ def lines(report: EvalReport) -> list[str]:
         out.append((f"{task.id:<11}" + "".join(f"{c:<12}" for c in cells) + task.subject)[:80])
     if report.compared and report.p_value is not None:
         a, b = report.compared
-        out += ["", f"{a} vs {b}: {report.only_first} task(s) fixed only by {a}, {report.only_second} only by {b}; "
-                    f"McNemar exact p = {report.p_value:.3g}"]
+        out += ["", f"{a} vs {b}: {report.only_first} fixed only by {a}, {report.only_second} only by {b}; "
+                    f"exact McNemar p = {report.p_value:.3g}"]
         if report.ratio is not None and report.ratio_ci is not None:
             lo, hi = report.ratio_ci
             out.append(f"ratio of fixes {a}/{b}: {_num(report.ratio)} (95% bootstrap interval {_num(lo)} to "
