@@ -168,6 +168,8 @@ def test_gep_history_marks_the_held_out_cycles_in_80_columns(repo: Path):
 
 def test_a_session_drawn_into_the_holdout_gets_nothing_and_is_marked(repo: Path):
     (repo / "gep.toml").write_text("holdout = 0.5\n")
+    assert session_start(repo, "sess-0", NOW, rng=Fixed(0.2)) == "" and not (repo / ".gep").exists()  # no store yet
+    Store.for_workspace(repo).close()
     assert session_start(repo, "sess-1", NOW, rng=Fixed(0.2)) == ""
     marks = [json.loads(line) for line in (repo / LOG).read_text().splitlines()]
     assert marks == [{"type": "holdout", "at": NOW.isoformat(), "session": "sess-1", "holdout": True}]
