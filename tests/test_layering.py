@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
     {"learning"},  # memory graph, feedback, lessons, verified fixes, avoid-lists: over signals
     {"genes"},  # pool, eligibility, preconditions, selector, automatic and distilled genes, strategy, mutation
     {"mutators"},  # who makes the change: anthropic (with its tools and prompt), command, prompt
+    {"eval"},  # `gep eval` on the user's history (the cycle runner passed in), the holdout's arithmetic
     {"assets", "report"},  # the reference's asset files in and out; `gep report`'s page
     {"cycle"},  # one cycle: context, pipeline, stages, tree, checks, solidify and delivery, outcomes, recovery
     {"api", "distill_run", "server", "fleet_progress"},  # library entry points beside the cycle

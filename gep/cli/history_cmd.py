@@ -24,6 +24,11 @@ from gep.core.models import EvolutionEvent
 _LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d{2}:?\d{2})?\]?\s*")
 
 
+# after the outcome of a cycle drawn into the holdout (`holdout` in gep.toml): it ran without what was learned
+HOLDOUT_MARK = "*"
+HOLDOUT_LEGEND = "* holdout: ran without what was learned (gep report measures the effect)"
+
+
 class HistoryRow(BaseModel):
     """One line of `gep history`: a recorded cycle, or (--all) a run that recorded none."""
 
@@ -85,7 +90,8 @@ class HistoryView(BaseModel):
         for e in self.events:
             r = self.runs.get(e.meta.flow_run_id or "")
             dated.append((_when(e.meta.at), HistoryRow(
-                id=names[e.id], outcome=outcome_shown(e), intent=str(e.intent),
+                id=names[e.id], outcome=outcome_shown(e) + (HOLDOUT_MARK if e.meta.holdout else ""),
+                intent=str(e.intent),
                 gene=",".join(e.genes_used) or "-", fix=fix_shown(e), run=_run_cell(r, e.meta.flow_run_id),
                 link=r.link if r else None, state=r.state if r else "-", duration=_duration(r))))
         for r in self.others:

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gep.cli.history_cmd import HistoryRow
+from gep.cli.history_cmd import HOLDOUT_LEGEND, HistoryRow
 from gep.core.models import EvolutionEvent
 
 WIDE_FROM = 120  # columns from which the run's link, state and duration fit beside the cycle's own
@@ -74,6 +74,8 @@ def print_history(console: Console, rows: Sequence[HistoryRow], events: Sequence
     links = hyperlinks(os.environ, console.is_terminal)
     console.print(table(rows, console.width, wide, links))
     console.print(summary(events), markup=False, highlight=False)
+    if any(e.meta.holdout for e in events):
+        console.print(HOLDOUT_LEGEND, markup=False, highlight=False)
     for line in credit_lines(events, console.width):
         console.print(line, markup=False, highlight=False, overflow="ellipsis", no_wrap=True)
 

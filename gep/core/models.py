@@ -298,6 +298,7 @@ class EventMeta(BaseModel):
     at: StrictStr | None = None
     cycle: StrictInt | None = None
     seed: StrictInt | None = None
+    holdout: StrictBool | None = None  # drawn into the holdout: ran without what was learned (unset: no draw)
     strategy: StrictStr | None = None
     selector: SelectorDecision | None = None
     mutation: Mutation | None = None

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gep.core.config import CONFIG_FILE, Settings, load_settings
 from gep.core.errors import ConfigError, PendingCycleError, WorkspaceError
+from gep.core.holdout import held_out
 from gep.core.models import CycleRun, utc_now
 from gep.core.request import CycleRequest, chosen
 from gep.core.sanitize import redact_command
@@ -61,6 +62,7 @@ class CycleContext(BaseModel):
     cycle_number: int
     seed: int
     started_at: datetime
+    holdout: bool | None = None  # drawn into the holdout (settings with learning off); None: no draw was made
     clock: Clock = utc_now
     env: Mapping[str, str] = Field(default_factory=dict)
     stack: ExitStack = Field(default_factory=ExitStack)  # the lock and the store, released by close()
@@ -255,10 +257,21 @@ def open_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str,
         ctx = CycleContext(request=request, settings=settings, workspace=repo, store=store,
                            event_id=new_event_id(now), cycle_number=store.count_events() + 1, seed=seed,
                            started_at=now, clock=clock, env=env, stack=stack)
-        return ctx, state
+        return with_holdout(ctx), state
     except BaseException:
         stack.close()
         raise
+
+
+def with_holdout(ctx: CycleContext) -> CycleContext:
+    """Draw whether this cycle is in the holdout (``settings.holdout``; only while learning is on): if it is,
+    it runs with ``learning = "off"``, so every mechanism reads the plain engine's switch (gep/core/learning_switch.py)."""
+    if ctx.settings.holdout <= 0 or ctx.settings.learning == "off":
+        return ctx
+    ctx.holdout = held_out(ctx.settings.holdout, ctx.rng("holdout"))
+    if ctx.holdout:
+        ctx.settings = ctx.settings.model_copy(update={"learning": "off"})
+    return ctx
 
 
 def _resume(request: CycleRequest, repo: Repo, settings: Settings, store: Store, stack: ExitStack,
@@ -272,6 +285,8 @@ def _resume(request: CycleRequest, repo: Repo, settings: Settings, store: Store,
                        settings=settings, workspace=repo, store=store, event_id=run.event_id,
                        cycle_number=(meta.cycle if meta else None) or 0, seed=(meta.seed if meta else None) or 0,
                        started_at=clock(), clock=clock, env=env, stack=stack)
+    if meta is not None and meta.holdout:  # finished as it started: without what was learned
+        ctx.holdout, ctx.settings = True, ctx.settings.model_copy(update={"learning": "off"})
     state.run = run
     if request.abandon_pending:
         return ctx, state  # the solidify stage gives it up (gep solidify --abandon)

@@ -38,6 +38,8 @@ def event_base(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
     event.meta.at = iso(ctx.started_at)
     event.meta.cycle = ctx.cycle_number
     event.meta.seed = ctx.seed
+    if ctx.holdout is not None:  # no draw (holdout off): the key stays out of the record
+        event.meta.holdout = ctx.holdout
     event.meta.flow_run_id = ctx.request.flow_run_id
     event.meta.recovered = state.recovered
     event.meta.start_notes = list(state.notes) or None

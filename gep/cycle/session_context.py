@@ -67,7 +67,7 @@ def build_and_cache(workspace: Path, store: ContextReader, settings: Settings, n
                         budget_chars=settings.context_chars, skip=ignored_refs(workspace, now), avoid=use.on("avoid"))
     if paths:
         write(workspace, paths=paths, stamp=stamp, day=now.date().isoformat(), text=got.text,
-              items=[i.model_dump(mode="json") for i in got.items])
+              items=[i.model_dump(mode="json") for i in got.items], holdout=settings.holdout)
     return got
 
 

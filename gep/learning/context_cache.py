@@ -9,6 +9,9 @@ the file). The hook answers from the cache when none of these changed, with the
 standard library only, and records the injection; otherwise it builds the context again. A store in
 PostgreSQL (``database_url``) is never cached: its changes leave no file to stat.
 
+The holdout (``holdout`` in gep.toml, gep/core/holdout.py) is drawn here on a cached answer, with the share the
+cache kept: a session drawn into it receives nothing and is marked in the injection log (``"type": "holdout"``).
+
 Injection records are written here too (one writer for gep/learning/injections.py's file): the hook's fast path has
 no pydantic.
 """
@@ -18,11 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import stat
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from gep.core.holdout import held_out
 
 CACHE = Path(".gep") / "context" / "cache.json"
 LOG = Path(".gep") / "context" / "injections.jsonl"
@@ -44,14 +50,18 @@ def hook_answer(text: str) -> str:
                       ensure_ascii=False)
 
 
-def answer_from_cache(workspace: Path, session: str, now: datetime) -> str | None:
-    """The hook's answer from the cache, its injection recorded; None when the context must be built."""
+def answer_from_cache(workspace: Path, session: str, now: datetime, rng: random.Random | None = None) -> str | None:
+    """The hook's answer from the cache, its injection recorded; None when the context must be built. A session
+    drawn into the holdout (``rng``, default the system's) gets nothing, and is marked."""
     top = repository_top(workspace.resolve())
     if top is None:
         return ""
     hit = read(top, now.date().isoformat())
     if hit is None:
         return None
+    if held_out(hit["holdout"], rng or random.SystemRandom()):
+        append_holdout(top, session=session, now=now)
+        return ""
     append_injection(top, session=session, items=hit["items"], now=now)
     return hook_answer(hit["text"])
 
@@ -88,13 +98,13 @@ def read(workspace: Path, day: str) -> dict[str, Any] | None:
         paths = [str(p) for p in data["paths"]]
         if data["day"] != day or data.get("env") != environment_digest() or fingerprint(paths) != data["stamp"]:
             return None
-        return {"text": str(data["text"]), "items": list(data["items"])}
+        return {"text": str(data["text"]), "items": list(data["items"]), "holdout": float(data.get("holdout", 0.0))}
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def write(workspace: Path, *, paths: Sequence[str], stamp: Sequence[list[int] | None], day: str, text: str,
-          items: Sequence[dict[str, Any]]) -> None:
+          items: Sequence[dict[str, Any]], holdout: float = 0.0) -> None:
     """Keep an answer with the fingerprint its files had *before* it was built (a change made meanwhile
     then misses the cache instead of hiding behind it)."""
     path = Path(workspace) / CACHE
@@ -102,10 +112,25 @@ def write(workspace: Path, *, paths: Sequence[str], stamp: Sequence[list[int] | 
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"paths": list(paths), "stamp": list(stamp), "day": day, "env": environment_digest(),
-                                   "text": text, "items": list(items)}), encoding="utf-8")
+                                   "text": text, "items": list(items), "holdout": holdout}), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         pass  # no cache: the next hook builds the context again
+
+
+def _append_line(workspace: Path, record: dict[str, Any]) -> None:
+    path = Path(workspace) / LOG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))  # one write: hooks do not interleave
+    finally:
+        os.close(fd)
+
+
+def append_holdout(workspace: Path, *, session: str, now: datetime) -> None:
+    """Mark a session drawn into the holdout: it received nothing of what was learned."""
+    _append_line(workspace, {"type": "holdout", "at": now.isoformat(), "session": session, "holdout": True})
 
 
 def append_injection(workspace: Path, *, session: str, items: Sequence[dict[str, Any]], now: datetime) -> str | None:
@@ -113,14 +138,7 @@ def append_injection(workspace: Path, *, session: str, items: Sequence[dict[str,
     if not items:
         return None
     injection_id = f"inj_{int(now.timestamp() * 1000)}_{os.getpid()}"
-    line = json.dumps({"type": "inject", "id": injection_id, "at": now.isoformat(), "session": session,
-                       "items": [{"ref": i["ref"], "kind": i["kind"], "problems": list(i.get("problems", []))}
-                                 for i in items]}, ensure_ascii=False) + "\n"
-    path = Path(workspace) / LOG
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, line.encode("utf-8"))  # one write: concurrent hooks do not interleave their lines
-    finally:
-        os.close(fd)
+    _append_line(workspace, {"type": "inject", "id": injection_id, "at": now.isoformat(), "session": session,
+                             "items": [{"ref": i["ref"], "kind": i["kind"], "problems": list(i.get("problems", []))}
+                                       for i in items]})
     return injection_id

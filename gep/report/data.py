@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from gep.core.config import gep_dir, load_settings
 from gep.core.errors import GepError
 from gep.core.models import EvolutionEvent
+from gep.eval.effect import LearningEffect, learning_effect
 from gep.store.quick_read import open_quick
 
 if TYPE_CHECKING:
@@ -136,11 +137,17 @@ class WorkspaceReport(BaseModel):
     avoid: list[AvoidRow] = Field(default_factory=list)
     host_failures: list[HostFailure] = Field(default_factory=list)
     host_note: str = HOST_NOTE
+    learning_effect: LearningEffect | None = None  # the holdout's groups and the measured effect (gep/eval/effect.py)
     error: str | None = None  # the store could not be read: why
 
     @property
     def verified_rate(self) -> float | None:
         return self.totals.get("verified", 0) / len(self.cycles) if self.cycles else None
+
+    def as_json(self) -> dict[str, Any]:  # JSON edge: `gep report --json`, the page's data
+        data = self.model_dump(mode="json", exclude={"learning_effect"})
+        data["learning_effect"] = self.learning_effect.as_json() if self.learning_effect else None
+        return data
 
     def summary(self) -> str:
         if self.error:
@@ -204,6 +211,7 @@ def from_events(workspace: Path, events: Sequence[EvolutionEvent],
     report.families = family_series(groups)
     report.host_failures = [HostFailure(event_id=c.event_id, at=c.at, reason=c.host_reason or "")
                             for c in cycles if c.category == "host_failure"]
+    report.learning_effect = learning_effect(run)
     return report
 
 

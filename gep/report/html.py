@@ -97,8 +97,19 @@ def workspace_section(w: WorkspaceReport) -> str:
         card("Signal families", families_chart(w), "", "Share of cycles in each group whose signals had the "
              "family (darker: more)."),
     ]
-    return (head + "<div class=\"grid\">" + "".join(charts) + "</div>" + lessons_table(w) + avoid_table(w)
-            + host_table(w))
+    return (head + effect_card(w) + "<div class=\"grid\">" + "".join(charts) + "</div>" + lessons_table(w)
+            + avoid_table(w) + host_table(w))
+
+
+def effect_card(w: WorkspaceReport) -> str:
+    """The holdout's measured effect of learning (gep/eval/effect.py), when any cycle was drawn."""
+    e = w.learning_effect
+    if e is None or not (e.learned.cycles or e.holdout.cycles):
+        return ""
+    text = "\n".join(e.lines())
+    return (f"<h2>Learning effect</h2><div class=\"card\"><pre>{escape(text)}</pre><p class=\"note\">Cycles "
+            "drawn at random into the holdout (<code>holdout</code> in gep.toml) ran without what was learned. "
+            "The interval holds at every cycle count: it may be read after any cycle.</p></div>")
 
 
 def card(title: str, chart: str, legend_html: str, note: str) -> str:

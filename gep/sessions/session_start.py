@@ -11,15 +11,17 @@ through the quick path, gep/store/quick_read.py), its behavioural signals and wh
 
 from __future__ import annotations
 
+import random
 from datetime import datetime
 from pathlib import Path
 
 from gep.api import read_store
-from gep.core.config import load_settings
+from gep.core.config import Settings, load_settings
+from gep.core.holdout import held_out
 from gep.core.learning_switch import learning_switch
 from gep.cycle.session_context import build_and_cache
 from gep.learning.agent_context import AgentContext
-from gep.learning.context_cache import hook_answer, repository_top
+from gep.learning.context_cache import append_holdout, hook_answer, repository_top
 from gep.learning.injections import record_injection
 from gep.store.schema import default_db
 
@@ -28,17 +30,26 @@ def workspace_context(workspace: Path, now: datetime) -> AgentContext:
     """What a new session in ``workspace`` (a repository's top) should know now (and kept in the cache).
     Nothing for a workspace no cycle has run in (no store is made for a session)."""
     settings = load_settings(workspace)
-    if not learning_switch(settings).on("context") or (not settings.database_url
-                                                        and not default_db(workspace).is_file()):
+    if not learning_switch(settings).on("context") or not _has_store(workspace, settings):
         return AgentContext(text="")
     with read_store(workspace) as store:
         return build_and_cache(workspace, store, settings, now)
 
 
-def session_start(workspace: Path, session_id: str, now: datetime) -> str:
-    """The hook's answer for a new session started in ``workspace`` or below it, its injection recorded."""
+def _has_store(workspace: Path, settings: Settings) -> bool:
+    return bool(settings.database_url) or default_db(workspace).is_file()
+
+
+def session_start(workspace: Path, session_id: str, now: datetime, rng: random.Random | None = None) -> str:
+    """The hook's answer for a new session started in ``workspace`` or below it, its injection recorded. A
+    session drawn into the holdout (``settings.holdout``, drawn with ``rng``) receives nothing, and is marked."""
     top = repository_top(workspace.resolve())
     if top is None:
+        return ""
+    settings = load_settings(top)
+    if learning_switch(settings).on("context") and _has_store(top, settings) and \
+            held_out(settings.holdout, rng or random.SystemRandom()):  # nothing learned yet: nothing to hold out
+        append_holdout(top, session=session_id, now=now)
         return ""
     context = workspace_context(top, now)
     record_injection(top, session=session_id, items=context.items, now=now)
