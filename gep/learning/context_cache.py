@@ -26,6 +26,7 @@ from typing import Any
 
 CACHE = Path(".gep") / "context" / "cache.json"
 LOG = Path(".gep") / "context" / "injections.jsonl"
+SESSION_START = "session_start"  # how an injection reached a session; "recall": the agent asked (gep mcp)
 
 
 def repository_top(path: Path) -> Path | None:
@@ -108,14 +109,19 @@ def write(workspace: Path, *, paths: Sequence[str], stamp: Sequence[list[int] | 
         pass  # no cache: the next hook builds the context again
 
 
-def append_injection(workspace: Path, *, session: str, items: Sequence[dict[str, Any]], now: datetime) -> str | None:
-    """Record what a session received (gep/learning/injections.py reads it); the injection's id, None when nothing."""
+def append_injection(workspace: Path, *, session: str, items: Sequence[dict[str, Any]], now: datetime,
+                     via: str = SESSION_START) -> str | None:
+    """Record what a session received (gep/learning/injections.py reads it); the injection's id, None when nothing.
+    ``via``: how it got there (the SessionStart context, or ``recall``: an agent asked `gep mcp`)."""
     if not items:
         return None
     injection_id = f"inj_{int(now.timestamp() * 1000)}_{os.getpid()}"
-    line = json.dumps({"type": "inject", "id": injection_id, "at": now.isoformat(), "session": session,
-                       "items": [{"ref": i["ref"], "kind": i["kind"], "problems": list(i.get("problems", []))}
-                                 for i in items]}, ensure_ascii=False) + "\n"
+    record: dict[str, Any] = {"type": "inject", "id": injection_id, "at": now.isoformat(), "session": session,
+                              "items": [{"ref": i["ref"], "kind": i["kind"], "problems": list(i.get("problems", []))}
+                                        for i in items]}
+    if via != SESSION_START:
+        record["via"] = via  # the SessionStart lines stay as they were
+    line = json.dumps(record, ensure_ascii=False) + "\n"
     path = Path(workspace) / LOG
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
