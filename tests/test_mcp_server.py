@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -207,3 +208,26 @@ def test_a_cycle_reports_progress_and_returns_its_outcome(tmp_path: Path, monkey
     assert [m for _, _, m in seen][:2] == ["collect sources", "extract signals"] and seen[-1] == (10, 10, "record")
     with store_of(ws) as store:
         assert [e.outcome.status for e in store.list_events()] == ["failed"]
+
+
+def test_the_read_tools_never_import_prefect_nor_sqlalchemy(failed_ws: tuple[Path, EvolutionEvent]) -> None:
+    """The server answers from the quick store (gep/store/quick_read.py), as the store-only commands do."""
+    ws, _ = failed_ws
+    script = f"""
+import sys, anyio
+from mcp import Client
+from gep.sessions.mcp_server import build
+
+async def main():
+    async with Client(build(__import__("pathlib").Path({str(ws)!r}))) as client:
+        for name, args in [("gep_live_problems", {{}}), ("gep_recall", {{"file": "stats.py"}}),
+                           ("gep_history", {{}}), ("gep_status", {{}})]:
+            assert not (await client.call_tool(name, args)).is_error, name
+        await client.read_resource("gep://lessons")
+    print(sorted(m for m in ("prefect", "sqlalchemy", "sqlmodel") if m in sys.modules))
+
+anyio.run(main)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
