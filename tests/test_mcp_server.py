@@ -18,13 +18,16 @@ from typing import Any
 
 import anyio
 import pytest
-from learning_helpers import REPAIR, agent_workspace, store_of, venv_first
+from learning_helpers import REPAIR, agent_workspace, cycle, later, log_again, store_of, venv_first
 from mcp import Client, StdioServerParameters
+from typer.testing import CliRunner
 
 from gep import CycleRequest, run_cycle
+from gep.cli.root import app
 from gep.core.models import EvolutionEvent
 from gep.learning.feedback import FeedbackKind, FeedbackSignal, Observation
 from gep.learning.injections import read_log, scores
+from gep.sessions import mcp_answers as answers
 from gep.sessions.mcp_models import DATA_NOTE
 
 pytestmark = pytest.mark.timeout(300)
@@ -231,3 +234,23 @@ anyio.run(main)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_next_cycle_judges_what_recall_gave(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recall is judged as a session's context: the problem showing again in the logs afterwards makes the
+    recalled lesson `ignored` (gep/learning/injections.py), and `gep lessons list` counts it as asked for."""
+    venv_first(monkeypatch)
+    ws = agent_workspace(tmp_path / "ws")
+    failed = failed_attempt(ws)
+    key = answers.live_problems(ws).problems[0].key
+    got = answers.recall_for(ws, problem=key, file=None, session="mcp:test", now=later(0.5))
+    assert got.attempts and got.attempts[0].outcome == "failed"
+    log_again(ws, later(1))
+    cycle(ws, 2, clock=lambda: later(2))
+    injections, judgments = read_log(ws)
+    [asked] = [i for i in injections if i.via == "recall"]
+    with store_of(ws) as store:
+        lesson = next(x for x in store.list_lessons() if x.event_id == failed.id)
+    assert [(j.injection, j.ref, j.verdict) for j in judgments] == [(asked.id, lesson.id, "ignored")]
+    listed = CliRunner().invoke(app, ["lessons", "list", "--workspace", str(ws)])
+    assert "injected 1x (1 asked for), used 0, ignored 1" in listed.output
