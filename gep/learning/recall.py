@@ -83,7 +83,13 @@ def change_lines(diff: str, limit: int = CHANGE_LINES) -> list[str]:
     room = max(limit - len(heads[:3]), 2)
     take_added = added[: max(room - min(len(removed), room // 2), room // 2)]
     chosen = sorted([*heads[:3], *take_added, *removed[: room - len(take_added)]])
-    return [_clip(lines[i]) for i in chosen]
+    return [_cut(lines[i]) for i in chosen]
+
+
+def _cut(line: str, n: int = LINE_CHARS) -> str:
+    """A diff line redacted and cut, its indentation kept (unlike :func:`_clip`)."""
+    line = redact(line.rstrip())
+    return line if len(line) <= n else line[: n - 3] + "..."
 
 
 def attempt(event: EvolutionEvent, failed: FailedCapsule | None) -> Attempt:
