@@ -62,7 +62,8 @@ def test_install_keeps_the_users_hooks_and_remove_puts_the_files_back_byte_for_b
     assert servers == {"docs": {"command": "docs-server", "args": ["--port", "0"]}, "gep": our_server("gep")}
     assert any("added the SessionStart hook" in line for line in report.lines())
 
-    assert install(ws, gep="gep").lines() and (ws / SETTINGS).read_text().count("gep capture") == 2  # idempotent
+    again = install(ws, gep="gep").lines()  # idempotent
+    assert (ws / SETTINGS).read_text().count("gep capture") == 2 and "was there already" in again[-1]
     remove(ws, gep="gep")
     assert (ws / SETTINGS).read_text() == USER_SETTINGS
     assert (ws / MCP_JSON).read_text() == USER_MCP
@@ -108,7 +109,7 @@ def test_a_server_named_gep_of_the_users_own_is_left_alone(ws: Path) -> None:
     mine = '{"mcpServers": {"gep": {"command": "my-gep"}}}'
     (ws / MCP_JSON).write_text(mine)
     report = install(ws, gep="gep")
-    assert (ws / MCP_JSON).read_text() == mine and any("configured already" in x for x in report.lines())
+    assert (ws / MCP_JSON).read_text() == mine and any("of your own" in x for x in report.lines())
     remove(ws, gep="gep")
     assert (ws / MCP_JSON).read_text() == mine
 

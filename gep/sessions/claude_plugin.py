@@ -181,8 +181,11 @@ def add_server(data: dict[str, Any], gep: str, change: Change) -> None:
     servers = data.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise ConfigError(f"{change.path}: \"mcpServers\" is not an object; nothing was changed")
+    if servers.get(SERVER) == our_server(gep):
+        change.kept.append(f"the {SERVER!r} MCP server was there already")
+        return
     if SERVER in servers:
-        change.kept.append(f"a {SERVER!r} server is configured already: left as it is")
+        change.kept.append(f"a {SERVER!r} server of your own is configured: left as it is")
         return
     servers[SERVER] = our_server(gep)
     change.done.append(f"added the {SERVER!r} MCP server ({gep} mcp)")
