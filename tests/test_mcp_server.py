@@ -254,3 +254,48 @@ def test_the_next_cycle_judges_what_recall_gave(tmp_path: Path, monkeypatch: pyt
     assert [(j.injection, j.ref, j.verdict) for j in judgments] == [(asked.id, lesson.id, "ignored")]
     listed = CliRunner().invoke(app, ["lessons", "list", "--workspace", str(ws)])
     assert "injected 1x (1 asked for), used 0, ignored 1" in listed.output
+
+
+def test_what_gep_init_claude_writes_runs_as_claude_code_runs_it(failed_ws: tuple[Path, EvolutionEvent],
+                                                                tmp_path: Path) -> None:
+    """The hooks and the server read back from the files `gep init --claude` wrote, run the way Claude Code
+    runs them: the hook's command line through a shell with $CLAUDE_PROJECT_DIR, the server from .mcp.json."""
+    ws, _ = failed_ws
+    env = {**os.environ, "PATH": f"{Path(GEP).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([GEP, "init", "--claude", "--workspace", str(ws)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    try:
+        settings = json.loads((ws / ".claude" / "settings.json").read_text())
+        [start] = [h for e in settings["hooks"]["SessionStart"] for h in e["hooks"]]
+        payload = {"session_id": "s-claude", "transcript_path": "", "cwd": str(ws),
+                   "hook_event_name": "SessionStart", "source": "startup"}
+        hook = subprocess.run(["bash", "-c", start["command"]], input=json.dumps(payload), capture_output=True,
+                              text=True, env={**env, "CLAUDE_PROJECT_DIR": str(ws)}, cwd=tmp_path,
+                              timeout=start["timeout"] * 6)
+        context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "Avoid (failed before on a live problem)" in context and TOKEN not in context
+        server = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["gep"]
+        assert settings["enabledMcpjsonServers"] == ["gep"] and server["args"] == ["mcp"]
+        params = StdioServerParameters(command=server["command"], args=server["args"], cwd=str(tmp_path),
+                                       env={"PATH": env["PATH"], "CLAUDE_PROJECT_DIR": str(ws)})
+
+        async def main() -> Any:
+            async with Client(params, read_timeout_seconds=120) as client:
+                return await client.call_tool("gep_status", {})
+
+        status = anyio.run(main)
+        assert status.structured_content["workspace"] == str(ws)
+    finally:
+        undone = subprocess.run([GEP, "init", "--claude", "--remove", "--workspace", str(ws)], capture_output=True,
+                                text=True, env=env, timeout=120)
+        assert undone.returncode == 0, undone.stderr
+    assert not (ws / ".mcp.json").exists() and not (ws / ".claude").exists()
+
+
+def test_outside_a_repository_the_server_says_so_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([GEP, "mcp"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == f"gep: {tmp_path} is not inside a git repository: run this in a workspace or " \
+        "pass --workspace DIR"
