@@ -64,3 +64,12 @@ def test_a_short_or_unrelated_problem_finds_nothing() -> None:
 def test_a_rewritten_file_still_shows_what_it_became() -> None:
     lines = change_lines(DIFF, limit=8)
     assert lines[0] == "+++ b/stats.py" and lines[-1].startswith("+") and len(lines) == 8
+
+
+def test_a_verified_fix_of_a_similar_problem_is_named() -> None:
+    fixed = _event("evt_0_dddddd", ["errsig:[ERROR] report: ZeroDivisionError: division by zero in median()"],
+                   "success", ["stats.py"])
+    fixed.meta.fix_verdict = "verified"
+    got = recall(events=[*EVENTS, fixed], failed=FAILED, feedback=[], problem=problem_identities([ERR])[0])
+    assert len(got.answer.worked_on_similar) == 1 and "ZeroDivisionError" in got.answer.worked_on_similar[0]
+    assert "evt_0_dddddd" not in [a.event for a in got.answer.attempts]

@@ -111,9 +111,14 @@ def _notes(feedback: Sequence[FeedbackSignal], events: set[str]) -> list[Note]:
             for f in said[:MAX_NOTES]]
 
 
-def _similar_signals(problem: str | None) -> list[str]:
+def _similar_signals(problem: str | None, events: Sequence[EvolutionEvent]) -> list[str]:
+    """The problem as a signal to compare errors with: a key is normalised (lower case), so the error line of a
+    cycle that saw it is used when there is one (an exception's class name tells error families apart)."""
     if not problem:
         return []
+    raw = next((s for e in events for s in e.signals if signal_identity(s) == problem), None)
+    if raw is not None:
+        return [raw]
     return [problem] if problem.startswith(("errsig:", "recurring_errsig")) else [f"errsig:{problem}"]
 
 
@@ -140,7 +145,7 @@ def recall(*, events: Sequence[EvolutionEvent], failed: Sequence[FailedCapsule],
         r = e.meta.mutator_result
         return r.summary if r is not None else ""
 
-    similar = [_clip(x) for x in similar_fixes(events, _similar_signals(problem), approach=approach)]
+    similar = [_clip(x) for x in similar_fixes(events, _similar_signals(problem, events), approach=approach)]
     refs = _refs(lessons)
     items = [ContextItem(kind="avoid" if a.outcome == "failed" else "lesson", ref=refs.get(e.id, f"event:{e.id}"),
                          text=_clip(f"{a.outcome}: {a.approach or ', '.join(a.files)}"),
