@@ -120,8 +120,13 @@ Strategy = Literal["balanced", "innovate", "harden", "repair-only", "early-stabi
 def build(workspace: Path, session: str | None = None) -> MCPServer:
     """The server for ``workspace`` (a repository's top); ``session`` names it in recall's records."""
     app: MCPServer = MCPServer("gep", instructions=INSTRUCTIONS, log_level="WARNING")
-    who = session or f"mcp:{os.getpid()}"
+    _read_tools(app, workspace, session or f"mcp:{os.getpid()}")
+    _write_tools(app, workspace)
+    _resources(app, workspace)
+    return app
 
+
+def _read_tools(app: MCPServer, workspace: Path, who: str) -> None:
     @app.tool(annotations=READ_ONLY)
     async def gep_live_problems() -> answer.LiveProblems:
         """The workspace's live problems as the last cycle saw them: each with its key (for gep_recall) and
@@ -154,6 +159,8 @@ def build(workspace: Path, session: str | None = None) -> MCPServer:
         """The pending cycle (awaiting changes), the commits kept on gep/ branches, and the Prefect server."""
         return await _off_loop("status", workspace)
 
+
+def _write_tools(app: MCPServer, workspace: Path) -> None:
     @app.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                                           open_world_hint=False))
     async def gep_feedback(
@@ -190,6 +197,8 @@ def build(workspace: Path, session: str | None = None) -> MCPServer:
         except (OSError, ValueError) as exc:
             raise ToolError(redact(f"the cycle could not run: {exc}")) from None
 
+
+def _resources(app: MCPServer, workspace: Path) -> None:
     @app.resource("gep://lessons", mime_type="application/json", description="The lessons cycles wrote "
                   "(current ones: superseded lessons left out).")
     async def lessons() -> str:
@@ -203,8 +212,6 @@ def build(workspace: Path, session: str | None = None) -> MCPServer:
                   "gep_live_problems).")
     async def problems() -> str:
         return await _off_loop("problems_text", workspace)
-
-    return app
 
 
 def serve(workspace: Path) -> None:
