@@ -22,7 +22,7 @@ from learning_helpers import REPAIR, agent_workspace, cycle, later, log_again, s
 from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
-from gep import CycleRequest, run_cycle
+from gep import CycleRequest, recover, run_cycle
 from gep.cli.root import app
 from gep.core.models import EvolutionEvent
 from gep.learning.feedback import FeedbackKind, FeedbackSignal, Observation
@@ -299,3 +299,45 @@ def test_outside_a_repository_the_server_says_so_in_one_line(tmp_path: Path) -> 
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == f"gep: {tmp_path} is not inside a git repository: run this in a workspace or " \
         "pass --workspace DIR"
+
+
+def test_a_cancelled_cycle_leaves_no_process_and_is_recorded_as_interrupted(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    venv_first(monkeypatch)
+    ws = agent_workspace(tmp_path / "ws")
+    pid_file = tmp_path / "agent.pid"
+    slow = f"import os, sys, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); sys.stdin.read(); time.sleep(120)"
+
+    async def session(client: Client) -> list[str]:
+        stages: list[str] = []
+        with anyio.move_on_after(90) as scope:
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                stages.append(message or "")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: client.call_tool("gep_cycle", {"mutator": "command", "agent_cmd": shlex.join(
+                    [sys.executable, "-c", slow])}, progress_callback=progress))
+                while not pid_file.exists():
+                    await anyio.sleep(0.1)
+                tg.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        return stages
+
+    stages = serve(ws, session)
+    assert stages[-1] == "apply"
+    agent = int(pid_file.read_text())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _alive(agent):
+        time.sleep(0.2)
+    assert not _alive(agent)
+    recover(ws)
+    with store_of(ws) as store:
+        assert [e.outcome.status for e in store.list_events()] == ["interrupted"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")

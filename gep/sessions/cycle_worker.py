@@ -6,6 +6,8 @@ on the command line, where an agent command's key would show in the process list
 ``{"stage": NAME, "step": I, "of": N}`` as each stage starts, then ``{"event": {...}}`` with the outcome or
 ``{"error": "one line"}`` for a request refused before the cycle started. The cycle is the library's
 (gep/cycle/pipeline.py ``run_cycle``), recorded in the store as any cycle is; it is not a Prefect flow run.
+SIGINT (the server's answer to a cancelled call) stops it as Ctrl-C stops `gep cycle`: at once, nothing
+committed after it, and the next cycle or `gep recover` records it as interrupted (gep/cycle/interrupt.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from gep.core.errors import GepError
 from gep.core.request import CycleRequest, parse_request
 from gep.core.sanitize import redact
 from gep.cycle.context import CycleContext
+from gep.cycle.interrupt import interrupt_stops_the_cycle
 from gep.cycle.pipeline import RECORD, STAGES, Hooks, Stage, run_cycle
 from gep.cycle.state import CycleState
 
@@ -48,7 +51,8 @@ def main() -> int:
     try:
         fields = json.loads(sys.stdin.read())
         request = parse_request(CycleRequest, fields)
-        event = run_cycle(request, hooks=Progress(out))
+        with interrupt_stops_the_cycle():  # a cancelled call: as Ctrl-C in `gep cycle` (recorded by the next)
+            event = run_cycle(request, hooks=Progress(out))
     except GepError as exc:
         say(out, {"error": redact(str(exc))})
         return 2

@@ -78,7 +78,7 @@ async def run_cycle_worker(workspace: Path, fields: dict[str, Any],
             final = await _read_lines(BufferedByteReceiveStream(proc.stdout), progress)
             await proc.wait()
         except BaseException:
-            with anyio.CancelScope(shield=True):  # cancelled: the cycle is interrupted and records it so
+            with anyio.CancelScope(shield=True):  # cancelled: stopped as Ctrl-C stops `gep cycle`
                 if proc.returncode is None:
                     proc.send_signal(signal.SIGINT)
                     with anyio.move_on_after(30):
