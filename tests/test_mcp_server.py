@@ -191,7 +191,28 @@ def test_a_secret_in_the_store_and_the_logs_is_never_returned(failed_ws: tuple[P
     assert TOKEN not in (ws / ".gep" / "context" / "injections.jsonl").read_text()
 
 
-def test_a_cycle_reports_progress_and_returns_its_outcome(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def prefect_env(live_prefect: Any, tmp_path: Path) -> dict[str, str]:
+    """The environment `gep mcp` gets when its cycle should report to the tests' live server."""
+    return {"PREFECT_API_URL": live_prefect.api_url, "PREFECT_HOME": str(tmp_path / "prefect-home"),
+            "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+
+
+def flow_run_of(api_url: str, run_id: str) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import temporary_settings
+
+    async def read() -> Any:
+        async with get_client() as client:
+            return await client.read_flow_run(run_id)
+
+    with temporary_settings(updates={"api.url": api_url}):
+        return anyio.run(read)
+
+
+def test_a_cycle_is_a_flow_run_that_reports_progress_and_returns_its_outcome(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_prefect: Any) -> None:
+    """gep_cycle runs the cycle as `gep cycle` does: a Prefect flow run (it was the library's cycle, in the
+    store but not in Prefect), named and tagged like every cycle's run, its state the outcome's."""
     venv_first(monkeypatch)
     ws = agent_workspace(tmp_path / "ws")
     seen: list[tuple[float, float | None, str | None]] = []
@@ -203,14 +224,18 @@ def test_a_cycle_reports_progress_and_returns_its_outcome(tmp_path: Path, monkey
         return await client.call_tool("gep_cycle", {"mutator": "command", "agent_cmd": shlex.join(
             [sys.executable, "-c", BREAK])}, progress_callback=progress)
 
-    result = serve(ws, session)
+    result = serve(ws, session, prefect_env(live_prefect, tmp_path))
     assert not result.is_error, result.content
     got = result.structured_content
     assert got["outcome"] == "failed" and got["gene"] == REPAIR and got["files"] == ["stats.py"]
     assert got["rescued_patch"] and any("SyntaxError" in r for r in got["reasons"])
     assert [m for _, _, m in seen][:2] == ["collect sources", "extract signals"] and seen[-1] == (10, 10, "record")
     with store_of(ws) as store:
-        assert [e.outcome.status for e in store.list_events()] == ["failed"]
+        events = store.list_events()
+    assert [e.outcome.status for e in events] == ["failed"] and events[0].meta.flow_run_id
+    run = flow_run_of(live_prefect.api_url, events[0].meta.flow_run_id)
+    assert run.name.startswith(f"cycle-0001 repair {REPAIR}") and run.state is not None and run.state.is_failed()
+    assert "outcome:failed" in run.tags
 
 
 def test_the_read_tools_never_import_prefect_nor_sqlalchemy(failed_ws: tuple[Path, EvolutionEvent]) -> None:
@@ -301,8 +326,8 @@ def test_outside_a_repository_the_server_says_so_in_one_line(tmp_path: Path) -> 
         "pass --workspace DIR"
 
 
-def test_a_cancelled_cycle_leaves_no_process_and_is_recorded_as_interrupted(tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cancelled_cycle_leaves_no_process_and_is_recorded_as_interrupted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, live_prefect: Any) -> None:
     venv_first(monkeypatch)
     ws = agent_workspace(tmp_path / "ws")
     pid_file = tmp_path / "agent.pid"
@@ -323,7 +348,7 @@ def test_a_cancelled_cycle_leaves_no_process_and_is_recorded_as_interrupted(tmp_
         assert not scope.cancelled_caught
         return stages
 
-    stages = serve(ws, session)
+    stages = serve(ws, session, prefect_env(live_prefect, tmp_path))
     assert stages[-1] == "apply"
     agent = int(pid_file.read_text())
     deadline = time.monotonic() + 30

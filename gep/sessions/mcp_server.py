@@ -2,7 +2,7 @@
 
 Tools (JSON Schema inputs, structured output, annotations): ``gep_live_problems``, ``gep_recall``,
 ``gep_history``, ``gep_status`` (read-only), ``gep_feedback`` (as `gep feedback`) and ``gep_cycle`` (one
-cycle, in a child process, gep/sessions/cycle_worker.py, with a progress notification per stage). Resources
+cycle: a Prefect flow run in a child process, flows/mcp_cycle.py, with a progress notification per stage). Resources
 ``gep://lessons``, ``gep://genes``, ``gep://problems``. The answers are gep/sessions/mcp_answers.py's: redacted
 and marked as data. A refused argument, an unknown tool or a failure is an error result (one redacted line)
 and the server goes on answering.
@@ -42,6 +42,8 @@ INSTRUCTIONS = ("gep records what was tried in this workspace and how it ended. 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 LINE_BYTES = 64 * 1024 * 1024  # the worker's final line carries the whole event
 STDERR_SHOWN = 400
+# the child that runs gep_cycle's flow: named, not imported (the engine never imports flows/ or Prefect)
+CYCLE_MODULE = "flows.mcp_cycle"
 
 
 def engine() -> ModuleType:
@@ -66,10 +68,10 @@ async def _off_loop(name: str, *args: Any, **kwargs: Any) -> Any:
 
 async def run_cycle_worker(workspace: Path, fields: dict[str, Any],
                            progress: Callable[[float, float, str], Any]) -> answer.CycleOutcome:
-    """One cycle in gep/sessions/cycle_worker.py; ``progress(step, of, stage)`` as each stage starts."""
+    """One cycle, a flow run in flows/mcp_cycle.py; ``progress(step, of, stage)`` as each stage starts."""
     request = json.dumps({"workspace": str(workspace), **{k: v for k, v in fields.items() if v is not None}})
     with tempfile.TemporaryFile() as errors:
-        proc = await anyio.open_process([sys.executable, "-m", "gep.sessions.cycle_worker"], cwd=workspace,
+        proc = await anyio.open_process([sys.executable, "-m", CYCLE_MODULE], cwd=workspace,
                                         stderr=errors, start_new_session=True)
         try:
             assert proc.stdin is not None and proc.stdout is not None
