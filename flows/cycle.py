@@ -14,6 +14,8 @@ for schedules, whose ticks may be skipped under steady state.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -52,6 +54,11 @@ SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same work
 RECORDED: dict[str, str] = {}
 
 
+# Told each stage as it starts, when a caller of the flow in this process wants to show progress (gep mcp's
+# gep_cycle: flows/mcp_cycle.py); a context variable, so it reaches this run's hooks and nothing else.
+STAGE_PROGRESS: ContextVar[Callable[[pipeline.Stage], None] | None] = ContextVar("gep_stage_progress", default=None)
+
+
 class ReviewDecision(RunInput):
     """Shown in the Prefect UI when a review-mode cycle waits (flows/review.py says what each choice does).
     The decision has no default: the form cannot be submitted untouched, so no choice is ever made for the
@@ -69,6 +76,9 @@ class FlowHooks(pipeline.Hooks):
         self.label_thread: Any = None
 
     def run(self, stage: pipeline.Stage, ctx: CycleContext, state: CycleState) -> CycleState:
+        progress = STAGE_PROGRESS.get()
+        if progress is not None:
+            progress(stage)
         return run_stage(stage, ctx, state)  # a task whose state tells what the stage did
 
     def approver(self, ctx: CycleContext) -> Approve | None:

@@ -69,7 +69,8 @@ def list_lessons(
         state += f" (conflicts resolved by {x.resolved_by})" if x.resolved_by else ""
         content = x.content if len(x.content) <= CONTENT_SHOWN else x.content[:CONTENT_SHOWN - 3] + "..."
         u = used.get(x.id)
-        sessions = (f"\n    sessions: injected {u.injections}x, used {u.used}, ignored {u.ignored}, "
+        asked = f" ({u.recalled} asked for)" if u and u.recalled else ""  # gep mcp's gep_recall
+        sessions = (f"\n    sessions: injected {u.injections}x{asked}, used {u.used}, ignored {u.ignored}, "
                     f"score {u.score:.2f}") if u else ""
         typer.echo(f"{x.id}  {x.category.value:<16} {x.strength:>5.2f} {marker(x, now)}{state}\n"
                    f"    {x.topic}\n    {content}{sessions}")

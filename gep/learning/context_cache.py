@@ -32,6 +32,7 @@ from gep.core.holdout import held_out
 
 CACHE = Path(".gep") / "context" / "cache.json"
 LOG = Path(".gep") / "context" / "injections.jsonl"
+SESSION_START = "session_start"  # how an injection reached a session; "recall": the agent asked (gep mcp)
 
 
 def repository_top(path: Path) -> Path | None:
@@ -133,12 +134,17 @@ def append_holdout(workspace: Path, *, session: str, now: datetime) -> None:
     _append_line(workspace, {"type": "holdout", "at": now.isoformat(), "session": session, "holdout": True})
 
 
-def append_injection(workspace: Path, *, session: str, items: Sequence[dict[str, Any]], now: datetime) -> str | None:
-    """Record what a session received (gep/learning/injections.py reads it); the injection's id, None when nothing."""
+def append_injection(workspace: Path, *, session: str, items: Sequence[dict[str, Any]], now: datetime,
+                     via: str = SESSION_START) -> str | None:
+    """Record what a session received (gep/learning/injections.py reads it); the injection's id, None when nothing.
+    ``via``: how it got there (the SessionStart context, or ``recall``: an agent asked `gep mcp`)."""
     if not items:
         return None
     injection_id = f"inj_{int(now.timestamp() * 1000)}_{os.getpid()}"
-    _append_line(workspace, {"type": "inject", "id": injection_id, "at": now.isoformat(), "session": session,
-                             "items": [{"ref": i["ref"], "kind": i["kind"], "problems": list(i.get("problems", []))}
-                                       for i in items]})
+    record: dict[str, Any] = {"type": "inject", "id": injection_id, "at": now.isoformat(), "session": session,
+                              "items": [{"ref": i["ref"], "kind": i["kind"], "problems": list(i.get("problems", []))}
+                                        for i in items]}
+    if via != SESSION_START:
+        record["via"] = via  # the SessionStart lines stay as they were
+    _append_line(workspace, record)
     return injection_id

@@ -2,7 +2,8 @@
 
 ``gep capture`` (the ``SessionStart`` hook) appends one ``inject`` line per session to
 ``<workspace>/.gep/context/injections.jsonl``: the session, the time, and each item it carried (a lesson id,
-a behavioural signal's ref) with the problems it was about. The next cycle judges every injection made before it
+a behavioural signal's ref) with the problems it was about; ``gep mcp`` appends one per answer of
+``gep_recall`` (``"via": "recall"``: what the agent asked for and was given), judged the same way. The next cycle judges every injection made before it
 started, once (a ``judge`` line per item, seed 003's kinds):
 
 * an item about a problem: **ignored** when a log or transcript line written after the injection shows the
@@ -28,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from gep.core.config import Settings
 from gep.learning.agent_context import ContextItem, signal_ref
-from gep.learning.context_cache import LOG, append_injection
+from gep.learning.context_cache import LOG, SESSION_START, append_injection
 from gep.learning.feedback import FeedbackKind, clamp01, decayed, score_delta
 from gep.learning.resolved import line_shows, normalized_line
 from gep.signals.behavior import BehaviorSignal
@@ -52,6 +53,7 @@ class Injection(BaseModel):
     id: str
     at: datetime
     session: str = ""
+    via: str = SESSION_START  # or "recall": the agent asked for it mid-task (gep mcp's gep_recall)
     items: list[Injected] = Field(default_factory=list)
 
 
@@ -66,6 +68,7 @@ class Judgment(BaseModel):
 class ItemScore(BaseModel):
     ref: str
     injections: int = 0
+    recalled: int = 0  # of the injections, those an agent asked for (gep mcp's gep_recall)
     used: int = 0
     ignored: int = 0
     score: float = 0.5
@@ -108,9 +111,12 @@ def read_log(workspace: Path) -> tuple[list[Injection], list[Judgment]]:
     return injections, judgments
 
 
-def record_injection(workspace: Path, *, session: str, items: Sequence[ContextItem], now: datetime) -> str | None:
-    """Append what a session received (nothing when it received nothing); the injection's id."""
-    return append_injection(workspace, session=session, items=[i.model_dump(mode="json") for i in items], now=now)
+def record_injection(workspace: Path, *, session: str, items: Sequence[ContextItem], now: datetime,
+                     via: str = SESSION_START) -> str | None:
+    """Append what a session received (nothing when it received nothing); the injection's id. ``via``
+    "recall": what an agent asked for and was given (judged as a session's context is)."""
+    return append_injection(workspace, session=session, items=[i.model_dump(mode="json") for i in items], now=now,
+                            via=via)
 
 
 def _problem_back(problems: Sequence[str], since: datetime, tails: Sequence[FileTail]) -> bool:
@@ -168,7 +174,9 @@ def scores(injections: Iterable[Injection], judgments: Iterable[Judgment], now: 
     out: dict[str, ItemScore] = {}
     for inj in injections:
         for item in inj.items:
-            out.setdefault(item.ref, ItemScore(ref=item.ref)).injections += 1
+            s = out.setdefault(item.ref, ItemScore(ref=item.ref))
+            s.injections += 1
+            s.recalled += inj.via == "recall"
     last: dict[str, datetime] = {}
     for j in sorted(judgments, key=lambda j: (j.at, j.injection, j.ref)):
         s = out.setdefault(j.ref, ItemScore(ref=j.ref))
