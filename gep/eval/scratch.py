@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from gep.git.clone import force_remove
 from gep.git.plumbing import Git
 
 PREFIX = "gep-eval-"
@@ -31,23 +31,9 @@ def scratch_folder() -> Iterator[Path]:
         remove(root)
 
 
-def _writable(func: object, path: str, _exc: object) -> None:
-    """rmtree's error handler: a folder an agent made read-only is made writable, then removed."""
-    for p in (os.path.dirname(path), path):
-        try:
-            if not os.path.islink(p):
-                os.chmod(p, os.lstat(p).st_mode | stat.S_IRWXU)
-        except OSError:
-            pass
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, onerror=_writable)
-    elif os.path.lexists(path):
-        os.unlink(path)
-
-
 def remove(folder: Path) -> None:
     if os.path.lexists(folder):
-        shutil.rmtree(folder, onerror=_writable)
+        shutil.rmtree(folder, onerror=force_remove)
 
 
 def mirror(workspace: Path, dest: Path) -> Git:

@@ -186,8 +186,9 @@ def open_clone(repo: Repo, event_id: str, env_dirs: Sequence[str] = ()) -> Clone
     return rec
 
 
-def _force_remove(func: object, path: str, _exc: object) -> None:
-    """rmtree's error handler: a directory the agent made read-only is made writable, then retried."""
+def force_remove(func: object, path: str, _exc: object) -> None:
+    """rmtree's error handler (also gep eval's scratch): a directory an agent made read-only is made
+    writable, then retried."""
     parent = os.path.dirname(path)
     for p in (parent, path):
         try:
@@ -196,7 +197,7 @@ def _force_remove(func: object, path: str, _exc: object) -> None:
         except OSError:
             pass
     if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, onerror=_force_remove)
+        shutil.rmtree(path, onerror=force_remove)
     elif os.path.lexists(path):
         os.unlink(path)
 
@@ -206,7 +207,7 @@ def remove_clone(repo: Repo, event_id: str) -> bool:
     clone, index, record = clone_paths(repo, event_id)
     existed = os.path.lexists(clone)
     if existed:
-        shutil.rmtree(clone, onerror=_force_remove)
+        shutil.rmtree(clone, onerror=force_remove)
     for p in (index, record, record.with_name(record.name + ".tmp")):
         if os.path.lexists(p):
             p.unlink()

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gep.git.clone import _force_remove
+from gep.git.clone import force_remove
 from gep.git.plumbing import NO_LOCKS, Git, z
 from gep.validation.sandbox import Sandbox
 
@@ -99,10 +99,10 @@ def throwaway(box: Sandbox) -> Iterator[Sandbox]:
             os.symlink(box.tree / ".git", dest / ".git")  # unconfined: git still works in the copy
     except OSError as exc:  # a full disk, a file over a limit: the checks cannot run (one line, no traceback)
         if dest is not None:
-            shutil.rmtree(dest, onerror=_force_remove)
+            shutil.rmtree(dest, onerror=force_remove)
         yield box.model_copy(update={"refusal": f"cannot copy the tree to check: {exc.strerror or exc}"})
         return
     try:
         yield box.model_copy(update={"scratch": dest, "readonly": [*box.readonly, *linked]})
     finally:
-        shutil.rmtree(dest, onerror=_force_remove)
+        shutil.rmtree(dest, onerror=force_remove)
