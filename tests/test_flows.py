@@ -728,3 +728,31 @@ def test_the_distill_flow_stores_a_gene_and_shows_the_analysis_and_result(prefec
     assert "# GEP report: 0 cycles" in charts.data and (ws / ".gep" / "report.html").is_file()
     again = distill_genes(workspace=str(ws))
     assert again.status == "skipped" and again.reasons[0].startswith("last distillation attempt")
+
+
+def test_an_explicit_flat_parameter_wins_over_the_deployments_default_request(prefect_server, monkeypatch):
+    """Issue 44: `prefect deployment run ... --param workspace=/path` on a deployment whose default request
+    names another (or no) workspace runs on /path; a run's request wins over an old deployment's flat
+    default. Which one the caller gave is told by the deployment's own parameters."""
+    from prefect import get_client
+
+    from flows.cycle import evolution_cycle
+    from gep.core.errors import ConfigError
+
+    # the deployment's template left unrendered (GEP_WORKSPACE unset when deploying), or blank: no value
+    for blank in ("{{ $GEP_WORKSPACE }}", ""):
+        folded = evolution_cycle.validate_parameters({"request": {"workspace": blank}, "workspace": "/srv/mine"})
+        assert folded["request"].workspace == Path("/srv/mine")
+    with get_client(sync_client=True) as client:
+        flow_id = client.create_flow(evolution_cycle)
+        new = client.create_deployment(flow_id, "issue44-new", parameters={"request": {"workspace": "/srv/default"}})
+        old = client.create_deployment(flow_id, "issue44-old", parameters={"workspace": "/srv/old-default"})
+        run_new = client.create_flow_run_from_deployment(new, parameters={"workspace": "/srv/mine"})
+        run_old = client.create_flow_run_from_deployment(old, parameters={"request": {"workspace": "/srv/mine"}})
+    for run in (run_new, run_old):
+        assert len(run.parameters) == 2, run.parameters  # the server merged the deployment's default in
+        monkeypatch.setenv("PREFECT__FLOW_RUN_ID", str(run.id))  # as a worker names the run it starts
+        assert evolution_cycle.validate_parameters(run.parameters)["request"].workspace == Path("/srv/mine")
+    monkeypatch.delenv("PREFECT__FLOW_RUN_ID")  # no deployment to tell which one was given: refused as before
+    with pytest.raises(ConfigError, match="'workspace' is given twice"):
+        evolution_cycle.validate_parameters(run_new.parameters)
