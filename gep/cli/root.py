@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.table import Table
 
-from gep.cli import context_cmd, feedback_cmd, fleet_cmd, report_cmd
+from gep.cli import context_cmd, feedback_cmd, fleet_cmd, init_cmd, report_cmd
 from gep.cli.genes_cmd import genes_app
 from gep.cli.lessons_cmd import lessons_app
 from gep.cli.prefect_console import VerboseOpt, quiet_prefect_console
@@ -79,6 +79,7 @@ feedback_cmd.register(app, friendly)
 fleet_cmd.register(app, friendly)
 context_cmd.register(app, friendly)
 report_cmd.register(app, friendly)
+init_cmd.register(app, friendly)
 
 
 def _event_line(ev: Any) -> str:
