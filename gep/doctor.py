@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from gep import prefect_api, server
 from gep.core.config import CONFIG_FILE, Settings, gep_dir, load_settings
 from gep.core.errors import GepError
+from gep.core.text_fit import shorten
 from gep.git.repo import ENGINE_NAME, Repo, open_repo
 from gep.mutators import default_mutator
 from gep.mutators.command import missing_program
@@ -53,15 +54,6 @@ class Finding(BaseModel):
         tail = f"; fix: {self.fix}" if self.fix else ""
         room = width - len(head) - len(tail)
         return (head + shorten(self.text, room) + tail)[:width]
-
-
-def shorten(text: str, room: int) -> str:
-    """``text`` in ``room`` characters: its middle elided (a path's start and a message's end both say much)."""
-    if len(text) <= room:
-        return text
-    keep = max(room - 1, 0)
-    head = keep * 2 // 3
-    return text[:head] + "…" + text[len(text) - (keep - head):]
 
 
 def ok(what: str, text: str) -> Finding:

@@ -18,6 +18,7 @@ from gep import CycleRequest, run_cycle
 from gep.cli.root import app
 from gep.core.config import Settings
 from gep.core.errors import ConfigError
+from gep.core.event_ids import short_id
 from gep.core.models import CommandResult, EvolutionEvent, ValidationReport
 from gep.core.records import MutatorResult
 from gep.genes.selector import active_bans
@@ -70,7 +71,7 @@ def test_an_agent_program_missing_in_the_cycles_clone_is_a_host_failure(ws: Path
     _nothing_learned_against(ws, event)
     table = CliRunner().invoke(app, ["history", "--workspace", str(ws)], env={"COLUMNS": "250"})
     assert "failed (host: agent_missing)" in table.stdout, table.stdout
-    assert f"{event.id} host failure (agent_missing): cannot start agent command" in table.stdout
+    assert f"{short_id(event.id)} host failure (agent_missing): cannot start agent command" in table.stdout
 
 
 def test_an_agent_that_crashes_before_editing_is_a_host_failure_and_one_that_edited_is_not(ws: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo
 
+from gep.core.event_ids import short_id
 from gep.core.models import EvolutionEvent
 from gep.core.request import CycleRequest
 from gep.store import Store
@@ -666,7 +667,8 @@ def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(pr
     assert f"merge it with: git -C {example_ws} merge {branch}" in result.stdout
     assert stats.read_text().endswith("# my own edit, uncommitted\n")
     history = CliRunner().invoke(app, ["history", "-w", str(example_ws)])
-    assert f"{event.id} kept on {branch}: git -C {example_ws} merge {branch}" in history.stdout
+    assert f"{short_id(event.id)} kept on {branch}; merge it with:\n  git -C {example_ws} merge {branch}\n" \
+        in history.stdout
     # the key stays out of the flow run's parameters, the event and the run record
     params = flow_run(event.meta.flow_run_id).parameters
     assert key not in str(params) and "--api-key [REDACTED]" in params["request"]["agent_cmd"]

@@ -16,6 +16,7 @@ import typer
 from gep.cli.store_open import writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, workspace_or_here
 from gep.core.json_safe import dumps_finite
+from gep.core.text_fit import wrap
 
 if TYPE_CHECKING:
     from gep.learning.injections import ItemScore
@@ -64,15 +65,16 @@ def list_lessons(
         return
     current = {x.id for x in heads(lessons)}
     now = utc_now()
-    for x in lessons:
+    for x in lessons:  # within the terminal's width: prose wraps, the full lesson is in --json
         state = "" if x.id in current else " (superseded)"
         state += f" (conflicts resolved by {x.resolved_by})" if x.resolved_by else ""
         content = x.content if len(x.content) <= CONTENT_SHOWN else x.content[:CONTENT_SHOWN - 3] + "..."
         u = used.get(x.id)
-        sessions = (f"\n    sessions: injected {u.injections}x, used {u.used}, ignored {u.ignored}, "
-                    f"score {u.score:.2f}") if u else ""
-        typer.echo(f"{x.id}  {x.category.value:<16} {x.strength:>5.2f} {marker(x, now)}{state}\n"
-                   f"    {x.topic}\n    {content}{sessions}")
+        lines = wrap(f"{x.id}  {x.category.value:<16} {x.strength:>5.2f} {marker(x, now)}{state}", "    ")
+        for part in (x.topic, content, *([f"sessions: injected {u.injections}x, used {u.used}, ignored "
+                                          f"{u.ignored}, score {u.score:.2f}"] if u else [])):
+            lines += wrap("    " + part, "    ")
+        typer.echo("\n".join(lines))
 
 
 def _session_use(workspace: Path) -> dict[str, ItemScore]:
