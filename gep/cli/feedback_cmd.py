@@ -45,7 +45,8 @@ def feedback(
     `gep feedback evt_... helpful --note "fixed the report"` (or not_helpful) moves the score of the gene the
     event used, in the event's signal situation and overall; selection weighs it beside the gene's record
     (usefulness_weight). `gep feedback stats` lists per gene the global and per-situation scores, the count
-    of each signal (used, ignored, helpful, not_helpful) and the last signal's time.
+    of each signal (used, ign.: ignored, help: helpful, not: not_helpful) and the last signal's time, in 80
+    columns (--json: every value in full).
     """
     workspace = workspace_or_here(workspace)
     if target == STATS:
