@@ -237,10 +237,11 @@ def choose_port(port: int, env: Mapping[str, str], say: Progress) -> int:
     if not port_taken(port):
         return port
     base = f"http://{HOST}:{port}"
-    who = "a Prefect server gep did not start" if api.healthy(f"{base}/api", env=env) else "another program"
+    prefect = api.healthy(f"{base}/api", env=env)
+    who = "a Prefect server gep did not start" if prefect else "another program"
     free = free_port(port)
-    say(f"{who} listens at {base} (left alone, gep's runs never go there): starting gep's own at "
-        f"http://{HOST}:{free} (set PREFECT_API_URL={base}/api to use that one instead)")
+    say(f"port {port} is taken by {who} (left alone): starting gep's own at http://{HOST}:{free}"
+        + (f"; PREFECT_API_URL={base}/api would use that one" if prefect else ""))
     return free
 
 

@@ -104,7 +104,7 @@ def test_a_server_gep_did_not_start_is_never_adopted_gep_starts_its_own_beside_i
         assert done.returncode == 0, done.stderr
         rec = read_record(env)
         assert rec is not None and rec.pid and rec.port != port and healthy(rec.api_url)
-        assert f"a Prefect server gep did not start listens at http://127.0.0.1:{port}" in done.stderr
+        assert f"port {port} is taken by a Prefect server gep did not start (left alone)" in done.stderr
         assert f"starting gep's own at http://127.0.0.1:{rec.port}" in done.stderr
         assert f"UI http://127.0.0.1:{rec.port}" in done.stdout
         status = subprocess.run([gep, "server", "status"], env=env, capture_output=True, text=True, timeout=60)
@@ -149,5 +149,6 @@ def test_gep_chooses_a_free_port_when_another_program_listens_on_its_own() -> No
         assert port_taken(port)
         chosen = choose_port(port, {}, said.append)
         assert chosen != port and not port_taken(chosen)
-    assert len(said) == 1 and f"another program listens at http://127.0.0.1:{port}" in said[0]
+    assert said == [f"port {port} is taken by another program (left alone): starting gep's own at "
+                    f"http://127.0.0.1:{chosen}"]
     assert choose_port(chosen, {}, said.append) == chosen and len(said) == 1  # a free port is kept, silently
