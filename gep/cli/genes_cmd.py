@@ -192,4 +192,4 @@ def genes_show(
     """Print one gene as JSON (the asset, with its asset_id)."""
     with genes_here(workspace) as (_, _, genes):
         found = resolve_gene(gene_id, [g.id for g in genes])
-    emit_json(next(g for g in genes if g.id == found).to_asset())
+    emit_json(next(g for g in genes if g.id == found).to_asset(), indent=2 if sys.stdout.isatty() else None)
