@@ -130,3 +130,8 @@ def test_a_unique_prefix_of_a_gene_id_is_taken(ws: Path, typed: str) -> None:
 def test_an_ambiguous_gene_prefix_is_one_line(ws: Path) -> None:
     done = runner.invoke(app, ["genes", "show", "gene_"])
     assert done.exit_code == 2 and "is ambiguous" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_unique_prefix_of_a_lesson_id_is_taken(ws: Path) -> None:
+    done = runner.invoke(app, ["lessons", "delete", "lsn_5ca3", "--reason", "learned from a broken fixture"])
+    assert done.exit_code == 0 and done.stdout.startswith("deleted lesson lsn_5ca3e1f2a9 "), done.output

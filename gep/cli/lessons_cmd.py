@@ -15,6 +15,7 @@ import typer
 
 from gep.cli.store_open import writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, workspace_or_here
+from gep.core.event_ids import resolve_prefix
 from gep.core.json_safe import dumps_finite
 from gep.core.text_fit import wrap
 
@@ -86,7 +87,7 @@ def _session_use(workspace: Path) -> dict[str, ItemScore]:
 
 
 def delete(
-    lesson_id: Annotated[str, typer.Argument(metavar="ID", help="A lesson id as `gep lessons list` shows it.")],
+    lesson_id: Annotated[str, typer.Argument(metavar="ID", help="A lesson id as `gep lessons list` shows it (or a unique prefix).")],
     reason: Annotated[str | None, typer.Option("--reason", help="Why it goes (kept in the audit record).")] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
@@ -95,5 +96,7 @@ def delete(
     from gep.learning.human_verdicts import default_author
 
     with writable_store(workspace) as store:
+        lesson_id = resolve_prefix(lesson_id, [x.id for x in store.list_lessons()], what="lesson",
+                                   listing="gep lessons list")
         record = store.delete_lesson(lesson_id, who=default_author(), why=reason or "", at=utc_now())
     typer.echo(f"deleted lesson {record.lesson_id} (recorded: by {record.deleted_by}, because {record.reason})")

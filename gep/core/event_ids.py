@@ -10,7 +10,7 @@ the cycle too (:func:`resolve_in`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from gep.core.errors import GepError
@@ -106,15 +106,22 @@ def _events_of_cycle(store: EventReader, number: int) -> list[str]:
 def resolve_gene(typed: str, known: Sequence[str]) -> str:
     """The gene ``typed`` names among ``known``: its id, the id without ``gene_`` (as `gep history` shows
     genes), or a unique prefix of either (a list cut with "…" included); a one-line GepError otherwise."""
+    return resolve_prefix(typed, known, what="gene", listing="gep genes list",
+                          forms=lambda g: (g, g.removeprefix("gene_")))
+
+
+def resolve_prefix(typed: str, known: Sequence[str], *, what: str, listing: str,
+                   forms: Callable[[str], Iterable[str]] = lambda i: (i,)) -> str:
+    """The one id of ``known`` that ``typed`` names: equal, or a unique prefix of one of its ``forms``
+    (a value a list cut with "…" included); a one-line GepError naming ``what`` and the ``listing`` otherwise."""
     typed = typed.strip().rstrip("…").rstrip(".")
     if typed in known:
         return typed
-    found = sorted({g for g in known if g.startswith(typed) or g.removeprefix("gene_").startswith(typed)}) \
-        if len(typed) >= MIN_TYPED else []
+    found = sorted({i for i in known if any(f.startswith(typed) for f in forms(i))}) if len(typed) >= MIN_TYPED else []
     if len(found) == 1:
         return found[0]
     if not found:
-        raise GepError(f"no gene {typed!r} (see `gep genes list`)")
+        raise GepError(f"no {what} {typed!r} (see `{listing}`)")
     more = f" and {len(found) - CANDIDATES_SHOWN} more" if len(found) > CANDIDATES_SHOWN else ""
-    raise GepError(f"gene {typed!r} is ambiguous: it matches {', '.join(found[:CANDIDATES_SHOWN])}{more}; "
+    raise GepError(f"{what} {typed!r} is ambiguous: it matches {', '.join(found[:CANDIDATES_SHOWN])}{more}; "
                    "type more of it")
