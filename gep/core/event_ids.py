@@ -121,7 +121,7 @@ def resolve_prefix(typed: str, known: Sequence[str], *, what: str, listing: str,
     if len(found) == 1:
         return found[0]
     if not found:
-        raise GepError(f"no {what} {typed!r} (see `{listing}`)")
+        raise GepError(f"no {what} with id {typed!r} (see `{listing}`)")
     more = f" and {len(found) - CANDIDATES_SHOWN} more" if len(found) > CANDIDATES_SHOWN else ""
     raise GepError(f"{what} {typed!r} is ambiguous: it matches {', '.join(found[:CANDIDATES_SHOWN])}{more}; "
                    "type more of it")
