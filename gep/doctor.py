@@ -22,10 +22,10 @@ from gep.core.config import CONFIG_FILE, Settings, gep_dir, load_settings
 from gep.core.errors import GepError
 from gep.core.text_fit import shorten
 from gep.git.repo import ENGINE_NAME, Repo, open_repo
-from gep.mutators import default_mutator
+from gep.mutators import MUTATORS, default_mutator
 from gep.mutators.command import missing_program
 from gep.store import schema
-from gep.validation.sandbox import find_bwrap, validation_refusal
+from gep.validation.sandbox import ChangeOrigin, find_bwrap, validation_refusal
 
 WIDTH = 80
 
@@ -96,6 +96,8 @@ def mutator_of(settings: Settings, env: Mapping[str, str]) -> str:
 
 def _agent(repo: Repo, settings: Settings, env: Mapping[str, str]) -> Finding:
     name = mutator_of(settings, env)
+    if name not in MUTATORS:
+        return Finding(level="FAIL", what="agent", text=f"unknown mutator '{name}'", fix=" | ".join(MUTATORS))
     if name == "command":
         try:
             missing = missing_program(settings.agent_cmd, env, repo.path)
@@ -118,8 +120,8 @@ def _bubblewrap(settings: Settings, env: Mapping[str, str]) -> Finding:
         return ok("bubblewrap", "works: validation runs sandboxed")
     if settings.sandbox == "none":
         return Finding(level="warn", what="bubblewrap", text='sandbox = "none": checks run unconfined')
-    origin = {"command": "agent", "anthropic": "model"}.get(mutator_of(settings, env))
-    refused = validation_refusal(origin, settings)  # type: ignore[arg-type]
+    origins: dict[str, ChangeOrigin] = {"command": "agent", "anthropic": "model"}
+    refused = validation_refusal(origins.get(mutator_of(settings, env)), settings)
     level: Level = "FAIL" if refused else "warn"
     return Finding(level=level, what="bubblewrap", text="not usable here",
                    fix='install bubblewrap, or sandbox = "none"')
@@ -135,7 +137,10 @@ def _server(env: Mapping[str, str]) -> Finding:
     st = server.status(env)
     if st.running and st.record:
         return ok("server", f"gep's at {st.record.ui_url}")
-    port = server.port_setting(env)
+    try:
+        port = server.port_setting(env)
+    except GepError as exc:
+        return Finding(level="FAIL", what="server", text=str(exc), fix="unset it")
     if server.port_taken(port):
         return Finding(level="warn", what="server", text=f"port {port} is another's; gep will start its own on "
                        f"{server.free_port(port)}")

@@ -106,6 +106,14 @@ def test_doctor_says_what_blocks_with_its_fix_in_80_columns(ws: Path, monkeypatc
     assert all(len(line) <= 80 for line in broken.stdout.splitlines())
 
 
+def test_doctor_says_a_typo_in_a_setting_in_one_line(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEP_MUTATOR", "claude")
+    monkeypatch.setenv("PREFECT_SERVER_API_PORT", "abc")
+    lines = gep("doctor", "-w", str(ws)).stdout.splitlines()
+    assert "FAIL  agent: unknown mutator 'claude'; fix: anthropic | command | prompt" in lines
+    assert "FAIL  server: PREFECT_SERVER_API_PORT='abc' is not a port number; fix: unset it" in lines
+
+
 def test_doctor_outside_a_repository_still_checks_the_machine(tmp_path: Path) -> None:
     done = gep("doctor", "-w", str(tmp_path))
     assert done.exit_code == 1
