@@ -74,11 +74,11 @@ app.add_typer(genes_app(friendly), name="genes")  # groups are listed in `gep --
 app.add_typer(server_app, name="server")
 app.add_typer(store_app(friendly), name="store")
 app.add_typer(lessons_app(friendly), name="lessons")
+init_cmd.register(app, friendly)  # first in `gep --help`: where a newcomer starts
 feedback_cmd.register(app, friendly)
 fleet_cmd.register(app, friendly)
 context_cmd.register(app, friendly)
 report_cmd.register(app, friendly)
-init_cmd.register(app, friendly)
 
 
 def _event_line(ev: Any) -> str:
