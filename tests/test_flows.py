@@ -732,7 +732,8 @@ def test_the_distill_flow_stores_a_gene_and_shows_the_analysis_and_result(prefec
     assert again.status == "skipped" and again.reasons[0].startswith("last distillation attempt")
 
 
-def test_an_explicit_flat_parameter_wins_over_the_deployments_default_request(prefect_server, monkeypatch):
+def test_an_explicit_flat_parameter_wins_over_the_deployments_default_request(prefect_server, example_ws: Path,
+                                                                             monkeypatch):
     """Issue 44: `prefect deployment run ... --param workspace=/path` on a deployment whose default request
     names another (or no) workspace runs on /path; a run's request wins over an old deployment's flat
     default. Which one the caller gave is told by the deployment's own parameters."""
@@ -758,3 +759,16 @@ def test_an_explicit_flat_parameter_wins_over_the_deployments_default_request(pr
     monkeypatch.delenv("PREFECT__FLOW_RUN_ID")  # no deployment to tell which one was given: refused as before
     with pytest.raises(ConfigError, match="'workspace' is given twice"):
         evolution_cycle.validate_parameters(run_new.parameters)
+    # run by the flow engine as a worker would (PREFECT__FLOW_RUN_ID names the run): the cycle runs on it
+    from prefect.flow_engine import run_flow
+
+    from flows.states import event_of
+
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run_from_deployment(new, parameters={"workspace": str(example_ws),
+                                                                      "mutator": "prompt"})
+    monkeypatch.setenv("PREFECT__FLOW_RUN_ID", str(run.id))
+    state = asyncio.run(run_flow(evolution_cycle, flow_run=run, return_type="state"))
+    event = event_of(state)
+    assert event is not None and event.outcome.status == "awaiting_changes", state
+    assert event.meta.flow_run_id == str(run.id) and events(example_ws) == [event]
