@@ -132,18 +132,23 @@ def genes_list(
                     **({"selectable": g.id not in excluded, "excluded": excluded.get(g.id)}
                        if workspace is not None else {})} for g in genes])
         return
-    # every cell wrapped to its column's width beforehand (ids broken, never cut: they are typed), so that the
-    # table fits the terminal; the signal patterns are shortened: `gep genes show` has them all
+    # in a narrow terminal every cell is wrapped to its column's width beforehand (ids broken, never cut: they
+    # are typed), so that the table fits; the signal patterns are shortened: `gep genes show` has them all
+    narrow = out.size.width < WIDE
     widths = _widths(out.size.width, workspace is not None)
-    table = Table(*(Column(name, no_wrap=True, width=w) for name, w in widths.items()))
+    table = Table(*(Column(name, no_wrap=narrow, width=w if narrow else None, overflow="fold")
+                    for name, w in widths.items()))
     for g in genes:
         b = bans.get(g.id)
         ban = (f"banned ({b.cycles_left} cycles left): {b.reason}" if b and b.cycles_left is not None
                else f"banned: {b.reason}" if b else "")
-        cells = [g.id, g.category, _cut(", ".join(g.signals_match), 2 * widths["signals_match"]), ban,
-                 *([excluded.get(g.id, "yes")] if workspace is not None else [])]
-        table.add_row(*(_fill(c, w) for c, w in zip(cells, widths.values(), strict=True)))
+        signals = _cut(", ".join(g.signals_match), 2 * widths["signals_match"] if narrow else 70)
+        cells = [g.id, g.category, signals, ban, *([excluded.get(g.id, "yes")] if workspace is not None else [])]
+        table.add_row(*(_fill(c, w) if narrow else c for c, w in zip(cells, widths.values(), strict=True)))
     out.print(table, soft_wrap=False)  # the cells wrap to the terminal (soft wrap would let them stick out)
+
+
+WIDE = 120  # from this many columns rich lays the genes table out itself (piped output has 200)
 
 
 def _widths(columns: int, with_workspace: bool) -> dict[str, int]:
