@@ -155,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            "PREFECT_LOGGING_LEVEL": os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING")}
     env["PATH"] = f"{GEP.parent}{os.pathsep}{env.get('PATH', '')}"  # validation's `python` has pytest
+    # gep's output is captured, then shown: its tables fit the person's terminal (80 columns when piped), not
+    # the 200 columns gep gives a pipe
+    env.setdefault("COLUMNS", str(shutil.get_terminal_size().columns))
     root = Path(tempfile.mkdtemp(prefix="gep-demo-"))
     ws = root / "workspace"
     try:

@@ -8,7 +8,9 @@
   registered before the request was one parameter still carry the old flat fields (``workspace``,
   ``mutator``, ..., with "" and -1 for "not set"): the flow's signature keeps those names, hidden from its
   Run form (Prefect binds a run's parameters to the signature before anything else sees them), and they
-  are folded into the request here, not refused.
+  are folded into the request here, not refused. A field given both ways goes to the one the run's caller
+  gave, not to the deployment's default the server merged in (`--param workspace=/path` on a deployment whose
+  default request names another or none); a conflict nothing can settle is refused in one line.
 - No result persistence. A cycle's outcome is its event in gep's store and its run's state, name, tags and
   artifacts; nothing reads a flow's result back from storage. Saying so up front also spares the run a
   request asking the server for a default result storage.
@@ -20,6 +22,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
+from uuid import UUID
 
 from prefect import Flow
 from prefect.utilities.callables import parameter_schema
@@ -70,12 +73,60 @@ class GepFlow(Flow[P, R]):
         if not flat:
             return parse_request(model, request)
         given = request.model_dump() if isinstance(request, BaseModel) else dict(request or {})
+        defaults: dict[str, Any] | None = None  # the deployment's own parameters, read on the first conflict
         for name in flat.keys() & given.keys():
-            if _field(model, name, flat[name]) != _field(model, name, given[name]):
+            if _unset(given[name]) or _field(model, name, flat[name]) == _field(model, name, given[name]):
+                continue  # a blank or unrendered field of the request is no value: the flat one fills it
+            defaults = deployment_defaults() if defaults is None else defaults
+            winner = explicit_one(model, name, flat[name], given[name], defaults)
+            if winner is None:
                 raise ConfigError(f"parameter {name!r} is given twice, on its own and inside 'request', with "
                                   "different values: give it once (a deployment made before the request was one "
                                   "parameter: deploy it again)")
+            if winner == "request":
+                del flat[name]
         return parse_request(model, {**given, **flat})
+
+
+def _unset(value: Any) -> bool:
+    """A request field's "not set": blank, or a deployment's template its environment left unrendered."""
+    return value is None or isinstance(value, str) and (not value.strip() or "{{" in value)
+
+
+def explicit_one(model: type[BaseModel], name: str, flat: Any, given: Any, defaults: dict[str, Any]) -> str | None:
+    """Which of a field given both ways the run's caller gave ("flat" or "request"): the one that is not the
+    deployment's default (the server merged that in); None when that cannot be told."""
+    found = defaults.get("request")
+    default_request: dict[str, Any] = found if isinstance(found, dict) else {}
+    request_is_default = name in default_request and _same(model, name, default_request[name], given)
+    flat_is_default = name in defaults and _same(model, name, defaults[name], flat)
+    if request_is_default != flat_is_default:
+        return "flat" if request_is_default else "request"
+    return None
+
+
+def _same(model: type[BaseModel], name: str, a: Any, b: Any) -> bool:
+    try:
+        return bool(_field(model, name, a) == _field(model, name, b))
+    except ConfigError:  # a default that is no valid value (a blank workspace) is never the explicit one
+        return a == b
+
+
+def deployment_defaults() -> dict[str, Any]:
+    """The parameters of the deployment this flow run was made from ({} for a run of no deployment, or when
+    the server cannot say): a worker names the run in PREFECT__FLOW_RUN_ID."""
+    from prefect import get_client
+    from prefect.runtime import flow_run
+
+    run_id = flow_run.get_id()
+    if not run_id:
+        return {}
+    try:
+        with get_client(sync_client=True) as client:
+            deployment_id = client.read_flow_run(UUID(run_id)).deployment_id
+            return dict(client.read_deployment(deployment_id).parameters) if deployment_id else {}
+    except Exception:  # noqa: BLE001 - unknown: the conflict is refused as before, in one line
+        return {}
 
 
 def _field(model: type[BaseModel], name: str, value: Any) -> Any:

@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -209,15 +210,9 @@ def _spawn_unless_running(env: dict[str, str], say: Progress) -> tuple[ServerRec
     current = status(env)
     if current.record and (current.running or current.starting):
         return current.record, None
-    port = port_setting(env)
+    port = choose_port(port_setting(env), env, say)
     base = f"http://{HOST}:{port}"
     rec = ServerRecord(pid=None, port=port, api_url=f"{base}/api", ui_url=base)
-    if api.healthy(rec.api_url, env=env):
-        # not gep's (it has no record of it): another user's or another tool's Prefect would receive the runs,
-        # their parameters and artifacts. Used only when the user points PREFECT_API_URL at it.
-        raise ServerError(f"a server gep did not start already answers at {base}: not sending runs to it "
-                          f"(set PREFECT_API_URL={rec.api_url} to use it, or PREFECT_SERVER_API_PORT to start "
-                          "gep's own on another port)")
     home = api.prefect_home(env)
     home.mkdir(parents=True, exist_ok=True)
     log = home / LOG_FILE
@@ -231,6 +226,44 @@ def _spawn_unless_running(env: dict[str, str], say: Progress) -> tuple[ServerRec
     say(f"starting a Prefect server at {rec.ui_url} (pid {proc.pid}); waiting until its API answers"
         + (" - the first start creates Prefect's database, about 20 s" if first else ""))
     return rec, proc
+
+
+def choose_port(port: int, env: Mapping[str, str], say: Progress) -> int:
+    """``port``, or a free one when something else listens there (and says so).
+
+    A server gep did not start (a person's own Prefect, another user's) is never sent gep's runs, their
+    parameters and artifacts: gep starts its own beside it, and the record keeps the port it chose, so every
+    later `gep` command finds it. That other server is used only when PREFECT_API_URL points at it."""
+    if not port_taken(port):
+        return port
+    base = f"http://{HOST}:{port}"
+    prefect = api.healthy(f"{base}/api", env=env)
+    who = "a Prefect server gep did not start" if prefect else "another program"
+    free = free_port(port)
+    say(f"port {port} is taken by {who} (left alone): starting gep's own at http://{HOST}:{free}"
+        + (f"; PREFECT_API_URL={base}/api would use that one" if prefect else ""))
+    return free
+
+
+def port_taken(port: int) -> bool:
+    """Whether a process listens on ``port`` of the loopback address (a bind as the server's would fail)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def free_port(taken: int) -> int:
+    """A port nobody listens on: the next few after ``taken`` (easy to remember), else one the system picks."""
+    for port in range(taken + 1, min(taken + 20, 65536)):
+        if not port_taken(port):
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
 
 
 def _wait(rec: ServerRecord, env: Mapping[str, str], say: Progress, timeout_s: float,

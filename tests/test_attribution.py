@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from gep import CycleRequest, run_cycle
 from gep.cli.root import app
 from gep.core.config import Settings
+from gep.core.errors import ConfigError
+from gep.core.event_ids import short_id
 from gep.core.models import CommandResult, EvolutionEvent, ValidationReport
 from gep.core.records import MutatorResult
 from gep.genes.selector import active_bans
@@ -47,16 +49,29 @@ def _nothing_learned_against(ws: Path, event: EvolutionEvent) -> None:
         assert store.list_failed_capsules() == []
 
 
-def test_an_agent_command_that_does_not_exist_is_a_host_failure(ws: Path) -> None:
-    event = run_cycle(CycleRequest(workspace=ws, mutator="command", seed=1, agent_cmd="no-such-agent-xyz --go"),
+def test_an_agent_command_that_does_not_exist_is_refused_before_a_cycle(ws: Path) -> None:
+    """Issue 44: a typo in the agent's program costs no cycle (it was a failed cycle, a host failure)."""
+    with pytest.raises(ConfigError, match="agent program 'no-such-agent-xyz' is not on PATH"):
+        run_cycle(CycleRequest(workspace=ws, mutator="command", seed=1, agent_cmd="no-such-agent-xyz --go"),
+                  env=dict(os.environ))
+    with store_of(ws) as store:
+        assert store.count_events() == 0 and store.open_runs() == []
+
+
+def test_an_agent_program_missing_in_the_cycles_clone_is_a_host_failure(ws: Path) -> None:
+    """An agent script the workspace has but its commits do not (the clone the agent runs in lacks it):
+    checked before the cycle, missing when it starts: a host failure, nothing learned against the gene."""
+    (ws / "agent-gone.sh").write_text("#!/bin/sh\nexit 0\n")
+    (ws / "agent-gone.sh").chmod(0o755)
+    event = run_cycle(CycleRequest(workspace=ws, mutator="command", seed=1, agent_cmd="./agent-gone.sh --go"),
                       env=dict(os.environ))
     assert event is not None and event.outcome.status == "failed"
     assert event.meta.host_failure is not None and event.meta.host_failure.kind == "agent_missing"
-    assert "no-such-agent-xyz" in event.meta.host_failure.reason
+    assert "agent-gone.sh" in event.meta.host_failure.reason
     _nothing_learned_against(ws, event)
     table = CliRunner().invoke(app, ["history", "--workspace", str(ws)], env={"COLUMNS": "250"})
     assert "failed (host: agent_missing)" in table.stdout, table.stdout
-    assert f"{event.id} host failure (agent_missing): cannot start agent command" in table.stdout
+    assert f"{short_id(event.id)} host failure (agent_missing): cannot start agent command" in table.stdout
 
 
 def test_an_agent_that_crashes_before_editing_is_a_host_failure_and_one_that_edited_is_not(ws: Path) -> None:

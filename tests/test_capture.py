@@ -223,9 +223,9 @@ def test_worker_errors_go_to_the_capture_log(tmp_path: Path) -> None:
     assert "capture:" in log and len(log.splitlines()) == 1
 
 
-def test_the_readme_hook_snippet_is_valid_settings_json_for_this_command() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Behavioural signals", 1)[1].split("\n## ", 1)[0]
+def test_the_documented_hook_snippet_is_valid_settings_json_for_this_command() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "behavior.md").read_text(encoding="utf-8")
+    section = doc.split("## In short, and the Claude Code hooks", 1)[1].split("\n## ", 1)[0]
     settings = json.loads(section.split("```json", 1)[1].split("```", 1)[0])
     [entry] = settings["hooks"]["UserPromptSubmit"]
     [hook] = entry["hooks"]

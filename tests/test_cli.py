@@ -189,6 +189,13 @@ def test_bad_cycle_requests_are_refused_before_anything_runs(repo: Path):
     console_error(console("cycle", "-w", str(repo), "--mutator", "claude"), "unknown mutator 'claude'")
     in_process_error(run_quiet("cycle", "-w", str(repo), "--strategy", "fast"), "unknown strategy 'fast'")
     in_process_error(run_quiet("cycle", "-w", str(repo), "--mutator", "command"), "--agent-cmd")
+    # issue 44: an agent program that is not there costs no cycle (it was a failed one, a host failure)
+    in_process_error(run_quiet("cycle", "-w", str(repo), "--mutator", "command", "--agent-cmd", "no-such-agent-xyz -p"),
+                     "agent program 'no-such-agent-xyz' is not on PATH")
+    in_process_error(run_quiet("cycle", "-w", str(repo), "--mutator", "command", "--agent-cmd", "./bin/agent"),
+                     "agent program './bin/agent' does not exist")
+    (repo / "gep.toml").write_text('[gep]\nmutator = "command"\nagent_cmd = "claude-missing -p"\n')
+    in_process_error(run_quiet("cycle", "-w", str(repo)), "'claude-missing' is not on PATH")
     in_process_error(run_quiet("cycle", "-w", str(repo), "--mutator", "anthropic", env={"ANTHROPIC_API_KEY": ""}),
                      "ANTHROPIC_API_KEY")
     (repo / "gep.toml").write_text("[gep\n")

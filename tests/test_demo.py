@@ -32,6 +32,8 @@ def test_the_demo_runs_the_whole_loop_and_cleans_up(live_prefect: LiveServer):
     assert re.search(r"GEP-Event: evt_\w+\n\s+GEP-Gene: gene_repair_from_errors", out), out
     assert re.search(r"resolved by [0-9a-f]{12}, not repaired again", out), out
     assert "awaiting_changes" in out and "verified" in out  # the history shows cycle 2 and the fix verified
+    table = out[out.index("$ gep history --workspace"):].split("\n\n")[0].splitlines()[1:]
+    assert table and max(len(line) for line in table) <= 80, "\n".join(table)  # the demo's terminal: 80 columns
     assert demo_dirs() == before  # its temporary folder is gone
 
 

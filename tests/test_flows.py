@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo
 
+from gep.core.event_ids import short_id
 from gep.core.models import EvolutionEvent
 from gep.core.request import CycleRequest
 from gep.store import Store
@@ -666,7 +667,8 @@ def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(pr
     assert f"merge it with: git -C {example_ws} merge {branch}" in result.stdout
     assert stats.read_text().endswith("# my own edit, uncommitted\n")
     history = CliRunner().invoke(app, ["history", "-w", str(example_ws)])
-    assert f"{event.id} kept on {branch}: git -C {example_ws} merge {branch}" in history.stdout
+    assert f"{short_id(event.id)} kept on {branch}; merge it with:\n  git -C {example_ws} merge {branch}\n" \
+        in history.stdout
     # the key stays out of the flow run's parameters, the event and the run record
     params = flow_run(event.meta.flow_run_id).parameters
     assert key not in str(params) and "--api-key [REDACTED]" in params["request"]["agent_cmd"]
@@ -728,3 +730,45 @@ def test_the_distill_flow_stores_a_gene_and_shows_the_analysis_and_result(prefec
     assert "# GEP report: 0 cycles" in charts.data and (ws / ".gep" / "report.html").is_file()
     again = distill_genes(workspace=str(ws))
     assert again.status == "skipped" and again.reasons[0].startswith("last distillation attempt")
+
+
+def test_an_explicit_flat_parameter_wins_over_the_deployments_default_request(prefect_server, example_ws: Path,
+                                                                             monkeypatch):
+    """Issue 44: `prefect deployment run ... --param workspace=/path` on a deployment whose default request
+    names another (or no) workspace runs on /path; a run's request wins over an old deployment's flat
+    default. Which one the caller gave is told by the deployment's own parameters."""
+    from prefect import get_client
+
+    from flows.cycle import evolution_cycle
+    from gep.core.errors import ConfigError
+
+    # the deployment's template left unrendered (GEP_WORKSPACE unset when deploying), or blank: no value
+    for blank in ("{{ $GEP_WORKSPACE }}", ""):
+        folded = evolution_cycle.validate_parameters({"request": {"workspace": blank}, "workspace": "/srv/mine"})
+        assert folded["request"].workspace == Path("/srv/mine")
+    with get_client(sync_client=True) as client:
+        flow_id = client.create_flow(evolution_cycle)
+        new = client.create_deployment(flow_id, "issue44-new", parameters={"request": {"workspace": "/srv/default"}})
+        old = client.create_deployment(flow_id, "issue44-old", parameters={"workspace": "/srv/old-default"})
+        run_new = client.create_flow_run_from_deployment(new, parameters={"workspace": "/srv/mine"})
+        run_old = client.create_flow_run_from_deployment(old, parameters={"request": {"workspace": "/srv/mine"}})
+    for run in (run_new, run_old):
+        assert len(run.parameters) == 2, run.parameters  # the server merged the deployment's default in
+        monkeypatch.setenv("PREFECT__FLOW_RUN_ID", str(run.id))  # as a worker names the run it starts
+        assert evolution_cycle.validate_parameters(run.parameters)["request"].workspace == Path("/srv/mine")
+    monkeypatch.delenv("PREFECT__FLOW_RUN_ID")  # no deployment to tell which one was given: refused as before
+    with pytest.raises(ConfigError, match="'workspace' is given twice"):
+        evolution_cycle.validate_parameters(run_new.parameters)
+    # run by the flow engine as a worker would (PREFECT__FLOW_RUN_ID names the run): the cycle runs on it
+    from prefect.flow_engine import run_flow
+
+    from flows.states import event_of
+
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run_from_deployment(new, parameters={"workspace": str(example_ws),
+                                                                      "mutator": "prompt"})
+    monkeypatch.setenv("PREFECT__FLOW_RUN_ID", str(run.id))
+    state = asyncio.run(run_flow(evolution_cycle, flow_run=run, return_type="state"))
+    event = event_of(state)
+    assert event is not None and event.outcome.status == "awaiting_changes", state
+    assert event.meta.flow_run_id == str(run.id) and events(example_ws) == [event]

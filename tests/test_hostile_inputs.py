@@ -78,39 +78,40 @@ def test_a_store_holding_a_recursive_view_is_refused_in_one_line(repo: Path, com
     assert len(lines) == 1 and "holds view 'events'" in lines[0] and "which gep never creates" in lines[0], lines
 
 
-def test_a_server_gep_did_not_start_is_never_adopted(tmp_path: Path) -> None:
+def test_a_server_gep_did_not_start_is_never_adopted_gep_starts_its_own_beside_it(
+        live_prefect, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Issue 44: another Prefect on the port (a person's own, another user's: here the session's live server)
+    is left alone, and `gep server start` starts gep's own on a free port and says where, instead of exiting 1
+    with advice."""
+    import shutil
     import subprocess
     import sys
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from gep.server import ServerError, api_for_run, record_path
+    from conftest import prefect_db_template
 
-    class Health(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(b"true")
+    from gep.prefect_api import healthy
+    from gep.server import read_record
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    other = ThreadingHTTPServer(("127.0.0.1", 0), Health)  # another user's Prefect on the port gep would use
-    threading.Thread(target=other.serve_forever, daemon=True).start()
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copyfile(prefect_db_template(tmp_path_factory), home / "prefect.db")  # migrated: a quicker start
+    port = live_prefect.port
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PREFECT_HOME": str(home),
+           "PREFECT_SERVER_API_PORT": str(port), "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    gep = str(Path(sys.executable).with_name("gep"))
     try:
-        port = other.server_address[1]
-        env = {"PATH": "/usr/bin:/bin", "PREFECT_HOME": str(tmp_path / "home"), "PREFECT_SERVER_API_PORT": str(port)}
-        with pytest.raises(ServerError, match=f"a server gep did not start already answers at http://127.0.0.1:{port}"):
-            api_for_run(env)
-        assert not record_path(env).exists()
-        gep = Path(sys.executable).with_name("gep")
-        done = subprocess.run([str(gep), "server", "start"], env=env, capture_output=True, text=True, timeout=60)
-        assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-        assert "not sending runs to it" in done.stderr
+        done = subprocess.run([gep, "server", "start"], env=env, capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr
+        rec = read_record(env)
+        assert rec is not None and rec.pid and rec.port != port and healthy(rec.api_url)
+        assert f"port {port} is taken by a Prefect server gep did not start (left alone)" in done.stderr
+        assert f"starting gep's own at http://127.0.0.1:{rec.port}" in done.stderr
+        assert f"UI http://127.0.0.1:{rec.port}" in done.stdout
+        status = subprocess.run([gep, "server", "status"], env=env, capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0 and f"running at http://127.0.0.1:{rec.port}" in status.stdout
     finally:
-        other.shutdown()
-        other.server_close()
+        subprocess.run([gep, "server", "stop"], env=env, capture_output=True, timeout=60)
+    assert read_record(env) is None and healthy(live_prefect.api_url)  # the other server is untouched
 
 
 def test_the_users_words_reach_neither_a_commit_trailer_nor_the_signals_file() -> None:
@@ -133,3 +134,21 @@ def test_the_users_words_reach_neither_a_commit_trailer_nor_the_signals_file() -
     stored = BehaviorSignal(ts="2026-11-28T01:00:00+00:00", type="correction", intensity=3,
                             summary="said my passphrase is correct horse battery staple")
     assert "horse" not in stored.model_dump_json()
+
+
+def test_gep_chooses_a_free_port_when_another_program_listens_on_its_own() -> None:
+    import socket
+
+    from gep.server import choose_port, port_taken
+
+    said: list[str] = []
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert port_taken(port)
+        chosen = choose_port(port, {}, said.append)
+        assert chosen != port and not port_taken(chosen)
+    assert said == [f"port {port} is taken by another program (left alone): starting gep's own at "
+                    f"http://127.0.0.1:{chosen}"]
+    assert choose_port(chosen, {}, said.append) == chosen and len(said) == 1  # a free port is kept, silently

@@ -26,8 +26,8 @@ LAYERS: list[set[str]] = [
     {"eval"},  # `gep eval` on the user's history (the cycle runner passed in), the holdout's arithmetic
     {"assets", "report"},  # the reference's asset files in and out; `gep report`'s page
     {"cycle"},  # one cycle: context, pipeline, stages, tree, checks, solidify and delivery, outcomes, recovery
-    {"api", "distill_run", "server", "fleet_progress"},  # library entry points beside the cycle
-    {"sessions"},  # the agent's own sessions: the Claude Code hooks, what an agent is told and whether it helped
+    {"api", "distill_run", "server", "fleet_progress", "workspace_setup"},  # library entry points beside the cycle
+    {"sessions", "doctor"},  # the agent's own sessions: the Claude Code hooks, what an agent is told and whether it helped
     {"cli"},  # the command line
     {"entry", "__init__"},  # the console script, the public surface
 ]

@@ -15,9 +15,13 @@ import typer
 from gep.cli.workspace_arg import WorkspaceOpt, workspace_or_here
 from gep.core.errors import GepError
 from gep.core.json_safe import dumps_finite
+from gep.core.text_fit import shorten
 
 STATS = "stats"
 VERDICTS = ("helpful", "not_helpful")
+
+
+NAME = 32  # the gene / situation column of `gep feedback stats`
 
 
 def register(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
@@ -27,7 +31,8 @@ def register(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
 
 def feedback(
     target: Annotated[str, typer.Argument(metavar="EVENT_ID|stats", help="The event to judge (an id as "
-                                          "`gep history` lists it, or a unique prefix), or `stats` for the scores.")],
+                                          "`gep history` lists it, a unique prefix, or its run's name in the "
+                                          "UI: cycle-0003), or `stats` for the scores.")],
     verdict: Annotated[str | None, typer.Argument(metavar="[helpful|not_helpful]",
                                                   help="Your verdict on the event's change.")] = None,
     note: Annotated[str | None, typer.Option("--note", help="Why (kept with the feedback and in a lesson the "
@@ -40,7 +45,8 @@ def feedback(
     `gep feedback evt_... helpful --note "fixed the report"` (or not_helpful) moves the score of the gene the
     event used, in the event's signal situation and overall; selection weighs it beside the gene's record
     (usefulness_weight). `gep feedback stats` lists per gene the global and per-situation scores, the count
-    of each signal (used, ignored, helpful, not_helpful) and the last signal's time.
+    of each signal (used, ign.: ignored, help: helpful, not: not_helpful) and the last signal's time, in 80
+    columns (--json: every value in full).
     """
     workspace = workspace_or_here(workspace)
     if target == STATS:
@@ -58,10 +64,10 @@ def feedback(
     from gep.learning.human_verdicts import give_feedback
 
     now = utc_now()
-    from gep.core.event_ids import resolve
+    from gep.core.event_ids import resolve_in
 
     with feedback_store(workspace) as store:
-        target = resolve(target, store.event_ids())
+        target = resolve_in(target, store)
         signal = give_feedback(store, target, verdict, now=now, note=note)
         use = FeedbackIndex(store.list_feedback()).usefulness(signal.gene_id, signal.situation, now)
     typer.echo(f"recorded {verdict} on {target} ({signal.gene_id}); its usefulness here is now "
@@ -81,12 +87,18 @@ def _stats(workspace: Path, as_json: bool) -> None:
     if not stats:
         typer.echo("no feedback yet (cycles and `gep feedback EVENT_ID helpful|not_helpful` add it)")
         return
-    typer.echo(f"{'gene / situation':<60} {'score':>5} {'used':>5} {'ignored':>7} {'helpful':>7} "
-               f"{'not_helpful':>11}  last signal")
+    # 80 columns: a gene id too long for its column gets a line of its own (ids are typed whole), a situation
+    # is shortened in its middle; --json has every value in full
+    typer.echo(f"{'gene / situation':<{NAME}} {'score':>5} {'used':>4} {'ign.':>4} {'help':>4} {'not':>4}  "
+               "last signal")
     for g in stats:
         rows = [(g.gene_id, g.score, g.counts, g.last_signal_at)]
-        rows += [("  " + (", ".join(s.situation) or "(no signals)")[:56], s.score, s.counts, s.last_signal_at)
-                 for s in g.situations]
+        rows += [("  " + shorten(", ".join(s.situation) or "(no signals)", NAME - 2), s.score, s.counts,
+                  s.last_signal_at) for s in g.situations]
         for name, score, c, last in rows:
-            typer.echo(f"{name:<60} {score:>5.2f} {c.used:>5} {c.ignored:>7} {c.helpful:>7} {c.not_helpful:>11}  "
-                       f"{iso(last) if last else '-'}")
+            if len(name) > NAME:
+                typer.echo(name)
+                name = ""
+            when = iso(last)[:16].replace("T", " ") if last else "-"
+            typer.echo(f"{name:<{NAME}} {score:>5.2f} {c.used:>4} {c.ignored:>4} {c.helpful:>4} {c.not_helpful:>4}  "
+                       f"{when}")

@@ -3,20 +3,23 @@ Prefect."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from gep.cli.prefect_link import err
 from gep.cli.store_open import emit_json, genes_here, out, writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, workspace_or_here
 from gep.core import constants
 from gep.core.errors import GepError
+from gep.core.event_ids import resolve_gene
 from gep.core.json_safe import dumps_finite
 
 if TYPE_CHECKING:
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
     from gep.core.records import GeneBan
     from gep.store.quick_read import ReadStore
 
-GeneId = Annotated[str, typer.Argument(help="A gene id as `gep genes list` lists it.")]
+GeneId = Annotated[str, typer.Argument(help="A gene id as `gep genes list` lists it (or a unique prefix).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout and nothing else.")]
 
 
@@ -54,6 +57,7 @@ def retire(
     workspace = workspace_or_here(workspace)
     with writable_store(workspace) as store:
         known = {g.id for g in workspace_genes(Path(workspace), store)}
+        gene_id = resolve_gene(gene_id, sorted(known))
         status = retire_gene(store, gene_id, reason=reason, now=utc_now(), known_ids=known)
     typer.echo(f"retired {gene_id}: {status.reason}")
 
@@ -64,6 +68,9 @@ def restore(gene_id: GeneId, workspace: WorkspaceOpt = None) -> None:
     from gep.genes.eligibility import restore_gene
 
     with writable_store(workspace) as store:
+        retired = sorted(s.gene_id for s in store.list_gene_statuses() if s.retired)
+        with contextlib.suppress(GepError):  # not a retired one's id or prefix: restore_gene says so
+            gene_id = resolve_gene(gene_id, retired)
         restore_gene(store, gene_id, now=utc_now())
     typer.echo(f"restored {gene_id}")
 
@@ -125,14 +132,40 @@ def genes_list(
                     **({"selectable": g.id not in excluded, "excluded": excluded.get(g.id)}
                        if workspace is not None else {})} for g in genes])
         return
-    table = Table("id", "category", "signals_match", "ban", *(["selectable"] if workspace is not None else []))
+    # in a narrow terminal every cell is wrapped to its column's width beforehand (ids broken, never cut: they
+    # are typed), so that the table fits; the signal patterns are shortened: `gep genes show` has them all
+    narrow = out.size.width < WIDE
+    widths = _widths(out.size.width, workspace is not None)
+    table = Table(*(Column(name, no_wrap=narrow, width=w if narrow else None, overflow="fold")
+                    for name, w in widths.items()))
     for g in genes:
         b = bans.get(g.id)
-        table.add_row(g.id, g.category, ", ".join(g.signals_match)[:70],
-                      (f"banned ({b.cycles_left} cycles left): {b.reason}" if b and b.cycles_left is not None
-                       else f"banned: {b.reason}" if b else ""),
-                      *([excluded.get(g.id, "yes")] if workspace is not None else []))
-    out.print(table)
+        ban = (f"banned ({b.cycles_left} cycles left): {b.reason}" if b and b.cycles_left is not None
+               else f"banned: {b.reason}" if b else "")
+        signals = _cut(", ".join(g.signals_match), 2 * widths["signals_match"] if narrow else 70)
+        cells = [g.id, g.category, signals, ban, *([excluded.get(g.id, "yes")] if workspace is not None else [])]
+        table.add_row(*(_fill(c, w) if narrow else c for c, w in zip(cells, widths.values(), strict=True)))
+    out.print(table, soft_wrap=False)  # the cells wrap to the terminal (soft wrap would let them stick out)
+
+
+WIDE = 120  # from this many columns rich lays the genes table out itself (piped output has 200)
+
+
+def _widths(columns: int, with_workspace: bool) -> dict[str, int]:
+    """Each column's width in a table ``columns`` wide (borders and padding: 3 per column, plus 1)."""
+    names = ["id", "category", "signals_match", "ban", *(["selectable"] if with_workspace else [])]
+    room = max(columns, 60) - 3 * len(names) - 1
+    fixed = {"id": 20 if with_workspace else 30, "category": 8, "selectable": 10}
+    rest = room - sum(fixed[n] for n in names if n in fixed)
+    return {n: fixed.get(n) or (rest * 3 // 5 if n == "signals_match" else rest - rest * 3 // 5) for n in names}
+
+
+def _fill(text: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False)) if len(text) > width else text
+
+
+def _cut(text: str, room: int) -> str:
+    return text if len(text) <= room else text[: room - 1] + "…"
 
 
 def _bans_and_exclusions(path: Path, store: ReadStore | None,
@@ -157,13 +190,11 @@ def _bans_and_exclusions(path: Path, store: ReadStore | None,
 
 
 def genes_show(
-    gene_id: Annotated[str, typer.Argument(help="A gene id as `gep genes list` lists it.")],
+    gene_id: GeneId,
     workspace: Annotated[Path | None, typer.Option("--workspace", "-w", help="Also look in the workspace's "
                                                    "genes (.gep/genes/ and imported ones).")] = None,
 ) -> None:
     """Print one gene as JSON (the asset, with its asset_id)."""
     with genes_here(workspace) as (_, _, genes):
-        gene = next((g for g in genes if g.id == gene_id), None)
-    if gene is None:
-        raise GepError(f"no gene {gene_id!r} (see `gep genes list`)")
-    emit_json(gene.to_asset())
+        found = resolve_gene(gene_id, [g.id for g in genes])
+    emit_json(next(g for g in genes if g.id == found).to_asset(), indent=2 if sys.stdout.isatty() else None)

@@ -15,7 +15,9 @@ import typer
 
 from gep.cli.store_open import writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, workspace_or_here
+from gep.core.event_ids import resolve_prefix
 from gep.core.json_safe import dumps_finite
+from gep.core.text_fit import wrap
 
 if TYPE_CHECKING:
     from gep.learning.injections import ItemScore
@@ -64,16 +66,17 @@ def list_lessons(
         return
     current = {x.id for x in heads(lessons)}
     now = utc_now()
-    for x in lessons:
+    for x in lessons:  # within the terminal's width: prose wraps, the full lesson is in --json
         state = "" if x.id in current else " (superseded)"
         state += f" (conflicts resolved by {x.resolved_by})" if x.resolved_by else ""
         content = x.content if len(x.content) <= CONTENT_SHOWN else x.content[:CONTENT_SHOWN - 3] + "..."
         u = used.get(x.id)
         asked = f" ({u.recalled} asked for)" if u and u.recalled else ""  # gep mcp's gep_recall
-        sessions = (f"\n    sessions: injected {u.injections}x{asked}, used {u.used}, ignored {u.ignored}, "
-                    f"score {u.score:.2f}") if u else ""
-        typer.echo(f"{x.id}  {x.category.value:<16} {x.strength:>5.2f} {marker(x, now)}{state}\n"
-                   f"    {x.topic}\n    {content}{sessions}")
+        lines = wrap(f"{x.id}  {x.category.value:<16} {x.strength:>5.2f} {marker(x, now)}{state}", "    ")
+        for part in (x.topic, content, *([f"sessions: injected {u.injections}x{asked}, used {u.used}, ignored "
+                                          f"{u.ignored}, score {u.score:.2f}"] if u else [])):
+            lines += wrap("    " + part, "    ")
+        typer.echo("\n".join(lines))
 
 
 def _session_use(workspace: Path) -> dict[str, ItemScore]:
@@ -85,7 +88,7 @@ def _session_use(workspace: Path) -> dict[str, ItemScore]:
 
 
 def delete(
-    lesson_id: Annotated[str, typer.Argument(metavar="ID", help="A lesson id as `gep lessons list` shows it.")],
+    lesson_id: Annotated[str, typer.Argument(metavar="ID", help="A lesson id as `gep lessons list` shows it (or a unique prefix).")],
     reason: Annotated[str | None, typer.Option("--reason", help="Why it goes (kept in the audit record).")] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
@@ -94,5 +97,7 @@ def delete(
     from gep.learning.human_verdicts import default_author
 
     with writable_store(workspace) as store:
+        lesson_id = resolve_prefix(lesson_id, [x.id for x in store.list_lessons()], what="lesson",
+                                   listing="gep lessons list")
         record = store.delete_lesson(lesson_id, who=default_author(), why=reason or "", at=utc_now())
     typer.echo(f"deleted lesson {record.lesson_id} (recorded: by {record.deleted_by}, because {record.reason})")

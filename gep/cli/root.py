@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.table import Table
 
 from gep.cli import context_cmd, eval_cmd, feedback_cmd, fleet_cmd, init_cmd, mcp_cmd, report_cmd
 from gep.cli.genes_cmd import genes_app
@@ -75,6 +74,7 @@ app.add_typer(genes_app(friendly), name="genes")  # groups are listed in `gep --
 app.add_typer(server_app, name="server")
 app.add_typer(store_app(friendly), name="store")
 app.add_typer(lessons_app(friendly), name="lessons")
+init_cmd.register(app, friendly)  # first in `gep --help`: where a newcomer starts
 feedback_cmd.register(app, friendly)
 fleet_cmd.register(app, friendly)
 context_cmd.register(app, friendly)
@@ -385,26 +385,45 @@ def history(
     from gep.cli.history_table import print_history
 
     print_history(out, view.rows, events, wide)
-    for e in events:  # a commit kept on its branch: the command that merges it
+    _history_notes(events, path)
+
+
+def _history_notes(events: list[Any], path: Path) -> None:
+    """Below the table, by short id and within the terminal's width: the command that merges a commit kept on
+    its branch (whole, on a line of its own: it is to be copied), and what failed on the host."""
+    from gep.core.event_ids import short_ids
+    from gep.core.text_fit import wrap
+
+    names = short_ids(e.id for e in events)
+    for e in events:
         if e.meta.merge_command:
-            _show(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
+            _show(f"{names[e.id]} kept on {e.meta.branch}; merge it with:")
+            _show(f"  {_from_here(e.meta.merge_command, path)}")
         if e.meta.host_failure:  # not the gene's doing (gep/learning/attribution.py): what failed on the host
-            _show(f"{e.id} host failure ({e.meta.host_failure.kind}): {e.meta.host_failure.reason}")
+            for line in wrap(f"{names[e.id]} host failure ({e.meta.host_failure.kind}): {e.meta.host_failure.reason}"):
+                _show(line)
+
+
+def _from_here(command: str, workspace: Path) -> str:
+    """``git -C <workspace> ...`` as ``git ...`` when it is run in the workspace (shorter, the same command)."""
+    prefix = f"git -C {shlex.quote(str(workspace))} "
+    here_now = Path.cwd().resolve() == workspace.resolve()
+    return "git " + command.removeprefix(prefix) if here_now and command.startswith(prefix) else command
 
 
 @app.command()
 @friendly
 def show(
     event_id: Annotated[str, typer.Argument(help="An event id as `gep history` lists it (or any unique "
-                                            "prefix of it).")],
+                                            "prefix of it), or its run's name in Prefect's UI (cycle-0003).")],
     workspace: HereOpt = None,
 ) -> None:
     """Print one recorded event (EvolutionEvent, with meta) as JSON: indented on a terminal, one line when
     piped."""
-    from gep.core.event_ids import resolve
+    from gep.core.event_ids import resolve_in
 
     with store_only(workspace) as (path, store):
-        ev = store.get_event(resolve(event_id, store.event_ids())) if store is not None else None
+        ev = store.get_event(resolve_in(event_id, store)) if store is not None else None
     if ev is None:
         raise GepError(f"no event {event_id!r} in {path}")
     emit_json(ev.model_dump(mode="json"), indent=2 if sys.stdout.isatty() else None)  # piped: one line
@@ -505,10 +524,14 @@ def signals_cmd(
     if as_json:
         emit_json([s.model_dump(mode="json", exclude_none=True) for s in report.signals])
     else:
-        table = Table("ts", "type", "intensity", "summary", "context", "source")
-        for s in report.signals:
-            table.add_row(s.ts, s.type, str(s.intensity), s.summary, s.context or "", s.source or "")
-        out.print(table)
+        from gep.core.text_fit import wrap
+
+        for s in report.signals:  # a signal a few lines, wrapped to the terminal: --json has each field
+            lines = wrap(f"{s.ts}  {s.type} (intensity {s.intensity})" + (f"  {s.source}" if s.source else ""),
+                         "    ")
+            for part in (s.summary, *([f"context: {s.context}"] if s.context else [])):
+                lines += wrap(f"    {part}", "    ")
+            _show("\n".join(lines))
     if report.malformed:
         err.print(f"gep: {report.malformed} malformed line(s) skipped", markup=False, highlight=False)
     warn(report.warnings)

@@ -1,6 +1,6 @@
 """The vocabulary every part of gep speaks: models, records, settings, constants, errors, hashing,
-redaction, JSON, safe regular expressions, the safe way to read others' files, workspace identity, the
-learned values the store keeps, the one Claude client factory, the holdout's draw.
+redaction, JSON, safe regular expressions, lines that fit the terminal (text_fit), the safe way to read others'
+files, workspace identity, the learned values the store keeps, the one Claude client factory, the holdout's draw.
 
 Never imports any other package of gep: everything else imports this.
 """

@@ -40,7 +40,7 @@ from gep.git.filters import check_filters
 from gep.git.plumbing import Git, shown
 from gep.git.repo import ensure_state_dir, operation_in_progress
 from gep.mutators import MUTATORS, default_mutator
-from gep.mutators.command import split_command
+from gep.mutators.command import missing_program
 from gep.signals.claude_pass import check_llm_settings
 from gep.store import Store
 from gep.validation.sandbox import ChangeOrigin, validation_refusal
@@ -143,7 +143,9 @@ def check_request(request: CycleRequest, settings: Settings, env: Mapping[str, s
     if name not in MUTATORS:
         raise ConfigError(f"unknown mutator '{settings.mutator}'; valid: {', '.join(MUTATORS)}")
     if name == "command":
-        split_command(settings.agent_cmd)
+        missing = missing_program(settings.agent_cmd, env, repo.path)
+        if missing:
+            raise ConfigError(missing)
     if name == "anthropic" and not env.get("ANTHROPIC_API_KEY"):
         raise ConfigError("mutator 'anthropic' needs ANTHROPIC_API_KEY in the environment")
     resolve_strategy(requested=chosen(request.strategy) or settings.strategy, env=env, cycle_count=0, signals=[])

@@ -19,11 +19,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import IO
 
 from gep.core import constants
@@ -56,6 +58,24 @@ def split_command(cmd: str | None) -> list[str]:
     if not argv:
         raise ConfigError("agent_cmd is empty")
     return argv
+
+
+def missing_program(cmd: str | None, env: Mapping[str, str], cwd: Path) -> str | None:
+    """Why the agent command's program cannot be started (not on PATH, not there, not executable), in one
+    line; None when it can. Checked before a cycle starts, so that a typo costs no cycle."""
+    program = split_command(cmd)[0]
+    shown_program = redact_command(program)
+    if "/" not in program:
+        if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+            return (f"agent program '{shown_program}' is not on PATH: install it, or give its full path "
+                    "(--agent-cmd or agent_cmd in gep.toml)")
+        return None
+    path = Path(program).expanduser()
+    path = path if path.is_absolute() else cwd / path  # the agent runs in the cycle's clone of the workspace
+    if not path.is_file() or not os.access(path, os.X_OK):
+        what = "is not an executable file" if path.exists() else "does not exist"
+        return f"agent program '{shown_program}' {what} (--agent-cmd or agent_cmd in gep.toml)"
+    return None
 
 
 def agent_env(base: Mapping[str, str], **extra: str) -> dict[str, str]:
