@@ -112,7 +112,7 @@ def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
     inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
                       failure_reasons=list(m.failure_reasons or []), validation_summary=_validation_summary(store, event),
                       model_summary=_model_summary(event), files_changed=event.blast_radius.files,
-                      files=list(m.changed_files or []),
+                      files=list(m.changed_files or []), change=m.change_excerpt or "",
                       synthesis_of=synthesis)
     record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
 
