@@ -54,7 +54,7 @@ _ADDRESSING = [re.compile(p, re.IGNORECASE) for p in (
     r"\byou\s+(?:are|must|will|should)\s+now\b",
     r"\bnew\s+instructions?\s*:",
     r"\b(?:always|please|you\s+must|you\s+should)\s+(?:first\s+)?run\b",
-    r"(?:^|(?<=[\s:]))run\s*:\s*(?=(?:curl|wget|sudo|rm|bash|sh|python3?|chmod|eval)\b)",
+    r"(?:^|(?<=[\s:]))run\s*:\s*(?=(?:curl|wget|sudo|rm\s+-|chmod|eval)\b)",
 )]
 
 
