@@ -183,9 +183,12 @@ class PromptMemory(BaseModel):
 
 
 def _approach(store: Store, event: EvolutionEvent) -> str:
-    """What a fix did, in a line: its capsule's summary (its commit's subject), else the agent's own."""
+    """What a fix did, in a line: its capsule's summary (its commit's subject), else the agent's own; then the
+    change itself (meta.change_excerpt), so the next agent is told the change that worked (issue 41)."""
     capsule = store.get_capsule(event.capsule_id) if event.capsule_id else None
-    return (capsule.summary if capsule is not None else "") or _model_summary(event)
+    said = (capsule.summary if capsule is not None else "") or _model_summary(event)
+    change = event.meta.change_excerpt or ""
+    return f"{said} ({change})" if said and change else said or change
 
 
 def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> PromptMemory:
