@@ -15,6 +15,8 @@ from gep.core.config import Settings
 from gep.core.models import BlastRadius, EvolutionEvent, Gene, Outcome, iso
 from gep.cycle.record_learning import learn_outcome
 from gep.cycle.stages import select_from_store
+from gep.genes.selector import Selection, select_gene_and_capsule
+from gep.learning.feedback import FeedbackIndex, FeedbackSignal, explicit_signal
 from gep.learning.human_verdicts import give_feedback
 from gep.store import Store
 
@@ -58,3 +60,24 @@ def test_a_persons_verdicts_move_at_least_4_of_the_next_12_picks(tmp_path: Path,
     moved = sum(a != b for a, b in zip(without[JUDGED:], judged[JUDGED:], strict=True))
     assert moved >= 4, (without, judged)
     assert judged[JUDGED:].count(disliked) == 0, (without, judged)  # left out while the other one matches
+
+
+def _select(feedback: list[FeedbackSignal], seed: int = 0) -> Selection:
+    return select_gene_and_capsule(genes=GENES, capsules=[], failed_capsules=[], signals=SIGNALS, recent_events=[],
+                                   settings=Settings(), rng=random.Random(seed), now=START,
+                                   feedback=FeedbackIndex(feedback))
+
+
+def _said(gene: str, kind: str, minutes: int) -> FeedbackSignal:
+    return explicit_signal(event_id=f"evt_{gene}_{minutes}", gene_id=gene, signals=SIGNALS, kind=kind,
+                           at=START - timedelta(minutes=minutes), author="ana")
+
+
+def test_a_rejected_gene_stays_when_every_gene_was_rejected_and_a_later_helpful_lets_it_back() -> None:
+    assert {_select([_said("gene_a", "not_helpful", 60)], s).gene.id for s in range(20)} == {"gene_b"}  # type: ignore[union-attr]
+    both = [_said("gene_a", "not_helpful", 60), _said("gene_b", "not_helpful", 50)]
+    assert {_select(both, s).gene.id for s in range(20)} <= {"gene_a", "gene_b"}  # type: ignore[union-attr]
+    assert all(_select(both, s).gene is not None for s in range(20))  # never starved: all stay
+    again = [_said("gene_a", "not_helpful", 60), _said("gene_a", "helpful", 30)]  # the person changed their mind
+    reasons = " ".join(_select(again).decision.reasons)
+    assert "did not help" not in reasons and _select(again).decision.selected is not None
