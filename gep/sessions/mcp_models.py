@@ -1,7 +1,7 @@
 """What ``gep mcp`` answers, as models light to import (pydantic and the redaction alone), so that the server
 lists its tools' schemas before the engine is loaded (gep/sessions/mcp_answers.py fills them on first call).
 
-:func:`mark` is the one place an answer is redacted and labelled as the workspace's data.
+:func:`mark` is the one place an answer is redacted, made data (gep/core/learned_text.py) and labelled.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
+from gep.core.learned_text import as_data
 from gep.core.sanitize import redact
 from gep.learning.recall_models import Recall
 
@@ -25,8 +26,8 @@ class Marked(BaseModel):
 
 
 def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
+    if isinstance(value, str):  # as the prompt and the SessionStart context: controls out, orders neutralised
+        return as_data(redact(value)).text
     if isinstance(value, dict):
         return {k: _redacted(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -35,8 +36,9 @@ def _redacted(value: Any) -> Any:
 
 
 def mark(answer: M) -> M:
-    """``answer`` with every string redacted (gep/core/sanitize.py) and labelled as the workspace's data.
-    The one place an MCP answer is marked: swap this body for a shared fence and every tool follows."""
+    """``answer`` with every string redacted (gep/core/sanitize.py), made data as the prompt's and the
+    SessionStart context's learned text is (gep/core/learned_text.py: control characters and escape sequences
+    removed, phrases that address the agent neutralised) and labelled as the workspace's data."""
     data = _redacted(answer.model_dump(mode="json"))
     data["data_note"] = DATA_NOTE
     return type(answer).model_validate(data)
