@@ -4,7 +4,7 @@
 2. the demo plays the person and applies the one-line fix to ``stats.mean``;
 3. ``gep solidify`` validates the change and commits it (the commit carries GEP trailers);
 4. cycle 2 reads the same log and does not repair the already fixed error again (it is resolved);
-5. ``gep history`` lists both cycles.
+5. ``gep history`` lists both cycles: the fix committed, not yet judged (nothing ran after it).
 
 Each step prints the command a person would type. The demo exits non-zero when a step does not end as it
 should, naming the step. Its temporary folder is removed at the end unless ``--keep`` (or GEP_DEMO_KEEP=1).
@@ -136,6 +136,8 @@ def cycle_two(env: dict[str, str], ws: Path, commit: str) -> None:
 def history(env: dict[str, str], ws: Path) -> None:
     say("\n== 5. the history of both cycles (the same runs are in the Prefect UI)")
     gep(env, "history", "--workspace", str(ws), "--limit", "5")
+    say("  The fix is committed, not yet judged: nothing has run since it. Once the code that failed writes to")
+    say("  its log again without the error, the next cycle calls it verified (if the error returns: did not hold).")
 
 
 def closing(ws: Path, kept: bool) -> None:

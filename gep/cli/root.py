@@ -247,12 +247,23 @@ def _print_event(event: Any, ws: Path) -> None:
     if m.delivery_note:
         _show(f"  delivery: {m.delivery_note}")
     if m.merge_command:
-        _show(f"  merge it with: {m.merge_command}")
+        _show(f"  merge it with: {_merge_hint(ws, event)}")
     if m.rescued_patch:
         _show(f"  change saved in: {m.rescued_patch}\n  bring it back with: {m.rescue_command}")
     prompt_file = m.mutator_result.prompt_file if m.mutator_result else None
     if event.outcome.status == "awaiting_changes" and prompt_file and not m.solidify_attempts:
         _show(f"  prompt: {prompt_file}\n  next: make the change, then run: gep solidify --workspace {shlex.quote(str(ws))}")
+
+
+def _merge_hint(ws: Path, event: Any) -> str:
+    """The kept commit's merge command, naming first the files of it the person has edits to (gep/git/kept.py)."""
+    from gep.git.kept import kept_branch
+    from gep.git.repo import open_repo
+
+    try:
+        return kept_branch(open_repo(ws), event.id, event.meta.branch).hint() or event.meta.merge_command
+    except GepError:
+        return str(event.meta.merge_command)
 
 
 def _not_solidified(event: Any, ws: Path) -> typer.Exit:
@@ -382,9 +393,9 @@ def history(
     from gep.cli.history_table import print_history
 
     print_history(out, view.rows, events, wide)
-    for e in events:  # a commit kept on its branch: the command that merges it
-        if e.meta.merge_command:
-            _show(f"{e.id} kept on {e.meta.branch}: {e.meta.merge_command}")
+    for line in history_cmd.kept_hints(path, events):  # kept commits not merged yet: how to land them
+        _show(line)
+    for e in events:
         if e.meta.host_failure:  # not the gene's doing (gep/learning/attribution.py): what failed on the host
             _show(f"{e.id} host failure ({e.meta.host_failure.kind}): {e.meta.host_failure.reason}")
 

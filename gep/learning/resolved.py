@@ -17,15 +17,18 @@ commit (the file has only grown since). Every other line is *new*. Then, per sig
 An error signature is compared without the line's leading timestamp and with numbers, hex and paths
 normalised (the memory graph's ``normalize_error_signature``), so the same error at another time matches.
 When an error signature is dropped, an error signature of the new lines (a different, new error) takes its
-place. The first check after a fix gives its verdict: **verified** (its specific triggers, or its generic ones
-when it had no specific one, occur in no new line) or **did_not_hold**; a verified fix whose trigger comes
-back later turns did_not_hold then. Pure: signals, resolutions and file tails in.
+place. A fix is judged once something ran after it: **verified** when its specific triggers (or its generic ones
+when it had no specific one) occur in no new line *and* the code that failed wrote new lines since (the log
+that showed the error grew past where the commit marked it; for a problem no old line names, any log grew);
+**did_not_hold** as soon as one comes back. Until then it stays pending ("committed, not yet judged"): the
+same old lines with nothing new prove nothing. A verified fix whose trigger comes back later turns
+did_not_hold then. Pure: signals, resolutions and file tails in.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -68,7 +71,7 @@ class FixVerdict(BaseModel):
     verdict: Literal["verified", "did_not_hold"]
     live_signals: list[str] = Field(default_factory=list)
     judged: list[str] = Field(default_factory=list)  # the problems (signals) the verdict is about
-    new_lines: int = 0  # lines written since the commit (0: nothing ran since; the verdict is weak evidence)
+    new_lines: int = 0  # lines the code that failed wrote since the commit (a verified fix has at least one)
 
 
 class ResolutionCheck(BaseModel):
@@ -204,21 +207,52 @@ def _seen(res: Resolution, tails: Sequence[FileTail], current: set[str]) -> _See
     return _Seen(res=res, identities=ids, missed=missed, live=live, new_lines=len(new.lines))
 
 
-def _verdict(seen: _Seen) -> FixVerdict | None:
+def _verdict(seen: _Seen, tails: Sequence[FileTail]) -> FixVerdict | None:
     """Judged on the specific problems it addressed, else on the trigger errors it missed (it can only have
-    failed them: a change that did not touch an error is no fix of it), else on its generic triggers."""
+    failed them: a change that did not touch an error is no fix of it), else on its generic triggers. Verified
+    only with evidence that something ran since (:func:`_evidence`); without it the fix stays pending."""
     res = seen.res
     specific = {s: i for s, i in seen.identities.items() if is_specific(s)}
     judged = specific or seen.missed or seen.identities
     live = [s for s, i in judged.items() if i in seen.live]
+    ran = seen.new_lines
     if live and res.status != "did_not_hold":
         verdict: Literal["verified", "did_not_hold"] = "did_not_hold"
     elif not live and res.status == "pending" and not (seen.missed and not specific):
+        ran = _evidence(tails, res, judged.values())
+        if not ran:
+            return None  # nothing ran since the commit: committed, not yet judged
         verdict = "verified"
     else:
         return None
     return FixVerdict(event_id=res.event_id, gene_id=res.gene_id, commit_sha=res.commit_sha, verdict=verdict,
-                      live_signals=live, judged=list(judged), new_lines=seen.new_lines)
+                      live_signals=live, judged=list(judged), new_lines=ran)
+
+
+def _normed(tail: FileTail, line: TailLine) -> list[str]:
+    if tail.kind != "transcript":
+        return [_norm(line.text)]
+    return [_norm(x) for x in render_transcript(line.text).split("\n") if x.strip()]
+
+
+def _evidence(tails: Sequence[FileTail], res: Resolution, identities: Iterable[str]) -> int:
+    """How many lines the code that failed wrote since the commit: the new lines of the files whose older
+    lines show a judged problem (a log, or the transcript of a session that reported it); when no file does (a
+    generic problem, a log rotated since), of any log."""
+    marks = {m.path: m for m in res.files}
+    specific = [i for i in identities if i not in GENERIC]
+    new: dict[str, int] = {}
+    sources: set[str] = set()
+    for tail in tails:
+        for line in tail.lines:
+            if not _is_old(line, tail, res, marks):
+                new[tail.path] = new.get(tail.path, 0) + 1
+            elif specific and tail.path not in sources and any(
+                    _occurs(i, x) for x in _normed(tail, line) for i in specific):
+                sources.add(tail.path)
+    if sources:
+        return sum(new.get(p, 0) for p in sources)
+    return sum(n for t in tails if t.kind != "transcript" and (n := new.get(t.path, 0)))
 
 
 def _ref(signal: str, res: Resolution) -> ResolvedSignal:
@@ -254,7 +288,7 @@ def check_resolutions(signals: Sequence[str], resolutions: Sequence[Resolution],
     if not out.signals and signals:
         out.signals.append(EMPTY_FALLBACK)
     for x in seen:
-        verdict = _verdict(x)
+        verdict = _verdict(x, tails)
         if verdict is not None:
             out.verdicts.append(verdict)
             out.updated.append(x.res.model_copy(update={"status": verdict.verdict, "checked_at": now}))
