@@ -15,10 +15,13 @@ from rich.table import Table
 
 from gep.cli import context_cmd, feedback_cmd, fleet_cmd, report_cmd
 from gep.cli.genes_cmd import genes_app
+from gep.cli.land_cmd import register as register_land
 from gep.cli.lessons_cmd import lessons_app
 from gep.cli.prefect_console import VerboseOpt, quiet_prefect_console
 from gep.cli.prefect_link import err, prefect_api_for_run
 from gep.cli.prefect_link import say as _say
+from gep.cli.review_cmd import register as register_review
+from gep.cli.status_cmd import register as register_status
 from gep.cli.store_cmd import store_app
 from gep.cli.store_open import emit_json, out, store_only, warn, writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, folder_or_here, workspace_or_here
@@ -79,6 +82,9 @@ feedback_cmd.register(app, friendly)
 fleet_cmd.register(app, friendly)
 context_cmd.register(app, friendly)
 report_cmd.register(app, friendly)
+register_status(app, friendly)  # issue 44: the terminal is enough
+register_review(app, friendly)
+register_land(app, friendly)
 
 
 def _event_line(ev: Any) -> str:
@@ -155,8 +161,9 @@ def cycle(
     branch: Annotated[str | None, typer.Option(help="Put the commit on this branch instead of yours (a cycle "
                                                "made in a clone; a prompt cycle commits on your current "
                                                "branch).")] = None,
-    review: Annotated[bool, typer.Option("--review", help="Pause for approval in the Prefect UI before "
-                                         "committing.")] = False,
+    review: Annotated[bool, typer.Option("--review", help="Pause for approval before committing: it prints the "
+                                         "`gep approve ID` / `gep reject ID --note` to run from another "
+                                         "terminal (or answer in the Prefect UI).")] = False,
     seed: Annotated[int | None, typer.Option(min=0, help="Random seed, to replay a cycle's choices.")] = None,
     llm_signals: Annotated[bool, typer.Option("--llm-signals", help="Also ask Claude for behavioural signals in "
                                               "the exchanges the rules found nothing in (needs "

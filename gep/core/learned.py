@@ -34,7 +34,7 @@ class FeedbackKind(StrEnum):
 class Observation(StrEnum):
     """What a later cycle (or a person) saw about an earlier cycle of a gene."""
 
-    fix_verified = "fix_verified"  # the fix's trigger was gone at the next cycle
+    fix_verified = "fix_verified"  # the code that failed ran again without the fix's problem
     fix_did_not_hold = "fix_did_not_hold"  # a success whose trigger came back
     ended_empty = "ended_empty"  # the gene was selected and the cycle changed nothing
     ended_abandoned = "ended_abandoned"
