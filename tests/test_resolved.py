@@ -274,3 +274,20 @@ def test_demo_cycle_two_does_not_repair_what_cycle_one_fixed(tmp_path: Path):
     assert not any(s == "log_error" or s.startswith("errsig") for s in cycle2.signals)
     assert pick(cycle2.signals) != "gene_repair_from_errors"
     assert cycle2.verdicts == []  # nothing was logged since the fix: committed, not yet judged
+
+
+def test_a_failing_test_re_run_and_passing_is_evidence_without_new_lines(tmp_path: Path):
+    """Issue 44: a fix is verified with nothing new in the logs only when its failing check ran again after it
+    (its own validation re-ran the failing test) and passed; an error line alone is not judged yet."""
+    write(tmp_path / "logs/ci.log", "2026-11-22T09:58:00Z FAILED tests/test_m.py::test_mean - AssertionError: assert 6.0 == 4.0\n")
+    before = signals_of(tmp_path, COMMIT)
+    failing = errsigs(before)
+    assert failing
+    plain = fix(tmp_path, before)
+    rerun = plain.model_copy(update={"rerun": failing})
+    assert check(tmp_path, [plain]).verdicts == []
+    [v] = check(tmp_path, [rerun]).verdicts
+    assert (v.verdict, v.evidence, v.new_lines) == ("verified", "rerun", 0)
+    # it comes back anyway: did not hold, whatever the re-run said
+    write(tmp_path / "logs/ci.log", "2026-11-22T11:00:00Z FAILED tests/test_m.py::test_mean - AssertionError: assert 6.0 == 4.0\n", "a")
+    assert [x.verdict for x in check(tmp_path, [rerun]).verdicts] == ["did_not_hold"]

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import git, init_repo
+from typer.testing import CliRunner
 
 from gep.api import workspace_status
+from gep.cli.root import app
 from gep.core.errors import GepError
 from gep.core.models import CycleRun, EvolutionEvent
 from gep.cycle.by_hand import land_cycle, undo_cycle
@@ -23,7 +23,6 @@ from gep.cycle.review_wait import ReviewWait, announce, answer, clear, waiting
 from gep.learning.feedback import FeedbackKind, Observation, find_reverts
 from gep.store import Store
 
-GEP = str(Path(sys.executable).with_name("gep"))
 BUG = "def mean(v):\n    return sum(v) / (len(v) - 1)\n"
 FIXED = "def mean(v):\n    return sum(v) / len(v)\n"
 KEPT = "evt_1764300000123_bbbbbb"
@@ -86,17 +85,18 @@ def test_status_names_what_waits_with_the_commands_that_decide_it(tmp_path: Path
     assert workspace_status(ws).kept == []  # merged: no longer listed
 
 
-def test_gep_status_on_a_new_workspace_and_as_json(tmp_path: Path):
+def test_gep_status_on_a_new_workspace_and_as_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ws = init_repo(tmp_path / "fresh")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}, "COLUMNS": "80",
-           "PREFECT_HOME": str(tmp_path / "no-prefect")}
-    shown = subprocess.run([GEP, "status"], cwd=ws, capture_output=True, text=True, env=env, timeout=60)
-    assert shown.returncode == 0, shown.stderr
+    for key in [k for k in os.environ if k.startswith("PREFECT_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "no-prefect"))
+    monkeypatch.chdir(ws)
+    shown = CliRunner().invoke(app, ["status"], env={"COLUMNS": "80"})
+    assert shown.exit_code == 0, shown.output
     assert "last cycle: none yet" in shown.stdout and "pending: nothing waits for you" in shown.stdout
     assert "server: " in shown.stdout and max(len(x) for x in shown.stdout.splitlines()) <= 80
     assert not (ws / ".gep").exists()  # reading never creates the store
-    data = json.loads(subprocess.run([GEP, "status", "--json"], cwd=ws, capture_output=True, text=True,
-                                     env=env, timeout=60).stdout)
+    data = json.loads(CliRunner().invoke(app, ["status", "--json"]).stdout)
     assert data["pending"] == [] and data["kept"] == [] and data["server"]["running"] is False
 
 
@@ -110,8 +110,14 @@ def test_land_fast_forwards_a_kept_commit_and_leaves_other_edits_alone(tmp_path:
     assert done.result.how == "fast-forward" and git(ws, "rev-parse", "HEAD").strip() == tip
     assert (ws / "stats.py").read_text() == FIXED and (ws / "notes.md").read_text() == "my notes, not committed\n"
     assert git(ws, "status", "--porcelain").strip() == "M notes.md"
-    with pytest.raises(GepError, match="already in your branch"):
+    with pytest.raises(GepError, match="nothing to land"):
         land(ws)
+    with Store.for_workspace(ws) as store:  # landed now: a fix to judge, and one `gep undo` takes
+        landed = store.get_event(KEPT)
+        assert landed is not None and (landed.meta.delivery, landed.meta.branch) == ("landed", "main")
+        assert [r.event_id for r in store.recent_resolutions()] == [KEPT]
+        assert undo_cycle(ws, store, "bbbb").result.how == "revert commit"
+    assert (ws / "stats.py").read_text() == BUG
 
 
 def test_land_makes_a_merge_commit_when_the_branch_moved_on(tmp_path: Path):

@@ -154,6 +154,7 @@ class Resolution(BaseModel):
     # trigger errors whose code the change did not touch (gep/learning/fix_credit.py): never verified by it
     missed: list[str] = Field(default_factory=list)
     credited: list[str] = Field(default_factory=list)  # errors it touched that did not trigger the cycle
+    rerun: list[str] = Field(default_factory=list)  # failing tests its own validation ran again and passed
     status: FixStatus = "pending"
     checked_at: datetime | None = None
 

@@ -1,6 +1,7 @@
 """`gep land ID` and `gep undo ID` over the store: which cycle an id names, whether its commit can be landed or
-undone, the git work under the workspace lock (gep/git/by_hand.py), and what an undo teaches: the person's
-revert is ``not_helpful`` feedback on the cycle's gene and a lesson (as gep's revert scan records one).
+undone, the git work under the workspace lock (gep/git/by_hand.py), and what each means for learning: a
+landed commit is a fix to judge from then on (its event says landed); an undo is the person's revert,
+``not_helpful`` feedback on the cycle's gene and a lesson (as gep's revert scan records one).
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from gep.core.config import load_settings
 from gep.core.errors import GepError
 from gep.core.event_ids import resolve, short_id
 from gep.core.models import EvolutionEvent, utc_now
+from gep.core.records import FileMark
 from gep.cycle.record_learning import record_revert
 from gep.git.by_hand import ByHand, land_kept, undo_commit
 from gep.git.lock import workspace_lock
 from gep.git.repo import open_repo
 from gep.learning.feedback import RevertFound
+from gep.learning.resolved import resolution_for_commit
+from gep.signals.sources import file_marks
 from gep.store import Store
 
 
@@ -43,9 +47,27 @@ def land_cycle(workspace: Path, store: Store, typed: str) -> Done:
         where = f"landed on {event.meta.branch}" if event.meta.commit else "made no commit"
         raise GepError(f"cycle {sid} kept no commit on a branch of its own (it {where}): nothing to land")
     repo = open_repo(workspace)
-    with workspace_lock(repo, load_settings(repo.path).lock_timeout_s):
+    settings = load_settings(repo.path)
+    with workspace_lock(repo, settings.lock_timeout_s):
         result = land_kept(repo, event.id, event.meta.branch)
+        _now_landed(store, event, result, file_marks(repo.path, settings, utc_now()))
     return Done(event_id=event.id, id=sid, result=result)
+
+
+def _now_landed(store: Store, event: EvolutionEvent, result: ByHand, marks: list[FileMark]) -> None:
+    """The cycle's commit is in the person's branch now: its event says so (so `gep undo` takes it), and it
+    is a fix to judge from here on (what it addressed, where the logs stand), as a landed cycle's is."""
+    kept_on = event.meta.branch
+    event.meta.delivery, event.meta.branch, event.meta.merge_command = "landed", result.branch, None
+    event.meta.delivery_note = f"kept on {kept_on}, then landed with `gep land` ({result.how})"
+    store.add_event(event)
+    if str(event.outcome.status) != "success" or not event.meta.commit:
+        return
+    res = resolution_for_commit(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
+                                signals=event.signals, commit_sha=event.meta.commit, committed_at=utc_now(),
+                                files=marks)
+    if res is not None:
+        store.save_resolution(res)
 
 
 def undo_cycle(workspace: Path, store: Store, typed: str, note: str = "") -> Done:

@@ -19,8 +19,9 @@ normalised (the memory graph's ``normalize_error_signature``), so the same error
 When an error signature is dropped, an error signature of the new lines (a different, new error) takes its
 place. A fix is judged once something ran after it: **verified** when its specific triggers (or its generic ones
 when it had no specific one) occur in no new line *and* the code that failed wrote new lines since (the log
-that showed the error grew past where the commit marked it; for a problem no old line names, any log grew);
-**did_not_hold** as soon as one comes back. Until then it stays pending ("committed, not yet judged"): the
+that showed the error grew past where the commit marked it; for a problem no old line names, any log grew;
+or, with nothing new yet, every problem it is judged on is a failing test its own validation ran again and
+passed); **did_not_hold** as soon as one comes back. Until then it stays pending ("committed, not yet judged"): the
 same old lines with nothing new prove nothing. A verified fix whose trigger comes back later turns
 did_not_hold then. Pure: signals, resolutions and file tails in.
 """
@@ -71,7 +72,9 @@ class FixVerdict(BaseModel):
     verdict: Literal["verified", "did_not_hold"]
     live_signals: list[str] = Field(default_factory=list)
     judged: list[str] = Field(default_factory=list)  # the problems (signals) the verdict is about
-    new_lines: int = 0  # lines the code that failed wrote since the commit (a verified fix has at least one)
+    new_lines: int = 0  # lines the code that failed wrote since the commit
+    # what showed it held: new lines without the problem, or (none yet) its failing test re-run and passing
+    evidence: Literal["new_lines", "rerun"] = "new_lines"
 
 
 class ResolutionCheck(BaseModel):
@@ -134,14 +137,15 @@ def line_shows(identity: str, line: str) -> bool:
 
 def resolution_for_commit(*, event_id: str, gene_id: str | None, signals: Sequence[str], commit_sha: str,
                           committed_at: datetime, files: Sequence[FileMark], missed: Sequence[str] = (),
-                          credited: Sequence[str] = ()) -> Resolution | None:
+                          credited: Sequence[str] = (), rerun: Sequence[str] = ()) -> Resolution | None:
     """The record to keep when a cycle's change is committed (None when it addressed no problem).
     ``signals``: what it addressed (gep/learning/fix_credit.py: the errors it touched; else its trigger signals)."""
     addressed = list(dict.fromkeys(s for s in signals if is_addressable(s)))
     if not addressed and not missed:
         return None
     return Resolution(event_id=event_id, gene_id=gene_id, signals=addressed, commit_sha=commit_sha,
-                      committed_at=committed_at, files=list(files), missed=list(missed), credited=list(credited))
+                      committed_at=committed_at, files=list(files), missed=list(missed), credited=list(credited),
+                      rerun=[s for s in rerun if s in addressed])
 
 
 def _is_old(line: TailLine, tail: FileTail, res: Resolution, marks: dict[str, FileMark]) -> bool:
@@ -216,17 +220,19 @@ def _verdict(seen: _Seen, tails: Sequence[FileTail]) -> FixVerdict | None:
     judged = specific or seen.missed or seen.identities
     live = [s for s, i in judged.items() if i in seen.live]
     ran = seen.new_lines
+    evidence: Literal["new_lines", "rerun"] = "new_lines"
     if live and res.status != "did_not_hold":
         verdict: Literal["verified", "did_not_hold"] = "did_not_hold"
     elif not live and res.status == "pending" and not (seen.missed and not specific):
         ran = _evidence(tails, res, judged.values())
-        if not ran:
+        if not ran and not set(judged) <= set(res.rerun):
             return None  # nothing ran since the commit: committed, not yet judged
+        evidence = "new_lines" if ran else "rerun"
         verdict = "verified"
     else:
         return None
     return FixVerdict(event_id=res.event_id, gene_id=res.gene_id, commit_sha=res.commit_sha, verdict=verdict,
-                      live_signals=live, judged=list(judged), new_lines=ran)
+                      live_signals=live, judged=list(judged), new_lines=ran, evidence=evidence)
 
 
 def _normed(tail: FileTail, line: TailLine) -> list[str]:
