@@ -10,6 +10,7 @@ ends the pause. A record whose process is gone (killed) is not a wait any more. 
 from __future__ import annotations
 
 import os
+import time
 from datetime import datetime
 
 from pydantic import BaseModel, Field
@@ -22,6 +23,7 @@ from gep.prefect_api import resume_run
 from gep.store import Store
 
 STATE_KEY = "review_waits"
+PAUSE_START_S = 15.0  # how long an answer waits for a run announced as waiting to be Paused in Prefect
 
 
 class ReviewWait(BaseModel):
@@ -45,10 +47,14 @@ class ReviewWait(BaseModel):
         """What the waiting terminal prints at once (each line under 80 columns for short paths)."""
         files = ", ".join(self.files[:3]) + (f" (+{len(self.files) - 3} more)" if len(self.files) > 3 else "")
         approve, reject = self.commands(workspace_arg)
-        return [f"cycle {short_id(self.event_id)} waits for your review: {self.subject[:60]}",
+        return [f"cycle {short_id(self.event_id)} waits for your review: {_cut(self.subject, 42)}",
                 f"  change: {files or '-'} ({self.lines} line(s)); validation passed",
                 f"  approve: {approve}", f"  reject:  {reject}",
-                "  (from another terminal, or in the Prefect UI; nothing is committed until then)"]
+                "  (from any terminal, or in the Prefect UI; nothing is committed until then)"]
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "\u2026"
 
 
 class ReviewWaits(BaseModel):
@@ -107,7 +113,11 @@ def answer(store: Store, typed: str, approve: bool, note: str) -> ReviewWait:
         raise GepError(f"cycle {short_id(wait.event_id)} waits in a run gep cannot reach: answer it in the "
                        "Prefect UI")
     decision = "approve" if approve else "reject"
+    deadline = time.monotonic() + PAUSE_START_S
     why = resume_run(wait.api_url, wait.flow_run_id, {"decision": decision, "note": note})
+    while why is not None and "not paused" in why and time.monotonic() < deadline:
+        time.sleep(0.5)  # announced a moment before the run's state turns Paused: answered as soon as it is
+        why = resume_run(wait.api_url, wait.flow_run_id, {"decision": decision, "note": note})
     if why is not None:
         raise GepError(f"could not {decision} cycle {short_id(wait.event_id)}: {why}")
     return wait

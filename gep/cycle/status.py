@@ -129,7 +129,7 @@ def _pending(run: CycleRun, review: ReviewWait | None, names: dict[str, str], ar
     base = PendingCycle(event_id=run.event_id, id=sid, state="running", stage=run.stage, since=run.started_at)
     if review is not None:
         return base.model_copy(update={"state": "awaiting_review", "since": review.since,
-                                       "about": f"waits for your review: {review.subject[:50]}",
+                                       "about": f"waits for your review: {_cut(review.subject, 38)}",
                                        "commands": review.commands(arg)})
     if run.status == "awaiting_changes":
         return base.model_copy(update={"state": "awaiting_changes", "about": "awaits your change (prompt mode)",
@@ -138,6 +138,10 @@ def _pending(run: CycleRun, review: ReviewWait | None, names: dict[str, str], ar
         return base.model_copy(update={"state": "dead", "about": "was cut off (its process is gone)",
                                        "commands": [f"gep recover{arg}"]})
     return base.model_copy(update={"about": f"is running (stage: {run.stage})"})
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "\u2026"
 
 
 def _kept(workspace: Path, events: Sequence[EvolutionEvent], names: dict[str, str], arg: str) -> list[KeptCommit]:
