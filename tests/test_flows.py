@@ -663,10 +663,14 @@ def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(pr
     [event] = events(example_ws)
     branch = f"gep/{event.id}"
     assert (event.meta.delivery, event.meta.branch) == ("kept", branch)
-    assert f"merge it with: git -C {example_ws} merge {branch}" in result.stdout
+    # the merge command would fail over the person's edit: the hint names it first (issue 44)
+    assert (f"merge it with: commit or stash your edits to stats.py first, then: git -C {example_ws} merge "
+            f"{branch}") in result.stdout
     assert stats.read_text().endswith("# my own edit, uncommitted\n")
-    history = CliRunner().invoke(app, ["history", "-w", str(example_ws)])
-    assert f"{event.id} kept on {branch}: git -C {example_ws} merge {branch}" in history.stdout
+    history = CliRunner().invoke(app, ["history", "-w", str(example_ws)], env={"COLUMNS": "200"})
+    sid = event.id.rsplit("_", 1)[1]
+    assert (f"{sid} kept on {branch}: `gep land {sid}` lands it\n  (commit or stash your edits to stats.py "
+            "first)") in history.stdout, history.stdout
     # the key stays out of the flow run's parameters, the event and the run record
     params = flow_run(event.meta.flow_run_id).parameters
     assert key not in str(params) and "--api-key [REDACTED]" in params["request"]["agent_cmd"]

@@ -123,6 +123,8 @@ def fix_shown(event: EvolutionEvent) -> str:
     verdict = event.meta.fix_verdict
     if verdict:
         return verdict.replace("_", " ")
+    if event.meta.delivery == "kept" and event.meta.commit:
+        return "not landed"  # on its own branch: nothing the agent runs has it yet
     return NOT_JUDGED if event.outcome.status == "success" and event.meta.commit else "-"
 
 
@@ -165,8 +167,9 @@ def kept_hints(workspace: Path, events: Sequence[EvolutionEvent]) -> list[str]:
     for e in kept:
         k = kept_branch(repo, e.id, str(e.meta.branch))
         if k.state == "unmerged":
-            first = f"commit or stash your edits to {', '.join(k.dirty[:3])} first; then " if k.dirty else ""
-            out.append(f"{names[e.id]} kept on {k.branch}: {first}`gep land {names[e.id]}` merges it")
+            out.append(f"{names[e.id]} kept on {k.branch}: `gep land {names[e.id]}` lands it")
+            if k.dirty:
+                out.append(f"  (commit or stash your edits to {', '.join(k.dirty[:3])} first)")
     return out
 
 

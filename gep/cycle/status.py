@@ -101,6 +101,8 @@ def fix_state(event: EvolutionEvent) -> str:
     verdict = event.meta.fix_verdict
     if verdict:
         return verdict.replace("_", " ")
+    if event.meta.delivery == "kept" and event.meta.commit:
+        return "not landed"  # on its own branch: nothing the agent runs has it yet
     return NOT_JUDGED if event.outcome.status == "success" and event.meta.commit else "-"
 
 
