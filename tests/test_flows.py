@@ -667,8 +667,9 @@ def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(pr
     assert (f"merge it with: commit or stash your edits to stats.py first, then: git -C {example_ws} merge "
             f"{branch}") in result.stdout
     assert stats.read_text().endswith("# my own edit, uncommitted\n")
-    history = CliRunner().invoke(app, ["history", "-w", str(example_ws)], env={"COLUMNS": "200"})
     sid = event.id.rsplit("_", 1)[1]
+    assert f"or land it with: gep land {sid}" in result.stdout
+    history = CliRunner().invoke(app, ["history", "-w", str(example_ws)], env={"COLUMNS": "200"})
     assert (f"{sid} kept on {branch}: `gep land {sid}` lands it\n  (commit or stash your edits to stats.py "
             "first)") in history.stdout, history.stdout
     # the key stays out of the flow run's parameters, the event and the run record

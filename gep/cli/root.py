@@ -238,6 +238,8 @@ def _show(text: str) -> None:
 
 
 def _print_event(event: Any, ws: Path) -> None:
+    from gep.core.event_ids import short_id
+
     m = event.meta
     _show(_event_line(event))
     for note in m.start_notes or []:
@@ -255,6 +257,7 @@ def _print_event(event: Any, ws: Path) -> None:
         _show(f"  delivery: {m.delivery_note}")
     if m.merge_command:
         _show(f"  merge it with: {_merge_hint(ws, event)}")
+        _show(f"  or land it with: gep land {short_id(event.id)}")
     if m.rescued_patch:
         _show(f"  change saved in: {m.rescued_patch}\n  bring it back with: {m.rescue_command}")
     prompt_file = m.mutator_result.prompt_file if m.mutator_result else None
