@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from git_scenario import git, make_repo
+from conftest import git, init_repo
 
 from gep.git import (
     begin_in_place,
@@ -21,6 +21,8 @@ from gep.git import (
 )
 from gep.git.isolated import clone_change, commit_change
 from gep.git.kept import kept_branch
+
+FILES = {"app.py": "def add(a, b):\n    return a + b\n", "README.md": "hello\n"}
 
 
 def solidified_by_hand(ws: Path) -> None:
@@ -44,7 +46,7 @@ def agent_commit(ws: Path, text: str) -> tuple[object, object, str]:
 
 
 def test_a_cycle_lands_on_a_clean_tree_right_after_a_solidify_of_the_same_file(tmp_path: Path) -> None:
-    ws = make_repo(tmp_path / "ws")
+    ws = init_repo(tmp_path / "ws", FILES)
     solidified_by_hand(ws)
     clean = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ws, capture_output=True,
                            text=True, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}, check=True)
@@ -57,7 +59,7 @@ def test_a_cycle_lands_on_a_clean_tree_right_after_a_solidify_of_the_same_file(t
 
 
 def test_the_merge_hint_names_the_files_to_commit_or_stash_first(tmp_path: Path) -> None:
-    ws = make_repo(tmp_path / "ws")
+    ws = init_repo(tmp_path / "ws", FILES)
     repo, rec, commit = agent_commit(ws, "def add(a, b):\n    return a + b  # the agent's\n")
     (ws / "app.py").write_text("def add(a, b):\n    return a + b  # mine, not committed\n")
     d = deliver(repo, rec, commit)  # type: ignore[arg-type]
