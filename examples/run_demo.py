@@ -4,7 +4,7 @@
 2. the demo plays the person and applies the one-line fix to ``stats.mean``;
 3. ``gep solidify`` validates the change and commits it (the commit carries GEP trailers);
 4. cycle 2 reads the same log and does not repair the already fixed error again (it is resolved);
-5. ``gep history`` lists both cycles.
+5. ``gep history`` lists both cycles: the fix committed, not yet judged (nothing ran after it).
 
 Each step prints the command a person would type. The demo exits non-zero when a step does not end as it
 should, naming the step. Its temporary folder is removed at the end unless ``--keep`` (or GEP_DEMO_KEEP=1).
@@ -129,13 +129,17 @@ def cycle_two(env: dict[str, str], ws: Path, commit: str) -> None:
     still = [s for s in event["signals"] if s.startswith("errsig") or s == "log_error"]
     if still or not any(r.get("commit") == commit for r in resolved):
         raise DemoFailed(f"cycle 2 still saw the fixed error as live: {still or 'nothing marked resolved'}")
-    say(f"  resolved by {commit[:12]}, not repaired again: {', '.join(sorted({r['signal'][:60] for r in resolved}))}")
+    say(f"  written before the fix {commit[:12]}, so not repaired again: "
+        f"{', '.join(sorted({r['signal'][:60] for r in resolved}))}")
     say(f"  cycle 2 chose {event['intent']} with {', '.join(event['genes_used']) or 'no gene'} instead")
 
 
 def history(env: dict[str, str], ws: Path) -> None:
     say("\n== 5. the history of both cycles (the same runs are in the Prefect UI)")
     gep(env, "history", "--workspace", str(ws), "--limit", "5")
+    say("  The fix is committed, not yet judged: nothing has run since it. Once the code")
+    say("  that failed logs again without the error, the next cycle calls it verified")
+    say("  (if the error comes back: did not hold).")
 
 
 def closing(ws: Path, kept: bool) -> None:

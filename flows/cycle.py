@@ -14,6 +14,7 @@ for schedules, whose ticks may be skipped under steady state.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
@@ -30,7 +31,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from flows import reporting, states
 from flows.flowdef import gep_flow
-from flows.review import ReviewChoice, review_recorder
+from flows.review import ReviewChoice, announced_wait, review_recorder
 from flows.slot import lease_seconds, workspace_slot
 from flows.stage_tasks import run_stage
 from flows.threads import IN_THREAD, in_thread
@@ -82,7 +83,8 @@ class FlowHooks(pipeline.Hooks):
         return run_stage(stage, ctx, state)  # a task whose state tells what the stage did
 
     def approver(self, ctx: CycleContext) -> Approve | None:
-        return reporting.review_gate(ReviewDecision, on_decision=review_recorder(ctx))
+        return reporting.review_gate(ReviewDecision, on_decision=review_recorder(ctx),
+                                     waiting=functools.partial(announced_wait, ctx))
 
     def drafted(self, ctx: CycleContext, event: EvolutionEvent) -> None:
         run = reporting.current_run()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -197,20 +198,23 @@ async def _update_original(client: Any, report: RunReport, original: OriginalRun
 
 
 def review_gate(decision_model: type[Any], timeout_s: int = 24 * 3600,
-                on_decision: Callable[[Any, Any], None] | None = None) -> Callable[[Any], bool]:
-    """An approval callback that pauses the flow run until someone answers in the Prefect UI; the form shows
-    the change (flows/review.py) and ``on_decision(request, decision)`` hears the answer."""
+                on_decision: Callable[[Any, Any], None] | None = None,
+                waiting: Callable[[Any], AbstractContextManager[None]] | None = None) -> Callable[[Any], bool]:
+    """An approval callback that pauses the flow run until someone answers (`gep approve`/`gep reject` or the
+    Prefect UI); the form shows the change (flows/review.py), ``waiting(request)`` is entered for the
+    pause (it records and prints what waits) and ``on_decision(request, decision)`` hears the answer."""
     from prefect.flow_runs import pause_flow_run
 
     from flows.review import review_markdown
 
     def approve(summary: Any) -> bool:
-        get_run_logger().info("validation passed; waiting for approval in the Prefect UI: %s", summary)
+        get_run_logger().info("validation passed; waiting for approval: %s", summary)
         # no initial decision: the reviewer has to choose one (an untouched Submit is refused by the form)
         form = decision_model.with_initial_data(description=review_markdown(summary))
-        # _sync: the stage is sync code inside the async flow; pause from this thread, polling the API
-        decision = pause_flow_run(  # type: ignore[call-overload]  # Prefect's stub omits sync_compatible's _sync
-            wait_for_input=form, timeout=timeout_s, poll_interval=2, _sync=True)
+        with waiting(summary) if waiting is not None else nullcontext():
+            # _sync: the stage is sync code inside the async flow; pause from this thread, polling the API
+            decision = pause_flow_run(  # type: ignore[call-overload]  # Prefect's stub omits sync_compatible's _sync
+                wait_for_input=form, timeout=timeout_s, poll_interval=2, _sync=True)
         get_run_logger().info("review: %s%s", decision.decision, f" ({decision.note})" if decision.note else "")
         if on_decision is not None:
             on_decision(summary, decision)

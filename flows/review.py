@@ -1,13 +1,23 @@
 """What a reviewer sees and says in a review-mode pause: the change (files and a bounded diff) in the form's
-description, and their decision and note kept as feedback on the cycle's gene (gep.cycle.record_learning.record_review)."""
+description, the wait recorded and printed on the terminal with the commands that answer it (`gep approve`,
+`gep reject`: gep/cycle/review_wait.py), and their decision and note kept as feedback on the cycle's gene
+(gep.cycle.record_learning.record_review)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shlex
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
+from prefect.context import FlowRunContext
+from prefect.settings import get_current_settings
+
 from gep.cycle.context import CycleContext
+from gep.cycle.review_wait import ReviewWait, announce, clear
 from gep.cycle.solidify import ReviewRequest
 from gep.learning.human_verdicts import record_review
 from gep.mutators.gep_prompt import fence
@@ -43,6 +53,25 @@ def review_markdown(request: ReviewRequest) -> str:
         "your note logged with the run. The next cycles on this gene can recall an approve or reject note."])
 
 
+@contextmanager
+def announced_wait(ctx: CycleContext, request: ReviewRequest) -> Iterator[None]:
+    """For the pause: the wait recorded in the store (what `gep status`, `gep approve` and `gep reject` read)
+    and said at once on the terminal that started the cycle, with the commands that decide it."""
+    run = FlowRunContext.get()
+    url = get_current_settings().api.url
+    wait = ReviewWait(event_id=request.event_id, flow_run_id=str(run.flow_run.id) if run and run.flow_run else None,
+                      api_url=str(url).rstrip("/") if url else None, subject=request.message.splitlines()[0],
+                      files=list(request.changed_files), lines=request.lines)
+    announce(ctx.store, wait)
+    here = Path.cwd().resolve() == ctx.workspace.path.resolve()
+    arg = "" if here else f" -w {shlex.quote(str(ctx.workspace.path))}"
+    print("\n".join(wait.notice(arg)), file=sys.stderr, flush=True)
+    try:
+        yield
+    finally:
+        clear(ctx.store, request.event_id)
+
+
 def review_recorder(ctx: CycleContext) -> Callable[[ReviewRequest, Any], None]:
     """What the review gate calls with the reviewer's decision: it becomes feedback with their note."""
 
@@ -51,6 +80,6 @@ def review_recorder(ctx: CycleContext) -> Callable[[ReviewRequest, Any], None]:
         if choice is ReviewChoice.ask_for_changes:
             return  # not a verdict on the gene: the note is in the run's log (flows/reporting.review_gate)
         record_review(ctx.store, request.event_id, approved=choice is ReviewChoice.approve,
-                      note=str(decision.note or ""), now=ctx.clock(), author="reviewer (Prefect UI)")
+                      note=str(decision.note or ""), now=ctx.clock(), author="reviewer")
 
     return recorded

@@ -1,4 +1,4 @@
-"""Library entry points beside the cycle itself (gep/cycle/pipeline.py): the store of a workspace, and recovery."""
+"""Library entry points beside the cycle itself (gep/cycle/pipeline.py): the store of a workspace, recovery, status."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gep.git.repo import ensure_state_dir
 if TYPE_CHECKING:  # recovery pulls in the cycle's machinery and the full store SQLAlchemy: store-only
     # commands read without either
     from gep.cycle.recovery import Recovery
+    from gep.cycle.status import ServerState, WorkspaceStatus
     from gep.store import Store
     from gep.store.quick_read import QuickStore
     from gep.store.quick_write import QuickWriter
@@ -68,3 +69,21 @@ def recover(workspace: Path | str) -> Recovery:
     ensure_state_dir(repo)
     with Store.for_workspace(repo.path, settings) as store, workspace_lock(repo, settings.lock_timeout_s):
         return recover_workspace(repo, store)
+
+
+
+def workspace_status(workspace: Path | str, server: ServerState | None = None) -> WorkspaceStatus:
+    """What ``workspace`` waits for and holds (gep/cycle/status.py): the pending cycle, commits kept off the
+    branch and not merged, the last outcome, and ``server`` as given (gep.server.server_state()). Reads only;
+    a workspace no cycle ran on has no store and is not given one."""
+    # deferred: the cycle's status code and the full store only for `gep status` (store-only commands skip them)
+    from gep.core.config import gep_dir  # deferred: as said above
+    from gep.cycle.status import workspace_status as status_of  # deferred: as above
+    from gep.store import Store  # deferred: as above
+
+    repo = open_repo(workspace)
+    settings = load_settings(repo.path)
+    if not settings.database_url and not gep_dir(repo.path).is_dir():
+        return status_of(repo.path, None, server)
+    with Store.for_workspace(repo.path, settings) as store:
+        return status_of(repo.path, store, server)

@@ -222,3 +222,20 @@ def _is_uuid(value: str | None) -> bool:
         return True
     except ValueError:
         return False
+
+
+def resume_run(api_url: str, run_id: str, run_input: dict[str, object], timeout_s: float = 10.0,
+               env: Mapping[str, str] | None = None) -> str | None:
+    """Resume a paused flow run with ``run_input`` (what its pause waits for); None when the server accepted
+    it, else why not in a few words. POST /flow_runs/{id}/resume, as Prefect's resume_flow_run sends it."""
+    if not _is_uuid(run_id):
+        return f"{run_id!r} is not a flow run id"
+    answer = _request(f"{api_url}/flow_runs/{run_id}/resume", {"run_input": run_input}, timeout_s,
+                      _headers(env))
+    if not isinstance(answer, dict):  # JSON edge: Prefect's OrchestrationResult
+        return f"the Prefect server at {api_url} did not answer"
+    if answer.get("status") == "ACCEPT":
+        return None
+    details = answer.get("details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return str(reason or f"the server said {answer.get('status')}")

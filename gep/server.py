@@ -20,12 +20,15 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
 from gep import prefect_api as api
 from gep.core.errors import GepError
+
+if TYPE_CHECKING:  # the cycle's models are read only by server_state (deferred there)
+    from gep.cycle.status import ServerState
 
 RECORD_FILE = "gep-server.json"
 LOG_FILE = "gep-server.log"
@@ -400,3 +403,19 @@ def api_for_run(env: Mapping[str, str] | None = None, progress: Progress | None 
         "(`gep server status` shows it, `gep server stop` stops it)")
     rec, _ = start(env, progress)
     return rec.api_url
+
+
+def server_state(env: Mapping[str, str] | None = None) -> ServerState:
+    """The Prefect server runs report to, for `gep status`: PREFECT_API_URL (environment or profile) when set,
+    else gep's background server."""
+    from gep.cycle.status import ServerState  # deferred: the cycle's models cost `gep server ...` ~0.1 s
+
+    configured = api.configured_api_url(env)
+    if configured:
+        up = api.healthy(configured, env=env)
+        return ServerState(running=up, api_url=configured, ui_url=api.ui_url(configured, env) if up else None,
+                           note="" if up else f"PREFECT_API_URL={configured} does not answer")
+    st = status(env)
+    if st.running and st.record is not None:
+        return ServerState(running=True, api_url=st.record.api_url, ui_url=st.record.ui_url)
+    return ServerState(running=False, note=st.line())

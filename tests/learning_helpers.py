@@ -64,6 +64,12 @@ def log_again(ws: Path, at: datetime) -> None:
         fh.write(f"{at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} {ERROR_LINE}\n")
 
 
+def log_ok(ws: Path, at: datetime) -> None:
+    """The agent's report runs again without the error, at ``at``: evidence a fix can be judged on."""
+    with (ws / LOG).open("a") as fh:
+        fh.write(f"{at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} INFO report: mean ok\n")
+
+
 def committed_fix(ws: Path, seed: int = 1) -> EvolutionEvent:
     """Cycle in prompt mode on the example, the fix made by hand, then solidified: a committed repair."""
     first = cycle(ws, seed)

@@ -106,6 +106,10 @@ def test_an_unrelated_helper_change_is_not_a_fix_of_the_error(tmp_path: Path) ->
     scope = change_scope(ws, fix_total(ws))
     assert credit_change([], node, scope, tests_passed=True).credited == [node[0].signal]
     assert credit_change([], node, scope, tests_passed=False).credited == []
+    # that failing test, re-run by the change's validation and passing, is evidence the fix held (issue 44)
+    assert credit_change([node[0].signal], node, scope, tests_passed=True).rerun == [node[0].signal]
+    assert credit_change([], node, scope, tests_passed=True).rerun == [node[0].signal]
+    assert credit_change([node[0].signal], node, scope, tests_passed=False).rerun == []
 
 
 def _judge(ws: Path, commit_sha: str, trigger: list[str], recur: bool) -> list[tuple[str, list[str]]]:

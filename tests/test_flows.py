@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo
 
-from gep.core.event_ids import short_id
 from gep.core.models import EvolutionEvent
 from gep.core.request import CycleRequest
 from gep.store import Store
@@ -664,11 +663,15 @@ def test_cli_prints_where_the_change_went_and_history_shows_the_merge_command(pr
     [event] = events(example_ws)
     branch = f"gep/{event.id}"
     assert (event.meta.delivery, event.meta.branch) == ("kept", branch)
-    assert f"merge it with: git -C {example_ws} merge {branch}" in result.stdout
+    # the merge command would fail over the person's edit: the hint names it first (issue 44)
+    assert (f"merge it with: commit or stash your edits to stats.py first, then: git -C {example_ws} merge "
+            f"{branch}") in result.stdout
     assert stats.read_text().endswith("# my own edit, uncommitted\n")
-    history = CliRunner().invoke(app, ["history", "-w", str(example_ws)])
-    assert f"{short_id(event.id)} kept on {branch}; merge it with:\n  git -C {example_ws} merge {branch}\n" \
-        in history.stdout
+    sid = event.id.rsplit("_", 1)[1]
+    assert f"or land it with: gep land {sid}" in result.stdout
+    history = CliRunner().invoke(app, ["history", "-w", str(example_ws)], env={"COLUMNS": "200"})
+    assert (f"{sid} kept on {branch}: `gep land {sid}` lands it\n  (commit or stash your edits to stats.py "
+            "first)") in history.stdout, history.stdout
     # the key stays out of the flow run's parameters, the event and the run record
     params = flow_run(event.meta.flow_run_id).parameters
     assert key not in str(params) and "--api-key [REDACTED]" in params["request"]["agent_cmd"]

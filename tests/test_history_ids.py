@@ -48,7 +48,7 @@ def test_ids_shown_at_80_columns_are_accepted_by_show_and_feedback(recorded: Pat
     assert max(len(line) for line in lines) <= 80, listed.stdout
     ids = [line.split()[0] for line in lines[2:-1]]
     assert len(ids) == 4 and all(len(i) <= 8 for i in ids), listed.stdout
-    assert lines[-1] == "4 cycles: 1 verified fix, 1 did not hold, 1 pending, 1 failed"
+    assert lines[-1] == "4 cycles: 1 verified fix, 1 did not hold, 1 committed, not yet judged, 1 failed"
     shown = gep(recorded, "show", ids[0])
     assert shown.returncode == 0 and json.loads(shown.stdout)["id"].endswith(ids[0]), shown.stderr
     fed = gep(recorded, "feedback", ids[1][:4], "helpful")
@@ -103,9 +103,9 @@ def test_history_and_show_say_which_problem_a_fix_was_credited_to_and_judged_on(
     assert max(len(line) for line in lines) <= 80, listed.stdout
     said = [line.split(" ", 1)[1] for line in lines[lines.index(next(x for x in lines if x.startswith("4 cycles")))+1:]]
     assert [x.split(": ERROR")[0] for x in said] == [
-        "fix pending; touched none of", "fix did not hold; judged on", "fix pending; credited to",
+        "fix not yet judged; touched none of", "fix did not hold; judged on", "fix not yet judged; credited to",
         "fix verified; judged on (not a trigger)"], listed.stdout
-    assert said[0].startswith("fix pending; touched none of: ERROR app.report: KeyError: 'rows'")  # no timestamp
+    assert said[0].startswith("fix not yet judged; touched none of: ERROR app.report: KeyError: 'rows'")  # no time
     assert said[-1].endswith("\u2026")  # cut at the terminal's width
     as_json = json.loads(gep(repo, "history", "--json").stdout)
     assert [e["meta"]["fix_credit"].get("judged") for e in as_json][-1] == [err_a]

@@ -20,6 +20,7 @@ from learning_helpers import (
     finish,
     later,
     log_again,
+    log_ok,
     store_of,
     venv_first,
 )
@@ -47,7 +48,13 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_fixed_error_is_not_repaired_from_old_lines_and_is_again_when_it_recurs(ws: Path) -> None:
     fixed = committed_fix(ws)
 
-    # cycle 2: the same log, every error line written before the commit: nothing to repair
+    # cycle 2: the same log, every error line written before the commit: nothing to repair; the fix is not
+    # judged while nothing ran since it
+    idle = cycle(ws, 2)
+    assert not any(s.startswith("errsig") or s == "log_error" for s in idle.signals), idle.signals
+    assert idle.meta.fix_checks is None
+    assert finish(ws).outcome.status == "empty"
+    log_ok(ws, later(1))  # the report ran again, without the error
     second = cycle(ws, 2)
     assert second.genes_used != [REPAIR], second.meta.selector
     assert not any(s.startswith("errsig") or s == "log_error" for s in second.signals), second.signals

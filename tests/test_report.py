@@ -88,11 +88,21 @@ def test_an_interrupted_cycle_and_a_recorded_host_failure_blame_no_change(repo: 
 
 def test_the_figures_of_real_cycles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A committed fix, then a cycle that finds its error gone (the fix verified) and ends empty."""
-    from learning_helpers import REPAIR, agent_workspace, committed_fix, cycle, finish, venv_first
+    from learning_helpers import (
+        REPAIR,
+        agent_workspace,
+        committed_fix,
+        cycle,
+        finish,
+        later,
+        log_ok,
+        venv_first,
+    )
 
     venv_first(monkeypatch)
     ws = agent_workspace(tmp_path / "ws")
     fixed = committed_fix(ws)
+    log_ok(ws, later(1))  # the code that failed ran again, without the error: the fix can be judged
     cycle(ws, 2)
     finish(ws)
     [w] = report_of(ws).workspaces

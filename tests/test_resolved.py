@@ -138,13 +138,20 @@ def test_old_lines_do_not_drive_repair_and_a_recurrence_does(tmp_path: Path):
     quiet = check(tmp_path, [res])
     assert quiet.signals == ["stable_success_plateau"]
     assert [r.signal for r in quiet.resolved] == before and quiet.resolved[0].commit_sha == "c0ffee"
-    assert [(v.verdict, v.new_lines) for v in quiet.verdicts] == [("verified", 0)]
-    verified = quiet.updated[0]
-    assert verified.status == "verified" and verified.checked_at == LATER
+    # nothing ran since the commit (no new line): resolved for repair, but the fix is not judged yet
+    assert quiet.verdicts == [] and quiet.updated == []
 
-    # more harmless lines later do not change that
+    # a line from an unrelated log is no evidence that the code that failed ran again
+    write(tmp_path / "logs/other.log", "2026-11-22T10:30:00Z INFO cron: tick\n")
+    assert check(tmp_path, [res]).verdicts == []
+
+    # the log that showed the error grew, without it: verified, on the lines it wrote
     write(tmp_path / "logs/app.log", "2026-11-22T11:00:00Z INFO report: all good\n", "a")
-    assert check(tmp_path, [verified]).signals == ["stable_success_plateau"]
+    ran = check(tmp_path, [res])
+    assert ran.signals == ["stable_success_plateau"]
+    assert [(v.verdict, v.new_lines) for v in ran.verdicts] == [("verified", 1)]
+    verified = ran.updated[0]
+    assert verified.status == "verified" and verified.checked_at == LATER
 
     # the same error with a later timestamp: live again, and the fix did not hold
     write(tmp_path / "logs/app.log", RECUR, "a")
@@ -213,8 +220,11 @@ def test_the_newest_fix_decides(tmp_path: Path):
     # ... and was fixed again at 12:00: resolved by the second fix; the first did not hold
     assert got.signals == ["stable_success_plateau"]
     assert {r.commit_sha for r in got.resolved} == {"beef"}
-    assert sorted((v.event_id, v.verdict) for v in got.verdicts) == [("evt_fix", "did_not_hold"),
-                                                                     ("evt_fix2", "verified")]
+    # the second fix: nothing ran since it, so not judged yet
+    assert sorted((v.event_id, v.verdict) for v in got.verdicts) == [("evt_fix", "did_not_hold")]
+    write(tmp_path / "logs/app.log", "2026-11-22T12:30:00Z INFO report: done\n", "a")
+    later = check(tmp_path, [second], now=second_at + timedelta(hours=1))
+    assert [(v.event_id, v.verdict) for v in later.verdicts] == [("evt_fix2", "verified")]
 
 
 def test_transcript_records_count_by_their_timestamps(tmp_path: Path):
@@ -228,6 +238,9 @@ def test_transcript_records_count_by_their_timestamps(tmp_path: Path):
     assert errsigs(before)
     res = resolution_for_commit(event_id="e", gene_id="g", signals=before, commit_sha="s", committed_at=COMMIT,
                                 files=file_marks(tmp_path, settings, COMMIT))
+    tails = collect_tails(tmp_path, settings, LATER)
+    assert check_resolutions(before, [res], tails, LATER).verdicts == []  # the session said nothing since
+    write(session, record("2026-11-22T10:30:00Z", "thanks, the export works"), "a")
     tails = collect_tails(tmp_path, settings, LATER)
     assert check_resolutions(before, [res], tails, LATER).verdicts[0].verdict == "verified"
     write(session, record("2026-11-22T11:00:00Z", "Error: the export crashed"), "a")
@@ -260,4 +273,21 @@ def test_demo_cycle_two_does_not_repair_what_cycle_one_fixed(tmp_path: Path):
     cycle2 = check(ws, [res], now=t2)
     assert not any(s == "log_error" or s.startswith("errsig") for s in cycle2.signals)
     assert pick(cycle2.signals) != "gene_repair_from_errors"
-    assert cycle2.verdicts[0].verdict == "verified"
+    assert cycle2.verdicts == []  # nothing was logged since the fix: committed, not yet judged
+
+
+def test_a_failing_test_re_run_and_passing_is_evidence_without_new_lines(tmp_path: Path):
+    """Issue 44: a fix is verified with nothing new in the logs only when its failing check ran again after it
+    (its own validation re-ran the failing test) and passed; an error line alone is not judged yet."""
+    write(tmp_path / "logs/ci.log", "2026-11-22T09:58:00Z FAILED tests/test_m.py::test_mean - AssertionError: assert 6.0 == 4.0\n")
+    before = signals_of(tmp_path, COMMIT)
+    failing = errsigs(before)
+    assert failing
+    plain = fix(tmp_path, before)
+    rerun = plain.model_copy(update={"rerun": failing})
+    assert check(tmp_path, [plain]).verdicts == []
+    [v] = check(tmp_path, [rerun]).verdicts
+    assert (v.verdict, v.evidence, v.new_lines) == ("verified", "rerun", 0)
+    # it comes back anyway: did not hold, whatever the re-run said
+    write(tmp_path / "logs/ci.log", "2026-11-22T11:00:00Z FAILED tests/test_m.py::test_mean - AssertionError: assert 6.0 == 4.0\n", "a")
+    assert [x.verdict for x in check(tmp_path, [rerun]).verdicts] == ["did_not_hold"]

@@ -78,6 +78,8 @@ def test_a_verified_fix_is_named_in_a_similar_problems_prompt_and_not_in_an_unre
     venv_first(monkeypatch)
     ws = agent_workspace(tmp_path / "ws")
     fixed = committed_fix(ws)  # problem A: mean() returns the wrong value (AssertionError), fixed by hand
+    with (ws / LOG).open("a") as fh:  # the code ran again without the error: evidence the fix held
+        fh.write(f"{later(0.5).astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} INFO report: mean ok\n")
     checked = cycle(ws, 2)
     assert [(c.event_id, c.verdict) for c in checked.meta.fix_checks or []] == [(fixed.id, "verified")]
     assert finish(ws).outcome.status == "empty"

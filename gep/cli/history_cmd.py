@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from gep import prefect_api as api
+from gep.core.errors import GepError
 from gep.core.learned import is_specific
 from gep.core.models import EvolutionEvent
 
@@ -119,12 +120,18 @@ class HistoryView(BaseModel):
         return out
 
 
+NOT_JUDGED = "not yet judged"  # committed; nothing ran since that could show whether it held
+
+
 def fix_shown(event: EvolutionEvent) -> str:
-    """A committed fix as later cycles judged it: verified, did not hold, or not yet known."""
+    """A committed fix as later cycles judged it: verified, did not hold, or not yet judged (gep/learning/resolved.py
+    gives a verdict only once something ran after the commit)."""
     verdict = event.meta.fix_verdict
     if verdict:
         return verdict.replace("_", " ")
-    return "pending" if event.outcome.status == "success" and event.meta.commit else "-"
+    if event.meta.delivery == "kept" and event.meta.commit:
+        return "not landed"  # on its own branch: nothing the agent runs has it yet
+    return NOT_JUDGED if event.outcome.status == "success" and event.meta.commit else "-"
 
 
 def credit_shown(event: EvolutionEvent) -> str | None:
@@ -139,11 +146,37 @@ def credit_shown(event: EvolutionEvent) -> str | None:
     named = named or list(c.judged or c.addressed)
     if not named:
         return None
+    named.sort(key=lambda s: s in c.credited)  # a trigger first; the label is about the one shown
     label = "judged on" if c.judged else "credited to"
-    if set(named) & set(c.credited):
+    if named[0] in c.credited and named[0] not in event.signals:
         label += " (not a trigger)"
     more = f" (+{len(named) - 1} more)" if len(named) > 1 else ""
     return f"fix {fix_shown(event)}; {label}: {_problem_text(named[0])}{more}"
+
+
+def kept_hints(workspace: Path, events: Sequence[EvolutionEvent]) -> list[str]:
+    """Per commit kept on its own branch and not merged yet, the command that lands it (gep/git/kept.py):
+    a branch merged or deleted since says nothing; edits of the person's in its files are named first."""
+    from gep.core.event_ids import short_ids
+    from gep.git.kept import kept_branch
+    from gep.git.repo import open_repo
+
+    kept = [e for e in events if e.meta.delivery == "kept" and e.meta.branch and e.meta.commit]
+    if not kept:
+        return []
+    try:
+        repo = open_repo(workspace)
+    except GepError:  # the folder is no repository any more: nothing to land on
+        return []
+    names = short_ids(e.id for e in events)
+    out = []
+    for e in kept:
+        k = kept_branch(repo, e.id, str(e.meta.branch))
+        if k.state == "unmerged":
+            out.append(f"{names[e.id]} kept on {k.branch}: `gep land {names[e.id]}` lands it")
+            if k.dirty:
+                out.append(f"  (commit or stash your edits to {', '.join(k.dirty[:3])} first)")
+    return out
 
 
 def _problem_text(signal: str) -> str:

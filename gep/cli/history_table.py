@@ -56,13 +56,13 @@ def table(rows: Sequence[HistoryRow], width: int, wide: bool, links: bool) -> Ta
 
 def summary(events: Sequence[EvolutionEvent]) -> str:
     """One line over the cycles listed: how many, verified fixes, fixes that did not hold, failures."""
-    from gep.cli.history_cmd import fix_shown
+    from gep.cli.history_cmd import NOT_JUDGED, fix_shown
 
     fixes = [fix_shown(e) for e in events]
     parts = [f"{fixes.count('verified')} verified fix{'es' if fixes.count('verified') != 1 else ''}",
              f"{fixes.count('did not hold')} did not hold"]
-    if pending := fixes.count("pending"):
-        parts.append(f"{pending} pending")
+    if pending := fixes.count(NOT_JUDGED):
+        parts.append(f"{pending} committed, not yet judged")
     failed = sum(1 for e in events if str(e.outcome.status) == "failed")
     if failed:
         parts.append(f"{failed} failed")

@@ -14,10 +14,13 @@ import typer
 
 from gep.cli import context_cmd, eval_cmd, feedback_cmd, fleet_cmd, init_cmd, mcp_cmd, report_cmd
 from gep.cli.genes_cmd import genes_app
+from gep.cli.land_cmd import register as register_land
 from gep.cli.lessons_cmd import lessons_app
 from gep.cli.prefect_console import VerboseOpt, quiet_prefect_console
 from gep.cli.prefect_link import err, prefect_api_for_run
 from gep.cli.prefect_link import say as _say
+from gep.cli.review_cmd import register as register_review
+from gep.cli.status_cmd import register as register_status
 from gep.cli.store_cmd import store_app
 from gep.cli.store_open import emit_json, out, store_only, warn, writable_store
 from gep.cli.workspace_arg import WorkspaceOpt, folder_or_here, workspace_or_here
@@ -82,6 +85,9 @@ report_cmd.register(app, friendly)
 eval_cmd.register(app, friendly)
 mcp_cmd.register(app, friendly)
 init_cmd.register(app, friendly)
+register_status(app, friendly)  # issue 44: the terminal is enough
+register_review(app, friendly)
+register_land(app, friendly)
 
 
 def _event_line(ev: Any) -> str:
@@ -158,8 +164,9 @@ def cycle(
     branch: Annotated[str | None, typer.Option(help="Put the commit on this branch instead of yours (a cycle "
                                                "made in a clone; a prompt cycle commits on your current "
                                                "branch).")] = None,
-    review: Annotated[bool, typer.Option("--review", help="Pause for approval in the Prefect UI before "
-                                         "committing.")] = False,
+    review: Annotated[bool, typer.Option("--review", help="Pause for approval before committing: it prints the "
+                                         "`gep approve ID` / `gep reject ID --note` to run from another "
+                                         "terminal (or answer in the Prefect UI).")] = False,
     seed: Annotated[int | None, typer.Option(min=0, help="Random seed, to replay a cycle's choices.")] = None,
     llm_signals: Annotated[bool, typer.Option("--llm-signals", help="Also ask Claude for behavioural signals in "
                                               "the exchanges the rules found nothing in (needs "
@@ -234,6 +241,8 @@ def _show(text: str) -> None:
 
 
 def _print_event(event: Any, ws: Path) -> None:
+    from gep.core.event_ids import short_id
+
     m = event.meta
     _show(_event_line(event))
     for note in m.start_notes or []:
@@ -250,12 +259,24 @@ def _print_event(event: Any, ws: Path) -> None:
     if m.delivery_note:
         _show(f"  delivery: {m.delivery_note}")
     if m.merge_command:
-        _show(f"  merge it with: {m.merge_command}")
+        _show(f"  merge it with: {_merge_hint(ws, event)}")
+        _show(f"  or land it with: gep land {short_id(event.id)}")
     if m.rescued_patch:
         _show(f"  change saved in: {m.rescued_patch}\n  bring it back with: {m.rescue_command}")
     prompt_file = m.mutator_result.prompt_file if m.mutator_result else None
     if event.outcome.status == "awaiting_changes" and prompt_file and not m.solidify_attempts:
         _show(f"  prompt: {prompt_file}\n  next: make the change, then run: gep solidify --workspace {shlex.quote(str(ws))}")
+
+
+def _merge_hint(ws: Path, event: Any) -> str:
+    """The kept commit's merge command, naming first the files of it the person has edits to (gep/git/kept.py)."""
+    from gep.git.kept import kept_branch
+    from gep.git.repo import open_repo
+
+    try:
+        return kept_branch(open_repo(ws), event.id, event.meta.branch).hint() or event.meta.merge_command
+    except GepError:
+        return str(event.meta.merge_command)
 
 
 def _not_solidified(event: Any, ws: Path) -> typer.Exit:
@@ -389,26 +410,20 @@ def history(
 
 
 def _history_notes(events: list[Any], path: Path) -> None:
-    """Below the table, by short id and within the terminal's width: the command that merges a commit kept on
-    its branch (whole, on a line of its own: it is to be copied), and what failed on the host."""
+    """Below the table, by short id and within the terminal's width: how to land a commit kept on its branch
+    and not merged yet (gep/cli/history_cmd.py), and what failed on the host."""
+    from gep.cli import history_cmd  # deferred as in history: store-only commands skip it
     from gep.core.event_ids import short_ids
     from gep.core.text_fit import wrap
 
+    for hint in history_cmd.kept_hints(path, events):
+        for line in wrap(hint, "  "):
+            _show(line)
     names = short_ids(e.id for e in events)
     for e in events:
-        if e.meta.merge_command:
-            _show(f"{names[e.id]} kept on {e.meta.branch}; merge it with:")
-            _show(f"  {_from_here(e.meta.merge_command, path)}")
         if e.meta.host_failure:  # not the gene's doing (gep/learning/attribution.py): what failed on the host
             for line in wrap(f"{names[e.id]} host failure ({e.meta.host_failure.kind}): {e.meta.host_failure.reason}"):
                 _show(line)
-
-
-def _from_here(command: str, workspace: Path) -> str:
-    """``git -C <workspace> ...`` as ``git ...`` when it is run in the workspace (shorter, the same command)."""
-    prefix = f"git -C {shlex.quote(str(workspace))} "
-    here_now = Path.cwd().resolve() == workspace.resolve()
-    return "git " + command.removeprefix(prefix) if here_now and command.startswith(prefix) else command
 
 
 @app.command()

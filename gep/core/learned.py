@@ -34,7 +34,7 @@ class FeedbackKind(StrEnum):
 class Observation(StrEnum):
     """What a later cycle (or a person) saw about an earlier cycle of a gene."""
 
-    fix_verified = "fix_verified"  # the fix's trigger was gone at the next cycle
+    fix_verified = "fix_verified"  # the code that failed ran again without the fix's problem
     fix_did_not_hold = "fix_did_not_hold"  # a success whose trigger came back
     ended_empty = "ended_empty"  # the gene was selected and the cycle changed nothing
     ended_abandoned = "ended_abandoned"
@@ -154,6 +154,7 @@ class Resolution(BaseModel):
     # trigger errors whose code the change did not touch (gep/learning/fix_credit.py): never verified by it
     missed: list[str] = Field(default_factory=list)
     credited: list[str] = Field(default_factory=list)  # errors it touched that did not trigger the cycle
+    rerun: list[str] = Field(default_factory=list)  # failing tests its own validation ran again and passed
     status: FixStatus = "pending"
     checked_at: datetime | None = None
 

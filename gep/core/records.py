@@ -164,7 +164,8 @@ class FixCheckRecord(BaseModel):
     commit: str
     verdict: Literal["verified", "did_not_hold"]
     live_signals: list[str] = Field(default_factory=list)
-    new_lines: int = 0  # lines written since the commit (0: nothing ran since, weak evidence)
+    new_lines: int = 0  # lines the code that failed wrote since the commit
+    evidence: Literal["new_lines", "rerun"] = "new_lines"  # rerun: its failing test ran again after it and passed
 
 
 class FixCreditRecord(BaseModel):

@@ -109,7 +109,7 @@ def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
     res = resolution_for_commit(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
                                 signals=credit.addressed, commit_sha=event.meta.commit, committed_at=committed_at,
                                 files=file_marks(ctx.workspace.path, ctx.settings, ctx.clock()),
-                                missed=credit.missed, credited=credit.credited)
+                                missed=credit.missed, credited=credit.credited, rerun=credit.rerun)
     if res is not None:
         ctx.store.save_resolution(res)
         event.meta.fix_credit = FixCreditRecord(addressed=res.signals, credited=res.credited, missed=res.missed)
@@ -137,7 +137,8 @@ def annotate(meta: EventMeta, check: ResolutionCheck | None, capsule: Capsule | 
             meta.live_again = [_ref(r) for r in check.live_again]
         if check.verdicts:
             meta.fix_checks = [FixCheckRecord(event_id=v.event_id, commit=v.commit_sha, verdict=v.verdict,
-                                              live_signals=v.live_signals, new_lines=v.new_lines)
+                                              live_signals=v.live_signals, new_lines=v.new_lines,
+                                              evidence=v.evidence)
                                for v in check.verdicts]
     origin = getattr(capsule, "origin", None)  # a StoredCapsule knows the workspace that recorded it
     if origin is not None:

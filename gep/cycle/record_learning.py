@@ -153,12 +153,14 @@ def scan_reverts(ctx: CycleContext) -> list[FeedbackSignal]:
         found = find_reverts(ctx.workspace.path, since=seen.head)
     except FeedbackError:  # the last scanned head is gone (history rewritten): look again (ids dedupe)
         found = find_reverts(ctx.workspace.path)
-    added = [s for r in found if (s := _revert(ctx.store, r, ctx.started_at)) is not None]
+    added = [s for r in found if (s := record_revert(ctx.store, r, ctx.started_at)) is not None]
     ctx.store.set_state(REVERT_SCAN, RevertScan(head=head))
     return added
 
 
-def _revert(store: Store, revert: RevertFound, now: datetime) -> FeedbackSignal | None:
+def record_revert(store: Store, revert: RevertFound, now: datetime) -> FeedbackSignal | None:
+    """A person's revert of a cycle's commit: ``not_helpful`` for its gene and a lesson with the revert's words
+    (None when the signal was recorded already: a revert counts once, whoever finds it first)."""
     event = store.get_event(revert.event_id)
     if event is None or not event.genes_used:
         return None

@@ -3,9 +3,10 @@
 Only when it is safe: the branch is where the commit starts, and none of the paths the commit changes is
 modified, staged, or present untracked or ignored in the user's tree. Then the branch moves by
 compare-and-swap (a user commit made meanwhile makes it fail, nothing is overwritten) and
-``git read-tree -m -u <base> <commit>`` moves the index and files of exactly those paths, with the user's
-eol settings and filters (CRLF and ``text=auto`` come out as a checkout would). If that fails the branch
-is swapped back. A kill in between is finished or undone by :func:`resume_landing`.
+``git read-tree -m -u <base> <commit>`` (after ``update-index --refresh``: stale stat data is no edit) moves
+the index and files of exactly those paths, with the user's eol settings and filters (CRLF and ``text=auto``
+come out as a checkout would). If that fails the branch is swapped back. A kill in between is finished or
+undone by :func:`resume_landing`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,16 @@ def with_retries(g: Git, *args: str, input: bytes | None = None) -> str | None:
     return None
 
 
+def refresh_index(g: Git) -> None:
+    """``git update-index -q --refresh`` (what `git status` does): stat data brought up to date, nothing else.
+    Retried while another git holds the index lock; what it finds (edits) is the caller's to check."""
+    for _ in range(RETRIES):
+        res = g.run("update-index", "-q", "--refresh", ok=True)
+        if res.ok or "index.lock" not in res.err.decode(errors="replace"):
+            return
+        time.sleep(RETRY_S)
+
+
 def move_ref(g: Git, ref: str, new: str, old: str, why: str) -> bool:
     args = ["update-ref", "-m", why] + (["--no-deref"] if ref == "HEAD" else []) + [ref, new, old]
     return g.run(*args, ok=True).ok
@@ -81,6 +92,9 @@ def land(repo: Repo, event_id: str, ref: str, base: str, commit: str) -> str | N
     dirty = dirty_paths(repo, paths)
     if dirty:
         return "your uncommitted changes touch " + ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+    # the index's stat data may be stale (an in-place commit writes entries without it; an edit in the same
+    # second as the index write is racily clean): read-tree would call a clean file "not uptodate"
+    refresh_index(g)
     plan = IndexWrite(kind="landing", event_id=event_id, ref=ref, old=base, new=commit, base=base, paths=paths)
     with announced(repo, plan):
         if not move_ref(g, ref, commit, base, f"gep: cycle {event_id}"):

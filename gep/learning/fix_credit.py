@@ -55,6 +55,9 @@ class Credit(BaseModel):
     addressed: list[str] = Field(default_factory=list)  # what the fix's verdict follows
     missed: list[str] = Field(default_factory=list)  # trigger errors the change did not touch
     credited: list[str] = Field(default_factory=list)  # errors that did not trigger the cycle, touched by it
+    # of the addressed, the failing tests the change's own validation ran again (pytest) and passed: a check
+    # that failed, re-run after the fix and passing, is evidence the fix held (gep/learning/resolved.py)
+    rerun: list[str] = Field(default_factory=list)
 
 
 # ------------------------------------------------------------------ where an error happened
@@ -191,13 +194,18 @@ def credit_change(triggers: Sequence[str], errors: Sequence[LiveError], scope: C
         return Credit(addressed=addressable)
     out = Credit()
     for s in addressable:
-        hit = touches(_trigger_sites(s, errors), scope, tests_passed) if is_specific(s) else True
+        sites = _trigger_sites(s, errors) if is_specific(s) else []
+        hit = touches(sites, scope, tests_passed) if is_specific(s) else True
         (out.missed if hit is False else out.addressed).append(s)
+        if hit and tests_passed and any(x.test for x in sites):
+            out.rerun.append(s)
     seen = {signal_identity(s) for s in [*addressable, *settled]}
     for e in errors:
         ident = signal_identity(e.signal)
         if ident not in seen and touches(e.sites, scope, tests_passed):
             out.addressed.append(e.signal)
             out.credited.append(e.signal)
+            if tests_passed and any(x.test for x in e.sites):
+                out.rerun.append(e.signal)
             seen.add(ident)
     return out

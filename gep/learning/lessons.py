@@ -130,7 +130,7 @@ def _content(inp: LessonInput, cat: LessonCategory) -> str:
                                 f"{_clip(reasons or inp.outcome, 200)}",
         LessonCategory.empty: f"{g} changed nothing for [{where}].{model}",
         LessonCategory.abandoned: f"{g}'s cycle on [{where}] was abandoned before its change was checked.",
-        LessonCategory.fix_verified: f"{g}'s fix for [{where}] held: the trigger was gone at the next cycle."
+        LessonCategory.fix_verified: f"{g}'s fix for [{where}] held: the code that failed ran again without it."
                                      f"{touched}{model}",
         LessonCategory.fix_did_not_hold: f"{g}'s fix for [{where}] did not hold: the trigger came back after the "
                                          f"commit.{touched}{model}",

@@ -17,15 +17,19 @@ commit (the file has only grown since). Every other line is *new*. Then, per sig
 An error signature is compared without the line's leading timestamp and with numbers, hex and paths
 normalised (the memory graph's ``normalize_error_signature``), so the same error at another time matches.
 When an error signature is dropped, an error signature of the new lines (a different, new error) takes its
-place. The first check after a fix gives its verdict: **verified** (its specific triggers, or its generic ones
-when it had no specific one, occur in no new line) or **did_not_hold**; a verified fix whose trigger comes
-back later turns did_not_hold then. Pure: signals, resolutions and file tails in.
+place. A fix is judged once something ran after it: **verified** when its specific triggers (or its generic ones
+when it had no specific one) occur in no new line *and* the code that failed wrote new lines since (the log
+that showed the error grew past where the commit marked it; for a problem no old line names, any log grew;
+or, with nothing new yet, every problem it is judged on is a failing test its own validation ran again and
+passed); **did_not_hold** as soon as one comes back. Until then it stays pending ("committed, not yet judged"): the
+same old lines with nothing new prove nothing. A verified fix whose trigger comes back later turns
+did_not_hold then. Pure: signals, resolutions and file tails in.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -68,7 +72,9 @@ class FixVerdict(BaseModel):
     verdict: Literal["verified", "did_not_hold"]
     live_signals: list[str] = Field(default_factory=list)
     judged: list[str] = Field(default_factory=list)  # the problems (signals) the verdict is about
-    new_lines: int = 0  # lines written since the commit (0: nothing ran since; the verdict is weak evidence)
+    new_lines: int = 0  # lines the code that failed wrote since the commit
+    # what showed it held: new lines without the problem, or (none yet) its failing test re-run and passing
+    evidence: Literal["new_lines", "rerun"] = "new_lines"
 
 
 class ResolutionCheck(BaseModel):
@@ -131,14 +137,15 @@ def line_shows(identity: str, line: str) -> bool:
 
 def resolution_for_commit(*, event_id: str, gene_id: str | None, signals: Sequence[str], commit_sha: str,
                           committed_at: datetime, files: Sequence[FileMark], missed: Sequence[str] = (),
-                          credited: Sequence[str] = ()) -> Resolution | None:
+                          credited: Sequence[str] = (), rerun: Sequence[str] = ()) -> Resolution | None:
     """The record to keep when a cycle's change is committed (None when it addressed no problem).
     ``signals``: what it addressed (gep/learning/fix_credit.py: the errors it touched; else its trigger signals)."""
     addressed = list(dict.fromkeys(s for s in signals if is_addressable(s)))
     if not addressed and not missed:
         return None
     return Resolution(event_id=event_id, gene_id=gene_id, signals=addressed, commit_sha=commit_sha,
-                      committed_at=committed_at, files=list(files), missed=list(missed), credited=list(credited))
+                      committed_at=committed_at, files=list(files), missed=list(missed), credited=list(credited),
+                      rerun=[s for s in rerun if s in addressed])
 
 
 def _is_old(line: TailLine, tail: FileTail, res: Resolution, marks: dict[str, FileMark]) -> bool:
@@ -204,21 +211,54 @@ def _seen(res: Resolution, tails: Sequence[FileTail], current: set[str]) -> _See
     return _Seen(res=res, identities=ids, missed=missed, live=live, new_lines=len(new.lines))
 
 
-def _verdict(seen: _Seen) -> FixVerdict | None:
+def _verdict(seen: _Seen, tails: Sequence[FileTail]) -> FixVerdict | None:
     """Judged on the specific problems it addressed, else on the trigger errors it missed (it can only have
-    failed them: a change that did not touch an error is no fix of it), else on its generic triggers."""
+    failed them: a change that did not touch an error is no fix of it), else on its generic triggers. Verified
+    only with evidence that something ran since (:func:`_evidence`); without it the fix stays pending."""
     res = seen.res
     specific = {s: i for s, i in seen.identities.items() if is_specific(s)}
     judged = specific or seen.missed or seen.identities
     live = [s for s, i in judged.items() if i in seen.live]
+    ran = seen.new_lines
+    evidence: Literal["new_lines", "rerun"] = "new_lines"
     if live and res.status != "did_not_hold":
         verdict: Literal["verified", "did_not_hold"] = "did_not_hold"
     elif not live and res.status == "pending" and not (seen.missed and not specific):
+        ran = _evidence(tails, res, judged.values())
+        if not ran and not set(judged) <= set(res.rerun):
+            return None  # nothing ran since the commit: committed, not yet judged
+        evidence = "new_lines" if ran else "rerun"
         verdict = "verified"
     else:
         return None
     return FixVerdict(event_id=res.event_id, gene_id=res.gene_id, commit_sha=res.commit_sha, verdict=verdict,
-                      live_signals=live, judged=list(judged), new_lines=seen.new_lines)
+                      live_signals=live, judged=list(judged), new_lines=ran, evidence=evidence)
+
+
+def _normed(tail: FileTail, line: TailLine) -> list[str]:
+    if tail.kind != "transcript":
+        return [_norm(line.text)]
+    return [_norm(x) for x in render_transcript(line.text).split("\n") if x.strip()]
+
+
+def _evidence(tails: Sequence[FileTail], res: Resolution, identities: Iterable[str]) -> int:
+    """How many lines the code that failed wrote since the commit: the new lines of the files whose older
+    lines show a judged problem (a log, or the transcript of a session that reported it); when no file does (a
+    generic problem, a log rotated since), of any log."""
+    marks = {m.path: m for m in res.files}
+    specific = [i for i in identities if i not in GENERIC]
+    new: dict[str, int] = {}
+    sources: set[str] = set()
+    for tail in tails:
+        for line in tail.lines:
+            if not _is_old(line, tail, res, marks):
+                new[tail.path] = new.get(tail.path, 0) + 1
+            elif specific and tail.path not in sources and any(
+                    _occurs(i, x) for x in _normed(tail, line) for i in specific):
+                sources.add(tail.path)
+    if sources:
+        return sum(new.get(p, 0) for p in sources)
+    return sum(n for t in tails if t.kind != "transcript" and (n := new.get(t.path, 0)))
 
 
 def _ref(signal: str, res: Resolution) -> ResolvedSignal:
@@ -254,7 +294,7 @@ def check_resolutions(signals: Sequence[str], resolutions: Sequence[Resolution],
     if not out.signals and signals:
         out.signals.append(EMPTY_FALLBACK)
     for x in seen:
-        verdict = _verdict(x)
+        verdict = _verdict(x, tails)
         if verdict is not None:
             out.verdicts.append(verdict)
             out.updated.append(x.res.model_copy(update={"status": verdict.verdict, "checked_at": now}))

@@ -58,7 +58,8 @@ def next_step(event: EvolutionEvent, workspace: Path | None, prompt_file: str | 
         how = f" Bring it back with `{m.rescue_command}`." if m.rescue_command else ""
         return f"The change was not kept: it is saved as `{m.rescued_patch}`.{how}"
     if status == "success" and m.merge_command:
-        return f"Committed on `{m.branch}`, not merged: merge it with `{m.merge_command}`."
+        return (f"Committed on `{m.branch}`, not merged: land it with `gep land {short_id(event.id)}{ws}` "
+                f"(or `{m.merge_command}`).")
     if status == "success" and m.commit:
         return (f"Committed `{m.commit[:12]}`. Say whether it helped: "
                 f"`gep feedback {short_id(event.id)} helpful{ws}` (or `not_helpful`).")

@@ -1,0 +1,164 @@
+"""`gep status` as data: the cycle waiting for someone, commits kept off the branch, the server, the last outcome.
+
+:func:`workspace_status` reads the store and the repository (never writes) and returns a
+:class:`WorkspaceStatus` that the CLI prints (:meth:`WorkspaceStatus.lines`, 80 columns) or dumps as JSON, and
+that other front ends (an MCP tool) return as they are. Every item carries the command that acts on it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from gep.core.errors import GepError
+from gep.core.event_ids import short_ids
+from gep.core.models import CycleRun, EvolutionEvent
+from gep.cycle.review_wait import ReviewWait, waiting
+from gep.git.indexwrite import pid_alive
+from gep.git.kept import kept_branch
+from gep.git.repo import open_repo
+from gep.store import Store
+
+KEPT_SCAN = 50  # recent cycles looked at for kept commits not merged yet
+NOT_JUDGED = "not yet judged"  # a committed fix nothing ran after yet (gep/learning/resolved.py)
+
+
+class PendingCycle(BaseModel):
+    event_id: str
+    id: str  # as people type it
+    state: Literal["awaiting_review", "awaiting_changes", "running", "dead"]
+    stage: str = ""
+    since: str = ""
+    about: str = ""  # what it waits for, in a few words
+    commands: list[str] = Field(default_factory=list)
+
+
+class KeptCommit(BaseModel):
+    event_id: str
+    id: str
+    branch: str
+    commit: str | None = None
+    dirty: list[str] = Field(default_factory=list)  # the person's edits in its files: commit or stash first
+    command: str  # the gep command that lands it
+
+
+class ServerState(BaseModel):
+    running: bool
+    api_url: str | None = None
+    ui_url: str | None = None
+    note: str = ""
+
+
+class LastOutcome(BaseModel):
+    event_id: str
+    id: str
+    outcome: str
+    fix: str = "-"  # verified | did not hold | not yet judged | -
+    intent: str = "-"
+    gene: str = "-"
+    at: str | None = None
+
+
+class WorkspaceStatus(BaseModel):
+    workspace: str
+    pending: list[PendingCycle] = Field(default_factory=list)
+    kept: list[KeptCommit] = Field(default_factory=list)
+    server: ServerState | None = None
+    last: LastOutcome | None = None
+
+    def lines(self) -> list[str]:
+        """The status as a person reads it, each line within 80 columns (but for long paths and ids)."""
+        out = [f"workspace: {self.workspace}"]
+        if self.server is not None:
+            s = self.server
+            out.append(f"server: running at {s.ui_url or s.api_url}" if s.running else
+                       f"server: {s.note or 'not running (the next `gep cycle` starts it)'}")
+        if self.last is None:
+            out.append("last cycle: none yet")
+        else:
+            x = self.last
+            fix = f", fix {x.fix}" if x.fix != "-" else ""
+            out.append(f"last cycle: {x.id} {x.outcome}{fix} ({x.intent}, {x.gene.removeprefix('gene_')})")
+        if not self.pending:
+            out.append("pending: nothing waits for you")
+        for p in self.pending:
+            out.append(f"pending: {p.id} {p.about}")
+            out += [f"  {c}" for c in p.commands]
+        for k in self.kept:
+            out.append(f"kept: {k.id} on {k.branch}, not merged")
+            if k.dirty:
+                out.append(f"  commit or stash your edits to {', '.join(k.dirty[:3])} first")
+            out.append(f"  land it: {k.command}")
+        return out
+
+
+def fix_state(event: EvolutionEvent) -> str:
+    """A committed fix as later cycles judged it: verified, did not hold, or not yet judged."""
+    verdict = event.meta.fix_verdict
+    if verdict:
+        return verdict.replace("_", " ")
+    if event.meta.delivery == "kept" and event.meta.commit:
+        return "not landed"  # on its own branch: nothing the agent runs has it yet
+    return NOT_JUDGED if event.outcome.status == "success" and event.meta.commit else "-"
+
+
+def workspace_status(workspace: Path, store: Store | None, server: ServerState | None = None,
+                     kept_scan: int = KEPT_SCAN) -> WorkspaceStatus:
+    """What the workspace waits for and holds now (``store`` None: nothing was ever recorded there)."""
+    out = WorkspaceStatus(workspace=str(workspace), server=server)
+    if store is None:
+        return out
+    events = store.list_events(limit=kept_scan)
+    names = short_ids([*store.event_ids()])
+    arg = "" if Path.cwd().resolve() == workspace.resolve() else f" -w {shlex.quote(str(workspace))}"
+    reviews = {w.event_id: w for w in waiting(store)}
+    out.pending = [_pending(r, reviews.get(r.event_id), names, arg) for r in store.open_runs()]
+    out.kept = _kept(workspace, events, names, arg)
+    done = next((e for e in events if str(e.outcome.status) != "running"), None)  # a running one is pending
+    if done is not None:
+        out.last = LastOutcome(event_id=done.id, id=names.get(done.id, done.id), outcome=str(done.outcome.status),
+                               fix=fix_state(done), intent=str(done.intent), gene=",".join(done.genes_used) or "-",
+                               at=done.meta.at)
+    return out
+
+
+def _pending(run: CycleRun, review: ReviewWait | None, names: dict[str, str], arg: str) -> PendingCycle:
+    sid = names.get(run.event_id, run.event_id)
+    base = PendingCycle(event_id=run.event_id, id=sid, state="running", stage=run.stage, since=run.started_at)
+    if review is not None:
+        return base.model_copy(update={"state": "awaiting_review", "since": review.since,
+                                       "about": f"waits for your review: {_cut(review.subject, 38)}",
+                                       "commands": review.commands(arg)})
+    if run.status == "awaiting_changes":
+        return base.model_copy(update={"state": "awaiting_changes", "about": "awaits your change (prompt mode)",
+                                       "commands": [f"gep solidify{arg}", f"gep solidify{arg} --abandon"]})
+    if run.pid is not None and not pid_alive(run.pid):
+        return base.model_copy(update={"state": "dead", "about": "was cut off (its process is gone)",
+                                       "commands": [f"gep recover{arg}"]})
+    return base.model_copy(update={"about": f"is running (stage: {run.stage})"})
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "\u2026"
+
+
+def _kept(workspace: Path, events: Sequence[EvolutionEvent], names: dict[str, str], arg: str) -> list[KeptCommit]:
+    kept = [e for e in events if e.meta.delivery == "kept" and e.meta.branch and e.meta.commit]
+    if not kept:
+        return []
+    try:
+        repo = open_repo(workspace)
+    except GepError:
+        return []
+    out = []
+    for e in kept:
+        k = kept_branch(repo, e.id, str(e.meta.branch))
+        if k.state == "unmerged":
+            sid = names.get(e.id, e.id)
+            out.append(KeptCommit(event_id=e.id, id=sid, branch=k.branch, commit=k.commit, dirty=k.dirty,
+                                  command=f"gep land {sid}{arg}"))
+    return out
