@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -170,3 +171,21 @@ def test_in_prompt_mode_an_untracked_file_git_would_not_commit_is_not_shown(
     finally:
         tree.close()
     assert git(ws, "status", "--porcelain").count("??") == 3  # nothing of theirs moved
+
+
+def test_a_virtualenv_made_as_a_dot_folder_of_the_home_still_runs(var_tmp: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A guard beside F01: ``python -m venv ~/.venv`` is an environment, shown though it is a dot-folder of the
+    home (its ``pyvenv.cfg`` says so); the rest of the home stays hidden."""
+    home = var_tmp / "home"
+    home.mkdir()
+    base = next(p for p in ("/usr/bin/python3", sys.executable) if os.access(p, os.X_OK))
+    subprocess.run([base, "-m", "venv", "--without-pip", str(home / ".venv")], check=True)
+    secrets = [_secret(home / ".netrc", "machine x password NETRCSECRET")]
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("VIRTUAL_ENV", str(home / ".venv"))
+    monkeypatch.setenv("PATH", f"{home / '.venv' / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    ws = init_repo(tmp_path / "ws", {"probe.py": "import sys\nprint('VENV', sys.prefix.endswith('/.venv'), sys.prefix != sys.base_prefix)\n" +
+                                     PROBE.format(secrets=secrets, tools=[])})
+    boxed = _probe(ws, "auto")
+    assert "VENV True True" in boxed and "SEEN" not in boxed, boxed

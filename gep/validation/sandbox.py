@@ -319,7 +319,8 @@ class Sandbox(BaseModel):
             return False
         if _system(p) and not any(_under(p, str(m)) for m in self._masked(env)):
             return False
-        if home and p.parent in (home[0], home[0].resolve()) and p.name.startswith("."):
+        if home and p.parent in (home[0], home[0].resolve()) and p.name.startswith(".") \
+                and not (p / "pyvenv.cfg").is_file():  # a virtualenv made as ~/.venv is an environment
             return False  # a dot-folder of the home whole (~/.cargo: its credentials.toml is beside bin/)
         # the home being a repository (dotfiles kept in ~) does not count: it is hidden but for what is bound
         stop = [*work, *home, *(h.resolve() for h in home)]
