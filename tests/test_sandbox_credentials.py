@@ -189,3 +189,46 @@ def test_a_virtualenv_made_as_a_dot_folder_of_the_home_still_runs(var_tmp: Path,
                                      PROBE.format(secrets=secrets, tools=[])})
     boxed = _probe(ws, "auto")
     assert "VENV True True" in boxed and "SEEN" not in boxed, boxed
+
+
+def _attack_home(var_tmp: Path) -> tuple[Path, list[str]]:
+    """A home with credentials, another repository and a tool folder, as the trials below name them."""
+    home = var_tmp / "home"
+    other = init_repo(home / "src" / "other", {"lib/mod.py": "X = 1\n", "notes.md": "OTHERSECRET\n"})
+    _script(other / "bin" / "t", "echo t")
+    (home / "bin").symlink_to(other / "bin")  # ~/bin is a link into another repository
+    secrets = [_secret(home / ".aws" / "credentials", "AWSSECRET"), _secret(home / ".netrc", "NETRCSECRET"),
+               _secret(home / ".cargo" / "credentials.toml", "CARGOSECRET"), str(other / "notes.md"),
+               _secret(other / ".env", "OTHERENVSECRET"), _secret(home / ".ssh" / "id_ed25519", "SSHSECRET")]
+    return home, secrets
+
+
+TRIALS = {  # environment a tree's code could make validation run with (gep.toml validation_env, a shell's PATH)
+    "PATH through a link into another repository": {"PATH": "{home}/bin"},
+    "PYTHONPATH into another repository": {"PYTHONPATH": "{home}/src/other/lib"},
+    "NODE_PATH at another repository": {"NODE_PATH": "{home}/src/other"},
+    "PATH at a dot-folder holding credentials": {"PATH": "{home}/.cargo"},
+    "PATH at a private dot-folder": {"PATH": "{home}/.aws"},
+    "PATH at ~/.ssh": {"PATH": "{home}/.ssh"},
+    "VIRTUAL_ENV at another repository": {"VIRTUAL_ENV": "{home}/src/other"},
+    "PATH at the home itself": {"PATH": "{home}"},
+}
+
+
+@pytest.mark.parametrize("trial", sorted(TRIALS))
+def test_environment_trials_show_no_credential_and_no_other_repository(
+        tmp_path: Path, var_tmp: Path, monkeypatch: pytest.MonkeyPatch, trial: str) -> None:
+    """Issue 45, point 1, tried again as an attacker would: each environment names a credential or another
+    repository for validation to bind; none of it is shown (unconfined, every secret is read)."""
+    home, secrets = _attack_home(var_tmp)
+    monkeypatch.setenv("HOME", str(home))
+    for name, value in TRIALS[trial].items():
+        value = value.format(home=home)
+        monkeypatch.setenv(name, f"{value}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin"
+                           if name == "PATH" else value)
+    ws = init_repo(tmp_path / "ws", {"probe.py": PROBE.format(secrets=secrets, tools=[])})
+    settings = Settings(validation_env=[n for n in TRIALS[trial] if n != "PATH"])
+    assert _probe(ws, "none").count("SEEN") == len(secrets)
+    rep = run_validation(commands=["python probe.py"], cwd=ws, settings=settings, gene_id=None, report_id="r",
+                         sandbox=Sandbox.resolve(ws, settings))
+    assert rep.results[0].sandbox == "bwrap" and "SEEN" not in rep.results[0].stdout, rep.results[0]

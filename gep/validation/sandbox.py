@@ -125,6 +125,10 @@ def _prefix(exe: Path) -> Path:
 # Dot-folders of a home that hold credentials or a person's settings and data, never tools to bind whole.
 _HOME_PRIVATE = {".ssh", ".aws", ".gnupg", ".config", ".cache", ".docker", ".kube", ".azure", ".gcloud",
                  ".password-store", ".mozilla", ".thunderbird", ".local", ".git", ".gep"}
+# What in a home holds credentials: never shown, whatever names it (PATH, PYTHONPATH, a /usr/local/bin link).
+_HOME_CREDENTIALS = {".ssh", ".aws", ".gnupg", ".docker", ".kube", ".azure", ".gcloud", ".password-store", ".netrc",
+                     ".git-credentials", ".pgpass", ".npmrc", ".pypirc", ".gem/credentials", ".cargo/credentials",
+                     ".cargo/credentials.toml", ".pulumi/credentials.json", ".fly/config.yml"}
 # What a tool whose PATH folder is ``~/<dot>/bin`` needs besides it, as paths in the home: its install folders,
 # never its dot-folder whole (``~/.cargo/credentials.toml``, ``~/.gem/credentials``, ``~/.pulumi/credentials.json``,
 # ``~/.fly/config.yml`` sit beside them). rustup's proxies in ``~/.cargo/bin`` run toolchains in ``~/.rustup``.
@@ -319,6 +323,9 @@ class Sandbox(BaseModel):
             return False
         if _system(p) and not any(_under(p, str(m)) for m in self._masked(env)):
             return False
+        if any(_under(p, str(h / c)) or _under(h / c, str(p)) for h in {*home, *(x.resolve() for x in home)}
+               for c in _HOME_CREDENTIALS):
+            return False  # a credential, or a folder holding one
         if home and p.parent in (home[0], home[0].resolve()) and p.name.startswith(".") \
                 and not (p / "pyvenv.cfg").is_file():  # a virtualenv made as ~/.venv is an environment
             return False  # a dot-folder of the home whole (~/.cargo: its credentials.toml is beside bin/)
