@@ -20,6 +20,7 @@ from gep import prefect_api as api
 from gep.core.errors import GepError
 from gep.core.learned import is_specific
 from gep.core.models import EvolutionEvent
+from gep.learning.resolved import fix_label
 
 # a log line's leading timestamp (ISO, Python logging, with or without brackets), not part of the problem
 _LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d{2}:?\d{2})?\]?\s*")
@@ -120,18 +121,10 @@ class HistoryView(BaseModel):
         return out
 
 
-NOT_JUDGED = "not yet judged"  # committed; nothing ran since that could show whether it held
-
-
 def fix_shown(event: EvolutionEvent) -> str:
-    """A committed fix as later cycles judged it: verified, did not hold, or not yet judged (gep/learning/resolved.py
-    gives a verdict only once something ran after the commit)."""
-    verdict = event.meta.fix_verdict
-    if verdict:
-        return verdict.replace("_", " ")
-    if event.meta.delivery == "kept" and event.meta.commit:
-        return "not landed"  # on its own branch: nothing the agent runs has it yet
-    return NOT_JUDGED if event.outcome.status == "success" and event.meta.commit else "-"
+    """A committed fix as later cycles judged it (gep/learning/resolved.py gives a verdict only once something ran
+    after the commit)."""
+    return fix_label(event.meta.fix_verdict, event.outcome.status, event.meta.delivery, bool(event.meta.commit))
 
 
 def credit_shown(event: EvolutionEvent) -> str | None:

@@ -21,10 +21,10 @@ from gep.cycle.review_wait import ReviewWait, waiting
 from gep.git.indexwrite import pid_alive
 from gep.git.kept import kept_branch
 from gep.git.repo import open_repo
+from gep.learning.resolved import fix_label
 from gep.store import Store
 
 KEPT_SCAN = 50  # recent cycles looked at for kept commits not merged yet
-NOT_JUDGED = "not yet judged"  # a committed fix nothing ran after yet (gep/learning/resolved.py)
 
 
 class PendingCycle(BaseModel):
@@ -97,13 +97,8 @@ class WorkspaceStatus(BaseModel):
 
 
 def fix_state(event: EvolutionEvent) -> str:
-    """A committed fix as later cycles judged it: verified, did not hold, or not yet judged."""
-    verdict = event.meta.fix_verdict
-    if verdict:
-        return verdict.replace("_", " ")
-    if event.meta.delivery == "kept" and event.meta.commit:
-        return "not landed"  # on its own branch: nothing the agent runs has it yet
-    return NOT_JUDGED if event.outcome.status == "success" and event.meta.commit else "-"
+    """A committed fix as later cycles judged it: verified, did not hold, not landed or not yet judged."""
+    return fix_label(event.meta.fix_verdict, event.outcome.status, event.meta.delivery, bool(event.meta.commit))
 
 
 def workspace_status(workspace: Path, store: Store | None, server: ServerState | None = None,
