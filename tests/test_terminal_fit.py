@@ -92,8 +92,9 @@ def test_the_full_values_are_one_command_away(ws: Path) -> None:
     stats = json.loads(runner.invoke(app, ["feedback", "stats", "--json"]).stdout)
     assert stats[0]["gene_id"] == LONG_GENE
     history = runner.invoke(app, ["history"]).stdout
-    assert f"  git merge --ff-only gep/{EVENT}\n" in history  # the command to copy, whole (in the workspace)
-    assert "c2cd9a kept on" in history and "killed by the kernel's out-of-memory killer" in " ".join(history.split())
+    # the event's branch is not in this repository (merged or deleted): no hint to land it (tests/test_truthful_labels.py
+    # shows one for a branch that is there); what failed on the host is there, wrapped, whole
+    assert "kept on" not in history and "killed by the kernel's out-of-memory killer" in " ".join(history.split())
 
 
 def test_every_event_id_a_person_sees_is_taken(ws: Path) -> None:
