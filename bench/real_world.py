@@ -269,7 +269,12 @@ def _run_job(job: Job) -> TaskRun:
     arm, task_id, seed, cycles, root = job
     os.environ.setdefault("PREFECT_HOME", str(Path(root) / "prefect-home"))
     task = next(t for t in load_tasks() if t.id == task_id)
-    return run_task(arm, task, seed, cycles, Path(root))
+    try:
+        return run_task(arm, task, seed, cycles, Path(root))
+    except Exception as exc:  # noqa: BLE001 - one task's failure is reported, the run goes on
+        print(f"real_world.py: {task_id} seed {seed} under {arm}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return TaskRun(arm=arm, task=task_id, repo=task.repo, seed=seed, cycles=cycles, fixed=False,
+                       first_fixed=None, regressions=0, statuses={"bench_error": 1})
 
 
 # ------------------------------------------------------------------ the analysis: paired by task and seed

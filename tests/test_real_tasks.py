@@ -16,6 +16,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH / "real"))
 
+import make_repo  # noqa: E402
 import real_agent  # noqa: E402
 import real_world  # noqa: E402
 import taskfiles  # noqa: E402
@@ -60,7 +61,8 @@ def _task(parent: str, commit: str, **over: object) -> dict[str, object]:
 def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str, str]:
     monkeypatch.setenv("GEP_REAL_SOURCES", str(tmp_path / "sources"))
     monkeypatch.setattr(taskfiles, "CACHE", tmp_path / "cache")
-    monkeypatch.setattr(verify, "materialize", lambda t: taskfiles.materialize(t, tmp_path / "cache"))
+    for module in (verify, make_repo):
+        monkeypatch.setattr(module, "materialize", lambda t: taskfiles.materialize(t, tmp_path / "cache"))
     parent, commit = _repo(tmp_path / "sources")
     return tmp_path, parent, commit
 
@@ -90,6 +92,28 @@ def test_verify_says_what_is_missing(stand_in: tuple[Path, str, str], capsys: py
     assert verify.main(["--tasks", str(gone)]) == 2
     assert "no clone of someone/elsewhere" in capsys.readouterr().err
     assert verify.main(["--tasks", str(gone), "nope"]) == 2
+
+
+def test_make_repo_builds_the_tasks_history(stand_in: tuple[Path, str, str],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    tmp, parent, commit = stand_in
+    tasks = tmp / "tasks.json"
+    tasks.write_text(json.dumps({"tasks": [_task(parent, commit)]}))
+    repo = tmp / "eval-repo"
+    assert make_repo.main(["calc-1", str(repo), "--tasks", str(tasks)]) == 0
+    assert _git(repo, "log", "--format=%s").splitlines() == [
+        "Fix half", "Add the failing test: test_half_of_odd", f"someone/calc at {parent[:12]}, before the fix"]
+    assert (repo / "LICENSE").read_text() == "MIT License\n" and _git(repo, "status", "--porcelain") == ""
+    check = ["python", "run_tests.py", "--quiet", "--pythonpath", ".", "--all", "tests/test_calc.py"]
+    assert f'validation = ["{" ".join(check)}"]' in (repo / "gep.toml").read_text()
+    passes = []
+    for rev in reversed(_git(repo, "log", "--format=%H").splitlines()):  # gep eval mines: a commit whose parent fails
+        _git(repo, "checkout", "-q", rev)
+        passes.append(subprocess.run([sys.executable, *check[1:]], cwd=repo, capture_output=True).returncode == 0)
+    assert passes == [True, False, True]
+    assert make_repo.main(["calc-1", str(repo), "--tasks", str(tasks)]) == 2  # not an empty folder
+    assert make_repo.main(["calc-9", str(tmp / "other"), "--tasks", str(tasks)]) == 2
+    assert "unknown task 'calc-9'" in capsys.readouterr().err
 
 
 def test_the_runner_prints_each_failure_as_a_job_would(tmp_path: Path) -> None:
