@@ -325,6 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from real_world import main as real_main
         return real_main(argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--world", choices=["written"], default="written", help="'--world real' (given first, with "
+                    "bench/real_world.py's options): bug-fix tasks of public repositories instead")
     ap.add_argument("--quick", action="store_true", help="2 worlds, 1 seed, 3 cycles, arms full and off")
     ap.add_argument("--worlds", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=2)

@@ -181,3 +181,11 @@ def test_every_real_task_holds() -> None:
                          text=True, timeout=580)
     bad = [c for c in json.loads(run.stdout) if not c["ok"]]
     assert run.returncode == 0 and not bad, bad
+
+
+def test_evolution_runs_the_real_world_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    import evolution
+
+    assert evolution.main(["--world", "real", "--tasks", "nope"]) == 2
+    assert "real_world.py: unknown task 'nope'" in capsys.readouterr().err
+    assert real_world.main(["--arms", "fresh"]) == 2
