@@ -36,6 +36,7 @@ from typing import Any
 
 FAIL_WORDS = ("did not hold", "did_not_hold", "failed", "not_helpful", "not helpful", "rolled back", "avoid",
               "wrong", "don't")
+TOLD_IN = ("lesson", "recent outcome", "avoid", "session", "transcript", "correction")  # rule 3's sections
 REPAIR_ODDS = {"fix": .30, "partial": .25, "wrong": .20, "broken": .10, "nothing": .15}
 OTHER_ODDS = {"fix": .12, "partial": .20, "wrong": .28, "broken": .20, "nothing": .20}
 
@@ -74,7 +75,7 @@ def odds(prompt: str, task: dict[str, Any]) -> dict[str, float]:
     p = dict(REPAIR_ODDS if repair else OTHER_ODDS)
     told = False
     for title, text in _sections(prompt).items():
-        if "capsule" in title or "source" in title or title.startswith(("log", "today")):
+        if not any(k in title for k in TOLD_IN):  # the signals' own FAILED line tells nothing about attempts
             continue
         for line in text.lower().splitlines():
             if any(n.lower() in line for n in names(task)) and any(w in line for w in FAIL_WORDS):

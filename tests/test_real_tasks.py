@@ -148,6 +148,10 @@ def test_the_agent_aims_at_the_task_and_learns_from_what_the_prompt_says() -> No
     plain = real_agent.odds("gene_repair_x\n## Signals\n", task)
     told = real_agent.odds("gene_repair_x\n## Lessons\ntest_half_of_odd: the change did not hold\n", task)
     assert plain == real_agent.REPAIR_ODDS
+    failing_line = "errsig: ERROR nightly: FAILED tests/test_calc.py::test_half_of_odd - AssertionError"
+    assert real_agent.odds(f"gene_repair_x\n## Signals\n{failing_line}\n", task) == plain  # the job's line: no news
+    outcome = "## Recent outcomes (newest first)\n- fix did not hold · signals: " + failing_line
+    assert real_agent.odds(f"gene_repair_x\n{outcome}\n", task) == told
     assert told["fix"] == pytest.approx(plain["fix"] + 0.25)
     assert told["partial"] + told["wrong"] == pytest.approx(plain["partial"] + plain["wrong"] - 0.25)
     assert real_agent.odds("gene_optimize\n", task) == real_agent.OTHER_ODDS
