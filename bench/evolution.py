@@ -21,6 +21,7 @@ outcome differs, with a bootstrap 95% confidence interval of the ratio of verifi
 
 Run: ``.venv/bin/python bench/evolution.py [--quick] [--worlds 8] [--seeds 2] [--cycles 16] [--arms full,off|all]
 [--jobs 2] [--json FILE]``; ``make bench`` runs the default configuration.
+``--world real [--tasks N] ...`` runs bench/real_world.py instead: bug-fix tasks of public repositories.
 Target (issue 29): full beats off by >= 1.3x verified-fix rate with p < 0.01.
 """
 
@@ -319,7 +320,13 @@ def report(results: dict[str, list[RunResult]], out: Any = None) -> dict[str, An
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["--world", "real"]:  # the real tasks (bench/real_world.py), with that module's options
+        from real_world import main as real_main
+        return real_main(argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--world", choices=["written"], default="written", help="'--world real' (given first, with "
+                    "bench/real_world.py's options): bug-fix tasks of public repositories instead")
     ap.add_argument("--quick", action="store_true", help="2 worlds, 1 seed, 3 cycles, arms full and off")
     ap.add_argument("--worlds", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=2)
