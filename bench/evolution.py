@@ -36,6 +36,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import statistics
 import sys
@@ -318,7 +319,8 @@ def arm_figures(runs: Sequence[RunResult]) -> dict[str, Any]:  # JSON edge: one 
             "regressions": sum(t.regressions for t in tasks), "did_not_hold": sum(t.did_not_hold for t in tasks),
             "attempts": attempts, "attempts_per_fix": attempts / fixed if fixed else math.inf,
             "cycles_per_fix": cycles / fixed if fixed else math.inf,
-            "open_per_cycle": statistics.fmean(x for r in runs for x in r.open_per_cycle) if runs else 0.0,
+            "open_per_cycle": statistics.fmean(opened) if (opened := [x for r in runs for x in r.open_per_cycle])
+            else math.nan,
             "seconds": sum(r.seconds for r in runs), "tokens": tokens,
             "tokens_per_fix": tokens / fixed if tokens and fixed else None}
 
@@ -416,6 +418,25 @@ def _run_all(jobs: Sequence[Job], n: int) -> dict[str, list[RunResult]]:
     return results
 
 
+_PROGRESS = re.compile(r"^\[\d+/\d+ +\d+ s\] (\w+) (\S+) s(\d+) (\w+): fixed (\d+)/(\d+), (\d+) attempts$")
+
+
+def from_progress(lines: Sequence[str], cycles: int = 0) -> dict[str, list[RunResult]]:
+    """The results a run's progress lines give (a run cut short, or several runs' logs together): per world-seed
+    and arm its verified fixes, tasks and attempts (no per-task detail: the report's world-seed figures only)."""
+    results: dict[str, list[RunResult]] = {}
+    for line in lines:
+        m = _PROGRESS.match(line.strip())
+        if m is None:
+            continue
+        suite, world, seed, arm, fixed, tasks, attempts = m.groups()
+        ts = [TaskResult(world, int(seed), f"p{i}", 0, fixed=i < int(fixed), first_fixed=None, regressions=0,
+                         did_not_hold=0) for i in range(int(tasks))]
+        results.setdefault(arm, []).append(RunResult(arm, world, int(seed), cycles, suite=suite, tasks=ts,
+                                                     attempts=int(attempts)))
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 worlds, 1 seed, 3 cycles, arms full and off, classic")
@@ -435,7 +456,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--careful-agent", action="store_true",
                     help="the scripted solver leaves an already fixed function alone (rule 5)")
     ap.add_argument("--keep", type=Path, help="keep the workspaces here (default: a temporary folder)")
+    ap.add_argument("--from-progress", type=Path, nargs="+", metavar="LOG",
+                    help="no run: the world-seed report of the progress lines in these logs (a run cut short)")
     args = ap.parse_args(argv)
+    if args.from_progress:
+        report(from_progress([line for f in args.from_progress for line in f.read_text().splitlines()]))
+        return 0
     if args.quick:
         args.worlds, args.seeds, args.cycles, args.arms, args.suites = 2, 1, 3, "full,off", "classic"
     arms = list(ARMS) if args.arms == "all" else [a.strip() for a in args.arms.split(",") if a.strip()]

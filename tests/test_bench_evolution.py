@@ -266,3 +266,18 @@ def test_the_person_labels_an_event_the_fresh_store_forgot_without_crashing(tmp_
     committed = [(0, "evt_0_000000", world.problems[0].name)]
     for draw in range(20):  # some draws label it (LABEL_SHARE): none may raise
         evolution._label(ws, world, committed, evolution.LABEL_DELAY, evolution.START, evolution.random.Random(draw))
+
+
+def test_a_run_cut_short_is_reported_from_its_progress_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [f"[{k}/40   {k * 9} s] kinds kinds{w}-iso s{s} {arm}: fixed {f}/5, {a} attempts"
+             for k, (w, s, arm, f, a) in enumerate([(w, s, arm, 4 if arm == "full" else 2, 9)
+                                                    for s in (1, 2) for w in range(4) for arm in ("full", "off")], 1)]
+    results = evolution.from_progress(["2 suites x ...", *lines, "wall time 3 s"])
+    assert {a: len(r) for a, r in results.items()} == {"full": 8, "off": 8}
+    c = evolution.compare(results, "off")
+    assert c is not None and (c["units"], c["fixed_base"], c["fixed_arm"]) == (8, 32, 16)
+    assert c["p"] == pytest.approx(2 / 256) and c["apf_ratio"] == pytest.approx((72 / 32) / (72 / 16))
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines))
+    assert evolution.main(["--from-progress", str(log)]) == 0
+    assert "PASS" in capsys.readouterr().out
