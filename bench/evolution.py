@@ -342,11 +342,11 @@ def _verdict(off: dict[str, Any], w: Callable[[str], Any]) -> str:
     fixes = off["ratio"] >= TARGET_RATIO and off["p"] < TARGET_P
     cost = off["apf_ratio"] <= TARGET_COST and off["apf_p"] < TARGET_P
     verdict = "PASS" if fixes or cost else "FAIL"
-    w(f"\ntarget: full / off >= {TARGET_RATIO}x verified fixes or <= {TARGET_COST}x attempts per fix, p < "
-      f"{TARGET_P} (by world-seed): fixes {off['ratio']:.2f}x p = {off['p']:.4f}; attempts per fix "
+    w(f"\ntarget: full / off >= {TARGET_RATIO}x verified fixes or <= {TARGET_COST}x attempts per fix,\n"
+      f"p < {TARGET_P} by world-seed: fixes {off['ratio']:.2f}x p = {off['p']:.4f}; attempts per fix\n"
       f"{off['apf_ratio']:.2f}x p = {off['apf_p']:.4f}: {verdict}\n")
-    w(f"power: over {off['units']} world-seeds the smallest gain in fixes detectable at p < {TARGET_P} with power "
-      f"0.8 is {off['mde']:.2f} per world-seed ({off['mde_ratio']:.2f}x of off's mean)\n")
+    w(f"power: over {off['units']} world-seeds, the smallest gain in fixes detectable at p < {TARGET_P}\n"
+      f"with power 0.8 is {off['mde']:.2f} a world-seed ({off['mde_ratio']:.2f}x off's mean)\n")
     return verdict
 
 
@@ -364,15 +364,14 @@ def report(results: dict[str, list[RunResult]], out: Any = None) -> dict[str, An
             for arm, f in figures.items()) + "\n")
     comps = _comparison_rows(results)
     if comps:
-        w("\nfull against each arm, by world-seed (paired sign-flip p; cluster-bootstrap 95% CI; mde: smallest\n"
-          "gain in fixes per world-seed detectable at p < 0.01, power 0.8; apf: attempts per verified fix)\n")
-        w(f"{'arm':<18}{'suite':<9}{'n':>3}{'full':>5}{'arm':>5}{'ratio':>6}{'95% CI':>11}{'p':>7}{'mde':>6}"
-          f"{'apf':>10}{'ratio':>6}{'p':>7}\n")
+        w("\nfull against each arm by world-seed: fixes (sums), cluster-bootstrap 95% CI,\n"
+          "paired sign-flip p; apf: full's attempts per verified fix over the arm's, its p\n")
+        w(f"{'arm':<19}{'suite':<9}{'n':>3}{'full':>5}{'arm':>5}{'ratio':>6}{'95% CI':>11}{'p':>7}{'apf':>6}"
+          f"{'p':>7}\n")
         for c in comps:
             ci = f"{c['ci'][0]:.2f}-{c['ci'][1]:.2f}" if c["ci"][1] < 100 else f"{c['ci'][0]:.2f}-inf"
-            w(f"{c['arm']:<18}{c['suite']:<9}{c['units']:>3}{c['fixed_base']:>5}{c['fixed_arm']:>5}{c['ratio']:>6.2f}"
-              f"{ci:>11}{c['p']:>7.4f}{c['mde']:>6.2f}{c['apf_base']:>5.1f}/{c['apf_arm']:<4.1f}"
-              f"{c['apf_ratio']:>6.2f}{c['apf_p']:>7.4f}\n")
+            w(f"{c['arm'][:18]:<19}{c['suite']:<9}{c['units']:>3}{c['fixed_base']:>5}{c['fixed_arm']:>5}"
+              f"{c['ratio']:>6.2f}{ci:>11}{c['p']:>7.4f}{c['apf_ratio']:>6.2f}{c['apf_p']:>7.4f}\n")
     off = next((c for c in comps if c["arm"] == "off" and c["suite"] == "all"), None)
     verdict = _verdict(off, w) if off is not None else None
     return {"figures": figures, "comparisons": comps, "verdict": verdict}
