@@ -1,6 +1,6 @@
 """The whole loop, with and without learning: does running the engine make a workspace better?
 
-Each task is one problem of one seeded world (bench/evolution_world.py: small Python projects whose nightly job
+Each task is one problem of one seeded world of a suite (bench/evolution_world.py: small Python projects whose nightly job
 keeps logging the problems it hits, in ISO, Python logging, syslog or JSON-lines format, with generic warnings
 beside the errors, problems arriving later, fixes that do not hold and people who correct the agent). Every arm
 runs the same worlds and seeds, cycle after cycle, through the real engine (``gep.run_cycle`` in command mode:
@@ -16,13 +16,18 @@ Arms: ``full`` (the engine as it ships); ``off`` (``learning = "off"``: the plai
 engine with an empty store before every cycle); ``no_<mechanism>`` (``learning_off = [mechanism]``) for each
 mechanism of gep/core/learning_switch.py but ``context`` (agent sessions only); ``reference_prompt`` (no lessons,
 recent outcomes, capsule, avoid lines or session context: the prompt the reference builds).
-Tasks are paired across arms; each arm is compared with ``full`` by an exact McNemar test over the tasks whose
-outcome differs, with a bootstrap 95% confidence interval of the ratio of verified-fix rates.
+Suites (docs/evaluation.md, "The suites"): ``classic``, ``kinds``, ``lesson``, ``capsule``, ``feedback``, each
+built for a mechanism; ``--mechanism-arms`` adds each suite's own ablation arms there. The unit of analysis is
+the world-seed (its tasks share one run): each arm is compared with ``full`` over the world-seeds both ran by a
+paired sign-flip permutation test, with a cluster-bootstrap 95% interval and the smallest effect the run could
+detect, on verified fixes and on agent attempts per verified fix.
 
-Run: ``.venv/bin/python bench/evolution.py [--quick] [--worlds 8] [--seeds 2] [--cycles 16] [--arms full,off|all]
-[--jobs 2] [--json FILE]``; ``make bench`` runs the default configuration.
+Run: ``.venv/bin/python bench/evolution.py [--quick] [--suites classic|all] [--worlds 8] [--seeds 3]
+[--cycles 16] [--arms full,off|all] [--mechanism-arms] [--jobs 2] [--json FILE]``; ``make bench`` runs the
+default configuration.
 ``--world real [--tasks N] ...`` runs bench/real_world.py instead: bug-fix tasks of public repositories.
-Target (issue 29): full beats off by >= 1.3x verified-fix rate with p < 0.01.
+Target (issue 41): against the competent off, full shows >= 1.3x verified fixes or <= 0.7x attempts per
+verified fix, p < 0.01 by world-seed.
 """
 
 from __future__ import annotations
@@ -32,13 +37,14 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -47,7 +53,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from evolution_world import World, build, make_world, tick, truth  # noqa: E402 - beside this file
+from evolution_world import SUITES, World, build, make_world, tick, truth, write_genes  # noqa: E402 - beside this file
 
 AGENT = Path(__file__).resolve().parent / "evolution_agent.py"
 # every mechanism of gep/core/learning_switch.py that reaches a cycle; "context" only reaches agent sessions (the
@@ -59,7 +65,7 @@ ARMS: dict[str, dict[str, str]] = {
     **{f"no_{m}": {"GEP_LEARNING_OFF": m} for m in MECHANISMS},
     "reference_prompt": {"GEP_LEARNING_OFF": "lessons,recent_outcomes,capsules,avoid,context"},
 }
-TARGET_RATIO, TARGET_P = 1.3, 0.01
+TARGET_RATIO, TARGET_COST, TARGET_P = 1.3, 0.7, 0.01
 START = datetime(2026, 1, 1, tzinfo=UTC)  # run_world's default clock start (main passes today's)
 LABEL_SHARE, LABEL_WRONG, LABEL_DELAY = 0.6, 0.2, 2  # the person: who labels, how wrongly, how late
 
@@ -82,12 +88,18 @@ class RunResult:
     world: str
     seed: int
     cycles: int
+    suite: str = "classic"
     tasks: list[TaskResult] = field(default_factory=list)
     open_per_cycle: list[int] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
     approaches: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     tokens: int = 0  # what a real agent reported it used (Claude Code's usage block); 0 for the scripted one
+    attempts: int = 0  # agent runs that targeted one of the world's functions (repair attempts)
+
+    @property
+    def verified(self) -> int:
+        return sum(t.fixed for t in self.tasks)
 
 
 # ------------------------------------------------------------------ one world under one arm
@@ -126,12 +138,12 @@ def _label(ws: Path, world: World, committed: list[tuple[int, str, str]], cycle:
 
 
 def run_world(arm: str, index: int, seed: int, cycles: int, root: Path, agent_cmd: str | None = None,
-              t0: datetime | None = None) -> RunResult:
+              t0: datetime | None = None, suite: str = "classic") -> RunResult:
     """One world and seed under one arm: ``cycles`` cycles an hour apart (simulated clock from ``t0``)."""
     from gep import CycleRequest, run_cycle
 
     started = time.perf_counter()
-    world = make_world(index, seed, cycles)
+    world = make_world(index, seed, cycles, suite)
     base = root / arm / f"{world.name}-s{seed}"
     ws, side = base / "ws", base / "side"
     side.mkdir(parents=True, exist_ok=True)
@@ -141,7 +153,7 @@ def run_world(arm: str, index: int, seed: int, cycles: int, root: Path, agent_cm
     state = side / "agent.jsonl"
     env = _env(arm, world_json, state, seed, side)
     cmd = agent_cmd or f"{sys.executable} {AGENT} solve"
-    result = RunResult(arm=arm, world=world.name, seed=seed, cycles=cycles)
+    result = RunResult(arm=arm, world=world.name, seed=seed, cycles=cycles, suite=suite)
     before = truth(world, ws, 0)
     history: dict[str, list[str]] = {p.name: [] for p in world.problems}
     committed: list[tuple[int, str, str]] = []
@@ -152,6 +164,7 @@ def run_world(arm: str, index: int, seed: int, cycles: int, root: Path, agent_cm
         _label(ws, world, committed, c, at - timedelta(minutes=30), rng)
         if arm == "fresh":
             shutil.rmtree(ws / ".gep", ignore_errors=True)
+            write_genes(world, ws)  # the world's genes are the workspace's, not the store's
         env["GEP_BENCH_TICK"] = str(c)  # the agent's draws are keyed by it (bench/evolution_agent.py, rule 4)
         event = run_cycle(CycleRequest(workspace=ws, seed=seed * 1000 + c, mutator="command", agent_cmd=cmd),
                           env=env, clock=_clock(at))
@@ -160,6 +173,7 @@ def run_world(arm: str, index: int, seed: int, cycles: int, root: Path, agent_cm
         did = _agent_did(state, event.id if event else "")
         result.approaches[did["approach"]] = result.approaches.get(did["approach"], 0) + 1
         result.tokens += int(did.get("tokens") or 0)
+        result.attempts += 1 if did.get("target") else 0
         if event is not None and event.meta.commit and did.get("target"):
             committed.append((c, event.id, did["target"]))
         now = truth(world, ws, c)
@@ -194,58 +208,103 @@ def _agent_did(state: Path, cycle_id: str) -> dict[str, Any]:  # JSON edge: the 
     return {"approach": "not_run", "target": ""}
 
 
-Job = tuple[str, int, int, int, str, str | None, datetime]
+Job = tuple[str, int, int, int, str, str | None, datetime, str]
 
 
 def _run_job(job: Job) -> RunResult:
-    arm, index, seed, cycles, root, agent_cmd, t0 = job
+    arm, index, seed, cycles, root, agent_cmd, t0, suite = job
     os.environ.setdefault("PREFECT_HOME", str(Path(root) / "prefect-home"))
-    return run_world(arm, index, seed, cycles, Path(root), agent_cmd, t0)
+    return run_world(arm, index, seed, cycles, Path(root) / suite, agent_cmd, t0, suite)
 
 
-# ------------------------------------------------------------------ statistics (stdlib only)
+# ------------------------------------------------------------------ statistics (stdlib only), by world-seed
+#
+# Tasks of one world and seed share a run (one engine, one store, one agent's history): they are not independent.
+# The unit of every test and interval is the world-seed (one world under one seed, in one suite), paired across
+# arms (the same world, seed and ticks).
 
 
-def binom_two_sided(k: int, n: int) -> float:
-    """Exact two-sided p of k or fewer (or as extreme the other way) successes in n fair coin flips."""
-    if n == 0:
+def sign_flip_p(diffs: Sequence[float], reps: int = 20_000, seed: int = 7) -> float:
+    """Two-sided p of a paired sign-flip permutation test that the mean of ``diffs`` is 0: every pattern of
+    signs up to 16 pairs (exact), else ``reps`` random patterns."""
+    n, obs = len(diffs), abs(sum(diffs))
+    if n == 0 or obs == 0:
         return 1.0
-    k = min(k, n - k)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
-def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> tuple[int, int, float]:
-    """Over paired tasks: (a fixed and b not, b fixed and a not, exact two-sided p)."""
-    ab = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
-    ba = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
-    return ab, ba, binom_two_sided(min(ab, ba), ab + ba)
-
-
-def ratio_ci(a: Sequence[bool], b: Sequence[bool], reps: int = 2000, seed: int = 7) -> tuple[float, float]:
-    """Bootstrap 95% interval of rate(a) / rate(b) over paired tasks (resampled together)."""
+    if n <= 16:
+        hits = sum(1 for mask in range(2 ** n)
+                   if abs(sum(-d if mask >> i & 1 else d for i, d in enumerate(diffs))) >= obs - 1e-9)
+        return hits / 2 ** n
     rng = random.Random(seed)
-    n = len(a)
-    ratios = []
-    for _ in range(reps):
-        idx = [rng.randrange(n) for _ in range(n)]
-        sa, sb = sum(a[i] for i in idx), sum(b[i] for i in idx)
-        ratios.append(sa / sb if sb else math.inf)
-    ratios.sort()
-    return ratios[int(0.025 * reps)], ratios[int(0.975 * reps) - 1]
+    hits = sum(1 for _ in range(reps) if abs(sum(d if rng.random() < .5 else -d for d in diffs)) >= obs - 1e-9)
+    return (hits + 1) / (reps + 1)
 
 
-def tasks_needed(p_base: float, ratio: float, discordant: float, alpha: float = TARGET_P,
-                 power: float = 0.8) -> int:
-    """Paired tasks for an exact McNemar at ``alpha`` (two-sided) to detect rate ``p_base * ratio`` against
-    ``p_base`` with ``power``, given the share of discordant tasks (Connor 1987's normal approximation)."""
+def cluster_ci(n: int, stat: Callable[[list[int]], float], reps: int = 2000,
+               seed: int = 7) -> tuple[float, float]:
+    """Bootstrap 95% interval of ``stat`` over ``n`` world-seeds resampled with replacement (each drawn
+    world-seed keeps all of its tasks and both arms' figures together)."""
+    rng = random.Random(seed)
+    values = sorted(stat([rng.randrange(n) for _ in range(n)]) for _ in range(reps))
+    return values[int(0.025 * reps)], values[int(0.975 * reps) - 1]
+
+
+def _ratio(x: float, y: float) -> float:
+    return x / y if y else (math.inf if x else 1.0)
+
+
+def cluster_ratio_ci(a: Sequence[float], b: Sequence[float], reps: int = 2000,
+                     seed: int = 7) -> tuple[float, float]:
+    """Bootstrap 95% interval of sum(a) / sum(b), resampling world-seeds (pairs ``a[i], b[i]``) together."""
+    return cluster_ci(len(a), lambda idx: _ratio(sum(a[i] for i in idx), sum(b[i] for i in idx)), reps, seed)
+
+
+def min_detectable(diffs: Sequence[float], alpha: float = 0.01, power: float = 0.8) -> float:
+    """The smallest mean paired difference a two-sided test at ``alpha`` detects with ``power``, given the
+    spread of ``diffs`` (normal approximation: (z(1 - alpha/2) + z(power)) * sd / sqrt(n))."""
     from statistics import NormalDist
 
+    if len(diffs) < 2:
+        return math.inf
     z = NormalDist()
-    delta = p_base * (ratio - 1)
-    psi = max(discordant, delta + 1e-9)
-    za, zb = z.inv_cdf(1 - alpha / 2), z.inv_cdf(power)
-    return math.ceil((za * math.sqrt(psi) + zb * math.sqrt(psi - delta ** 2)) ** 2 / delta ** 2)
+    return (z.inv_cdf(1 - alpha / 2) + z.inv_cdf(power)) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+
+
+def _cost(r: RunResult) -> float:
+    """A world-seed's attempts per verified fix, smoothed (+1 each) and logged for the paired test."""
+    return math.log((r.attempts + 1) / (r.verified + 1))
+
+
+def _unit(r: RunResult) -> tuple[str, str, int]:
+    return r.suite, r.world, r.seed
+
+
+def compare(results: dict[str, list[RunResult]], arm: str, base: str = "full",
+            suite: str | None = None) -> dict[str, Any] | None:
+    """``base`` against ``arm`` over the world-seeds both ran (of ``suite``, or all): verified fixes and
+    attempts per verified fix, each with a cluster-bootstrap interval, a paired sign-flip p and the smallest
+    effect the run could detect (p < 0.01, power 0.8)."""
+    a = {_unit(r): r for r in results.get(base, []) if suite in (None, r.suite)}
+    b = {_unit(r): r for r in results.get(arm, []) if suite in (None, r.suite)}
+    keys = sorted(a.keys() & b.keys())
+    if not keys:
+        return None
+    fa, fb = [a[k].verified for k in keys], [b[k].verified for k in keys]
+    ta, tb = [a[k].attempts for k in keys], [b[k].attempts for k in keys]
+    diffs = [x - y for x, y in zip(fa, fb, strict=True)]
+    mde = min_detectable(diffs)
+    mean_b = sum(fb) / len(keys)
+    apf_a, apf_b = sum(ta) / max(1, sum(fa)), sum(tb) / max(1, sum(fb))
+    # attempts per fix as a ratio of ratios: resample world-seeds, attempts and fixes together
+    cost_ci = cluster_ci(len(keys), lambda idx: _ratio(
+        sum(ta[i] for i in idx) / max(1, sum(fa[i] for i in idx)),
+        sum(tb[i] for i in idx) / max(1, sum(fb[i] for i in idx))))
+    return {"arm": arm, "suite": suite or "all", "units": len(keys), "fixed_base": sum(fa), "fixed_arm": sum(fb),
+            "tasks": sum(len(a[k].tasks) for k in keys),
+            "ratio": sum(fa) / sum(fb) if sum(fb) else (math.inf if sum(fa) else 1.0),
+            "ci": cluster_ratio_ci(fa, fb), "p": sign_flip_p(diffs),
+            "mde": mde, "mde_ratio": (mean_b + mde) / mean_b if mean_b else math.inf,
+            "apf_base": apf_a, "apf_arm": apf_b, "apf_ratio": apf_a / apf_b if apf_b else math.inf,
+            "apf_ci": cost_ci, "apf_p": sign_flip_p([_cost(a[k]) - _cost(b[k]) for k in keys])}
 
 
 # ------------------------------------------------------------------ the run and its table
@@ -256,67 +315,126 @@ def arm_figures(runs: Sequence[RunResult]) -> dict[str, Any]:  # JSON edge: one 
     fixed = sum(t.fixed for t in tasks)
     cycles = sum(r.cycles for r in runs)
     tokens = sum(r.tokens for r in runs)
-    return {"tasks": len(tasks), "verified": fixed, "rate": fixed / len(tasks) if tasks else 0.0,
+    attempts = sum(r.attempts for r in runs)
+    return {"units": len(runs), "tasks": len(tasks), "verified": fixed, "rate": fixed / len(tasks) if tasks else 0.0,
             "regressions": sum(t.regressions for t in tasks), "did_not_hold": sum(t.did_not_hold for t in tasks),
+            "attempts": attempts, "attempts_per_fix": attempts / fixed if fixed else math.inf,
             "cycles_per_fix": cycles / fixed if fixed else math.inf,
-            "open_per_cycle": statistics.fmean(x for r in runs for x in r.open_per_cycle),
+            "open_per_cycle": statistics.fmean(opened) if (opened := [x for r in runs for x in r.open_per_cycle])
+            else math.nan,
             "seconds": sum(r.seconds for r in runs), "tokens": tokens,
             "tokens_per_fix": tokens / fixed if tokens and fixed else None}
 
 
-def _key(t: TaskResult) -> tuple[str, int, str]:
-    return t.world, t.seed, t.problem
+def _comparison_rows(results: dict[str, list[RunResult]]) -> list[dict[str, Any]]:
+    suites = sorted({r.suite for runs in results.values() for r in runs})
+    rows = []
+    for arm in results:
+        if arm == "full" or "full" not in results:
+            continue
+        for suite in ([None] if arm == "off" or len(suites) == 1 else []) + (suites if len(suites) > 1 else []):
+            c = compare(results, arm, suite=suite)
+            if c is not None:
+                rows.append(c)
+    return rows
 
 
-def compare(results: dict[str, list[RunResult]], arm: str, base: str = "full") -> dict[str, Any]:
-    """Paired comparison of ``base`` with ``arm`` over the same tasks."""
-    a = {_key(t): t.fixed for r in results[base] for t in r.tasks}
-    b = {_key(t): t.fixed for r in results[arm] for t in r.tasks}
-    keys = sorted(a.keys() & b.keys())
-    xa, xb = [a[k] for k in keys], [b[k] for k in keys]
-    only_a, only_b, p = mcnemar(xa, xb)
-    ra, rb = sum(xa) / len(keys), sum(xb) / len(keys)
-    lo, hi = ratio_ci(xa, xb)
-    ratio = ra / rb if rb else (math.inf if ra else math.nan)
-    return {"arm": arm, "tasks": len(keys), "rate_base": ra, "rate_arm": rb, "ratio": ratio,
-            "ci": (lo, hi), "only_base": only_a, "only_arm": only_b, "p": p}
+def _verdict(off: dict[str, Any], w: Callable[[str], Any]) -> str:
+    fixes = off["ratio"] >= TARGET_RATIO and off["p"] < TARGET_P
+    cost = off["apf_ratio"] <= TARGET_COST and off["apf_p"] < TARGET_P
+    verdict = "PASS" if fixes or cost else "FAIL"
+    w(f"\ntarget: full / off >= {TARGET_RATIO}x verified fixes or <= {TARGET_COST}x attempts per fix,\n"
+      f"p < {TARGET_P} by world-seed: fixes {off['ratio']:.2f}x p = {off['p']:.4f}; attempts per fix\n"
+      f"{off['apf_ratio']:.2f}x p = {off['apf_p']:.4f}: {verdict}\n")
+    w(f"power: over {off['units']} world-seeds, the smallest gain in fixes detectable at p < {TARGET_P}\n"
+      f"with power 0.8 is {off['mde']:.2f} a world-seed ({off['mde_ratio']:.2f}x off's mean)\n")
+    return verdict
 
 
 def report(results: dict[str, list[RunResult]], out: Any = None) -> dict[str, Any]:
     figures = {arm: arm_figures(runs) for arm, runs in results.items()}
     w = (out or sys.stdout).write
-    w(f"{'arm':<22}{'tasks':>6}{'fixed':>6}{'rate':>7}{'regr':>6}{'unheld':>7}{'cyc/fix':>8}{'open/cyc':>9}\n")
+    w(f"{'arm':<20}{'units':>6}{'tasks':>6}{'fixed':>6}{'rate':>6}{'regr':>5}{'unheld':>7}{'att/fix':>8}"
+      f"{'open/cyc':>9}\n")
     for arm, f in figures.items():
-        w(f"{arm:<22}{f['tasks']:>6}{f['verified']:>6}{f['rate']:>7.3f}{f['regressions']:>6}{f['did_not_hold']:>7}"
-          f"{f['cycles_per_fix']:>8.1f}{f['open_per_cycle']:>9.2f}\n")
+        w(f"{arm:<20}{f['units']:>6}{f['tasks']:>6}{f['verified']:>6}{f['rate']:>6.2f}{f['regressions']:>5}"
+          f"{f['did_not_hold']:>7}{f['attempts_per_fix']:>8.1f}{f['open_per_cycle']:>9.2f}\n")
     if any(f["tokens"] for f in figures.values()):  # a real agent's run (recorded or replayed)
         w("tokens per verified fix (the agent's own usage report): " + "; ".join(
             f"{arm} {f['tokens_per_fix']:,.0f}" if f["tokens_per_fix"] else f"{arm} {f['tokens']:,} for no fix"
             for arm, f in figures.items()) + "\n")
-    comps = [compare(results, arm) for arm in results if arm != "full" and "full" in results]
+    comps = _comparison_rows(results)
     if comps:
-        w("\npaired against full (exact McNemar over tasks; bootstrap 95% CI of the rate ratio full / arm)\n")
-        w(f"{'arm':<22}{'full':>7}{'arm':>7}{'ratio':>7}{'95% CI':>16}{'full only':>10}{'arm only':>9}{'p':>9}\n")
+        w("\nfull against each arm by world-seed: fixes (sums), cluster-bootstrap 95% CI,\n"
+          "paired sign-flip p; apf: full's attempts per verified fix over the arm's, its p\n")
+        w(f"{'arm':<19}{'suite':<9}{'n':>3}{'full':>5}{'arm':>5}{'ratio':>6}{'95% CI':>11}{'p':>7}{'apf':>6}"
+          f"{'p':>7}\n")
         for c in comps:
-            ci = f"{c['ci'][0]:.2f}-{c['ci'][1]:.2f}"
-            w(f"{c['arm']:<22}{c['rate_base']:>7.3f}{c['rate_arm']:>7.3f}{c['ratio']:>7.2f}{ci:>16}"
-              f"{c['only_base']:>10}{c['only_arm']:>9}{c['p']:>9.4f}\n")
-    verdict = None
-    off = next((c for c in comps if c["arm"] == "off"), None)
-    if off is not None:
-        ok = off["ratio"] >= TARGET_RATIO and off["p"] < TARGET_P
-        verdict = "PASS" if ok else "FAIL"
-        w(f"\ntarget: full / off >= {TARGET_RATIO} with p < {TARGET_P}: {off['ratio']:.2f}, p = {off['p']:.4f}: "
-          f"{verdict}\n")
-        disc = (off["only_base"] + off["only_arm"]) / max(1, off["tasks"])
-        if off["rate_arm"] > 0 and disc > 0:
-            need = tasks_needed(off["rate_arm"], TARGET_RATIO, disc)
-            w(f"power (measured off rate {off['rate_arm']:.2f}, discordant share {disc:.2f}): {need} paired tasks "
-              f"detect {TARGET_RATIO}x at p < {TARGET_P} with power 0.8; this run had {off['tasks']}\n")
-            if off["rate_base"] > off["rate_arm"]:
-                seen = tasks_needed(off["rate_arm"], off["rate_base"] / off["rate_arm"], disc)
-                w(f"  ... and {seen} detect the difference measured here ({off['ratio']:.2f}x)\n")
+            ci = f"{c['ci'][0]:.2f}-{c['ci'][1]:.2f}" if c["ci"][1] < 100 else f"{c['ci'][0]:.2f}-inf"
+            w(f"{c['arm'][:18]:<19}{c['suite']:<9}{c['units']:>3}{c['fixed_base']:>5}{c['fixed_arm']:>5}"
+              f"{c['ratio']:>6.2f}{ci:>11}{c['p']:>7.4f}{c['apf_ratio']:>6.2f}{c['apf_p']:>7.4f}\n")
+    off = next((c for c in comps if c["arm"] == "off" and c["suite"] == "all"), None)
+    verdict = _verdict(off, w) if off is not None else None
     return {"figures": figures, "comparisons": comps, "verdict": verdict}
+
+
+# the arms that switch off the mechanism each suite is built to exercise (docs/evaluation.md, "The suites")
+SUITE_ARMS = {"classic": ("no_verdicts",), "kinds": ("no_memory_graph",), "lesson": ("no_lessons", "no_recent_outcomes"),
+              "capsule": ("no_capsules", "no_problem_memory"), "feedback": ("no_feedback",)}
+
+
+def plan(args: argparse.Namespace, arms: Sequence[str], suites: Sequence[str], root: Path, agent: str | None,
+         start: datetime) -> list[Job]:
+    """Every (arm, world, seed, suite) to run, each world-seed under all of its arms before the next one."""
+    jobs: list[Job] = []
+    for s in range(args.seed, args.seed + args.seeds):
+        for suite in suites:
+            extra = [a for a in SUITE_ARMS.get(suite, ()) if args.mechanism_arms and a not in arms]
+            for w in range(args.worlds):
+                jobs += [(arm, w, s, args.cycles, str(root), agent, start, suite) for arm in [*arms, *extra]]
+    return jobs
+
+
+def _run_all(jobs: Sequence[Job], n: int) -> dict[str, list[RunResult]]:
+    """The jobs on ``n`` processes, a progress line as each ends."""
+    results: dict[str, list[RunResult]] = {}
+    t0 = time.perf_counter()
+
+    def done(k: int, r: RunResult) -> None:
+        results.setdefault(r.arm, []).append(r)
+        print(f"[{k}/{len(jobs)} {time.perf_counter() - t0:5.0f} s] {r.suite} {r.world} s{r.seed} {r.arm}: "
+              f"fixed {r.verified}/{len(r.tasks)}, {r.attempts} attempts", flush=True)
+
+    if n > 1:
+        with ProcessPoolExecutor(n) as pool:
+            futures = [pool.submit(_run_job, job) for job in jobs]
+            for k, fut in enumerate(as_completed(futures), 1):
+                done(k, fut.result())
+    else:
+        for k, job in enumerate(jobs, 1):
+            done(k, _run_job(job))
+    for runs in results.values():  # a stable order whatever finished first
+        runs.sort(key=lambda r: (r.suite, r.seed, r.world))
+    return results
+
+
+_PROGRESS = re.compile(r"^\[\d+/\d+ +\d+ s\] (\w+) (\S+) s(\d+) (\w+): fixed (\d+)/(\d+), (\d+) attempts$")
+
+
+def from_progress(lines: Sequence[str], cycles: int = 0) -> dict[str, list[RunResult]]:
+    """The results a run's progress lines give (a run cut short, or several runs' logs together): per world-seed
+    and arm its verified fixes, tasks and attempts (no per-task detail: the report's world-seed figures only)."""
+    results: dict[str, list[RunResult]] = {}
+    for line in lines:
+        m = _PROGRESS.match(line.strip())
+        if m is None:
+            continue
+        suite, world, seed, arm, fixed, tasks, attempts = m.groups()
+        ts = [TaskResult(world, int(seed), f"p{i}", 0, fixed=i < int(fixed), first_fixed=None, regressions=0,
+                         did_not_hold=0) for i in range(int(tasks))]
+        results.setdefault(arm, []).append(RunResult(arm, world, int(seed), cycles, suite=suite, tasks=ts,
+                                                     attempts=int(attempts)))
+    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -327,12 +445,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--world", choices=["written"], default="written", help="'--world real' (given first, with "
                     "bench/real_world.py's options): bug-fix tasks of public repositories instead")
-    ap.add_argument("--quick", action="store_true", help="2 worlds, 1 seed, 3 cycles, arms full and off")
-    ap.add_argument("--worlds", type=int, default=8)
-    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="2 worlds, 1 seed, 3 cycles, arms full and off, classic")
+    ap.add_argument("--suites", default="classic", help=f"comma-separated, or 'all': {', '.join(SUITES)}")
+    ap.add_argument("--worlds", type=int, default=8, help="worlds per suite")
+    ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1, help="first seed")
     ap.add_argument("--cycles", type=int, default=16)
     ap.add_argument("--arms", default="full,off", help=f"comma-separated, or 'all': {', '.join(ARMS)}")
+    ap.add_argument("--mechanism-arms", action="store_true",
+                    help="also each suite's own ablation arms (SUITE_ARMS), in that suite only")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--agent-cmd", help="a real agent instead of the scripted solver (with --record DIR)")
     ap.add_argument("--record", type=Path, help="save each prompt and the diff the real agent made")
@@ -341,13 +462,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--careful-agent", action="store_true",
                     help="the scripted solver leaves an already fixed function alone (rule 5)")
     ap.add_argument("--keep", type=Path, help="keep the workspaces here (default: a temporary folder)")
+    ap.add_argument("--from-progress", type=Path, nargs="+", metavar="LOG",
+                    help="no run: the world-seed report of the progress lines in these logs (a run cut short)")
     args = ap.parse_args(argv)
+    if args.from_progress:
+        report(from_progress([line for f in args.from_progress for line in f.read_text().splitlines()]))
+        return 0
     if args.quick:
-        args.worlds, args.seeds, args.cycles, args.arms = 2, 1, 3, "full,off"
+        args.worlds, args.seeds, args.cycles, args.arms, args.suites = 2, 1, 3, "full,off", "classic"
     arms = list(ARMS) if args.arms == "all" else [a.strip() for a in args.arms.split(",") if a.strip()]
-    unknown = [a for a in arms if a not in ARMS]
+    suites = list(SUITES) if args.suites == "all" else [x.strip() for x in args.suites.split(",") if x.strip()]
+    unknown = [a for a in arms if a not in ARMS] + [x for x in suites if x not in SUITES]
     if unknown:
-        print(f"bench/evolution.py: unknown arm {unknown[0]!r} (known: {', '.join(ARMS)})", file=sys.stderr)
+        print(f"bench/evolution.py: unknown arm or suite {unknown[0]!r} (arms: {', '.join(ARMS)}; suites: "
+              f"{', '.join(SUITES)})", file=sys.stderr)
         return 2
     agent = None
     if args.replay:
@@ -360,27 +488,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.careful_agent:
         os.environ["GEP_BENCH_CAREFUL"] = "1"  # the workers and the agent they run inherit it
     root = args.keep or Path(tempfile.mkdtemp(prefix="gep-evolution-"))
-    # arms interleaved: each world and seed runs under every arm before the next one starts
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=2)
-    jobs: list[Job] = [(arm, w, s, args.cycles, str(root), agent, start) for s in range(args.seed, args.seed + args.seeds)
-            for w in range(args.worlds) for arm in arms]
-    problems = sum(len(make_world(w, s, args.cycles).problems) for s in range(args.seed, args.seed + args.seeds)
-                   for w in range(args.worlds))
-    print(f"{args.worlds} worlds x {args.seeds} seeds x {args.cycles} cycles, arms {', '.join(arms)}: "
-          f"{problems} paired tasks, {len(jobs) * args.cycles} cycles on {args.jobs} processes")
-    print(f"power (planning: off rate 0.40, discordant share 0.30): {tasks_needed(0.40, TARGET_RATIO, 0.30)} "
-          f"paired tasks detect {TARGET_RATIO}x at p < {TARGET_P} with power 0.8")
+    jobs = plan(args, arms, suites, root, agent, start)
+    units = args.seeds * args.worlds * len(suites)
+    print(f"{len(suites)} suites x {args.worlds} worlds x {args.seeds} seeds = {units} world-seeds, {args.cycles} "
+          f"cycles, arms {', '.join(arms)}" + (" + each suite's own" if args.mechanism_arms else "")
+          + f": {len(jobs) * args.cycles} cycles on {args.jobs} processes", flush=True)
     t0 = time.perf_counter()
-    results: dict[str, list[RunResult]] = {a: [] for a in arms}
     try:
-        if args.jobs > 1:
-            with ProcessPoolExecutor(args.jobs) as pool:
-                for r in pool.map(_run_job, jobs):
-                    results[r.arm].append(r)
-        else:
-            for job in jobs:
-                r = _run_job(job)
-                results[r.arm].append(r)
+        results = _run_all(jobs, args.jobs)
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

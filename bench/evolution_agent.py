@@ -1,18 +1,21 @@
 """The agents of bench/evolution.py, run by the engine as its ``--agent-cmd`` (command mode: the prompt on stdin,
 cwd = the cycle's clone of the workspace).
 
-``solve``  the scripted solver. Its rules (docs/evaluation.md lists them too):
+``solve``  the scripted solver. Its rules (docs/evaluation.md lists them too, with each suite's odds):
   1. Target: the first of the world's functions named in the prompt's signals (an ``errsig:`` or other signal
      line); if none, one named anywhere else in the prompt (the log excerpt) with probability 0.5. No target:
      a churn edit (a comment in app/__init__.py, passes the tests) with probability 0.6, else nothing.
-  2. Approach, by the gene's strategy: a repair gene (id or strategy says repair / root cause) makes
-     fix .30, partial .25, superficial .20, broken .10, nothing .15; any other gene fix .12, partial .20,
-     superficial .28, broken .20, nothing .20.
-  3. What the prompt says about this target: when a lesson, a recent outcome, an avoid line or a person's
-     correction in the prompt names the target function together with a failure word ("did not hold", "failed",
-     "not_helpful", "rolled back", "avoid", "wrong", "don't"), 0.25 moves from partial and superficial (half
-     each) to fix. When the capsule to reuse changed the target, the agent copies the capsule's approach
-     (whatever it was: a fix, a partial or a superficial change) one time in two, else it draws as above.
+  2. Approach, by the selected gene's own strategy, read from the prompt's structured head (``## Gene <id>
+     (<category>)``), never from words every prompt carries: a gene of the world (bench/evolution_world.py)
+     plays its family: on a problem of its family the ``match`` odds, on another the ``mismatch`` odds, the
+     ``silence`` gene its own; another repair gene the ``repair`` odds; any other gene the ``other`` odds.
+  3. What the prompt says about THIS problem: when its history (any section but the cycle's own inputs, the
+     gene, the capsule, the sources and the fixed protocol) names the target function, or a session quoted in
+     it has a person's correction naming it, ``informed_move`` (.25; .35 in the lesson suite) moves from
+     partial and superficial (in proportion) to fix. When that history shows the diff of an earlier try on
+     the function (its added lines are a variant's), that approach, unless it was the fix, is not drawn again.
+     When the capsule to reuse made a change of this problem's kind (to this function or to a twin with the
+     same problem), the agent copies its approach (whatever it was) 7 times in 10, else draws as above.
   4. Deterministic per seed: the draw for the n-th attempt on a target uses Random(seed, target, n), and rule 1's
      draw at a tick Random(seed, tick), the same in every arm (common random numbers), so arms differ only by
      what their prompts gave the agent, and a run repeats exactly.
@@ -37,10 +40,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FAIL_WORDS = ("did not hold", "did_not_hold", "failed", "not_helpful", "not helpful", "rolled back", "avoid",
-              "wrong", "don't")
-REPAIR_ODDS = {"fix": .30, "partial": .25, "superficial": .20, "broken": .10, "nothing": .15}
-OTHER_ODDS = {"fix": .12, "partial": .20, "superficial": .28, "broken": .20, "nothing": .20}
+from evolution_world import ODDS
+
+# sections that every prompt carries or that are the cycle's own inputs: what they say is not what the prompt
+# tells about a problem's history (rule 3)
+_NOT_HISTORY = ("", "mutation", "signals", "personality", "rules", "objects in the context", "tools", "report")
+_HEAD_GENE = re.compile(r"^## Gene (\S+) \(([^)]*)\)", re.M)
+_MUTATION_CATEGORY = re.compile(r"category (repair|optimize|innovate)")
 
 
 def _signal_lines(prompt: str) -> list[str]:
@@ -51,12 +57,15 @@ def _signal_lines(prompt: str) -> list[str]:
 
 
 def _sections(prompt: str) -> dict[str, str]:
-    """The prompt's ``## `` sections by lower-case title."""
+    """The prompt's ``## `` sections by lower-case title (a title's words after the first two kept off:
+    ``## Gene gene_x (repair)`` is ``gene``, ``## Capsule to reuse cap_1`` is ``capsule to reuse``)."""
     out: dict[str, str] = {}
     title = ""
     for line in prompt.splitlines():
         if line.startswith("## "):
-            title = line[3:].strip().lower()
+            words = line[3:].strip().lower().split()
+            title = "gene" if words[:1] == ["gene"] else (
+                "capsule" if words[:1] == ["capsule"] else " ".join(words))
         out[title] = out.get(title, "") + line + "\n"
     return out
 
@@ -72,41 +81,100 @@ def choose_target(prompt: str, world: dict[str, Any], rng: random.Random) -> dic
     return None
 
 
-def odds(prompt: str, target: dict[str, Any]) -> dict[str, float]:
-    low = prompt.lower()
-    repair = "repair" in low.split("## context")[0] or "root cause" in low
-    p = dict(REPAIR_ODDS if repair else OTHER_ODDS)
-    name = target["name"]
-    told = False
-    for title, text in _sections(prompt).items():
-        if "capsule" in title or "source" in title or title.startswith(("log", "today")):
-            continue
-        for line in text.lower().splitlines():
-            if name in line and any(w in line for w in FAIL_WORDS):
-                told = True
-    transcript = "\n".join(t for k, t in _sections(prompt).items() if "session" in k or "transcript" in k).lower()
-    if name in transcript and "don't hide" in transcript:
-        told = True
-    if told:
-        move = min(0.25, p["partial"] + p["superficial"])
-        p["partial"] -= move / 2
-        p["superficial"] -= move / 2
+def selected_gene(prompt: str) -> tuple[str, str]:
+    """(gene id, category) from the prompt's structured head: the ``## Gene <id> (<category>)`` line, else the
+    mutation's category and no id."""
+    m = _HEAD_GENE.search(prompt)
+    if m:
+        return m.group(1), m.group(2).strip().lower()
+    c = _MUTATION_CATEGORY.search(_sections(prompt).get("mutation", ""))
+    return "", c.group(1) if c else ""
+
+
+def gene_odds(prompt: str, target: dict[str, Any], world: dict[str, Any]) -> tuple[str, dict[str, float]]:
+    """Rule 2: the odds the selected gene's own strategy gives on this target's kind of problem."""
+    gene, category = selected_gene(prompt)
+    family = world.get("genes", {}).get(gene)
+    if family == "silence":
+        role = "silence"
+    elif family is not None:
+        role = "match" if family == target.get("family") else "mismatch"
+    else:
+        role = "repair" if category == "repair" else "other"
+    return role, dict(world.get("odds", {}).get(role) or ODDS[role])
+
+
+def history(prompt: str) -> str:
+    """What the prompt says beyond the cycle's own inputs and the fixed protocol: lessons, recent outcomes,
+    avoid lines, notes, what was tried (every section but those of ``_NOT_HISTORY``, the gene, the capsule and
+    the sources)."""
+    return "".join(t for k, t in _sections(prompt).items()
+                   if k not in _NOT_HISTORY and k not in ("gene", "capsule") and not k.startswith("sources"))
+
+
+def told_about(prompt: str, target: dict[str, Any]) -> bool:
+    """Rule 3: the prompt's history names this function (an earlier try on it, its outcome, a lesson, a
+    person's note), or a session quoted in it has a person's correction about it."""
+    if target["name"] in history(prompt) or target["where"] in history(prompt):
+        return True
+    sources = "".join(t for k, t in _sections(prompt).items() if k.startswith("sources")).lower()
+    return any(target["name"] in line and "don't hide" in line for line in sources.splitlines())
+
+
+def tried_before(prompt: str, target: dict[str, Any]) -> str | None:
+    """The approach an earlier try on this function took, when the history shows its diff (added lines)."""
+    return _approach_in(history(prompt), target, same_function=True)
+
+
+def odds(prompt: str, target: dict[str, Any], world: dict[str, Any] | None = None) -> dict[str, float]:
+    world = world or {}
+    _role, p = gene_odds(prompt, target, world)
+    if told_about(prompt, target):
+        move = min(float(world.get("informed_move", .25)), p["partial"] + p["superficial"])
+        share = move / (p["partial"] + p["superficial"]) if p["partial"] + p["superficial"] else 0.0
         p["fix"] += move
+        p["partial"] -= p["partial"] * share
+        p["superficial"] -= p["superficial"] * share
     return p
 
 
-def capsule_approach(prompt: str, target: dict[str, Any]) -> str | None:
-    """The approach of the capsule to reuse, when its diff changed the target (told by its added lines)."""
-    caps = "".join(t for k, t in _sections(prompt).items() if k.startswith("capsule"))
-    if f"def {target['name']}(" not in caps:
+def _added_lines(text: str) -> list[str]:
+    """Lines a change added, as a diff shows them (``+line``) or as a one-line excerpt of it does (``file f(): -
+    old | + new``, a piece cut with "...")."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            out.append(line[1:].strip())
+        out += [piece.strip()[1:].strip() for piece in line.split(" | ")[1:] if piece.strip().startswith("+")]
+    return [x for x in out if x]
+
+
+def _shows(added: list[str], line: str) -> bool:
+    return any(a == line or (a.endswith("...") and line.startswith(a[:-3].rstrip())) for a in added)
+
+
+def _approach_in(text: str, target: dict[str, Any], same_function: bool) -> str | None:
+    """The variant whose own lines (those not in the bug) a change shown in ``text`` added most of (half at
+    least), for this function (or, not ``same_function``, for any function of the same kind: the bodies are the
+    same but for a key)."""
+    if same_function and target["name"] not in text:
         return None
-    added = {line[1:].strip() for line in caps.splitlines() if line.startswith("+") and not line.startswith("+++")}
+    added = _added_lines(text)
+    bug = {x.strip() for x in target["sources"]["bug"].splitlines()}
+    best, score = None, (0.0, 0)
     for approach in ("fix", "partial", "superficial", "broken"):
-        body = {x.strip() for x in target["sources"][approach].splitlines()} - {
-            x.strip() for x in target["sources"]["bug"].splitlines()}
-        if body and body <= added:
-            return approach
-    return None
+        body = {x.strip() for x in target["sources"][approach].splitlines()} - bug - {""}
+        hits = sum(_shows(added, x) for x in body)
+        if body and (hits / len(body), hits) > score:  # the larger share, then more lines (cut pieces)
+            best, score = approach, (hits / len(body), hits)
+    return best if score[0] >= 0.5 else None
+
+
+def capsule_approach(prompt: str, target: dict[str, Any]) -> str | None:
+    """The approach of the capsule to reuse, when its diff made a change of this kind (to this function or
+    to another with the same problem: told by its added lines)."""
+    caps = "".join(t for k, t in _sections(prompt).items() if k.startswith("capsule"))
+    return _approach_in(caps, target, same_function=False)
 
 
 def _draw(p: dict[str, float], rng: random.Random) -> str:
@@ -167,7 +235,13 @@ def solve(prompt: str) -> dict[str, Any]:
         return {"target": target["name"], "approach": "already_fixed"}  # rule 5: a careful agent looks first
     draw = random.Random(f"fix:{seed}:{target['name']}:{n}")
     reused = capsule_approach(prompt, target)
-    approach = reused if reused and draw.random() < 0.5 else _draw(odds(prompt, target), draw)
+    chances = odds(prompt, target, world)
+    approach = reused if reused and draw.random() < 0.7 else _draw(chances, draw)
+    before = tried_before(prompt, target)
+    if before is not None and approach == before and approach != "fix" and not reused:
+        rest = {k: v for k, v in chances.items() if k != before}  # shown that it did not last: not again
+        total = sum(rest.values())
+        approach = _draw({k: v / total for k, v in rest.items()}, draw) if total > 0 else approach
     if approach != "nothing" and _write_variant(target, approach):
         print(f"GEP_SUMMARY: Fix {target['where']}: handle the input the job fails on")
     return {"target": target["name"], "approach": approach}

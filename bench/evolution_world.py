@@ -131,23 +131,88 @@ class Problem:
 
 
 @dataclass
+class WorldGene:
+    """A gene the world adds to the workspace (``.gep/genes/<id>.json``): a strategy the scripted agent plays
+    by its ``family`` (bench/evolution_agent.py, rule 2)."""
+
+    id: str
+    family: str  # "guard", "convert" or "silence"
+    summary: str
+    strategy: list[str]
+
+    def to_gene(self) -> dict[str, Any]:  # JSON edge: a gene file as gep/assets/gene_folders.py reads it
+        return {"type": "Gene", "id": self.id, "category": "repair", "signals_match": list(REPAIR_MATCH),
+                "preconditions": ["signals contain error indicators (log_error, errsig:, recurring_error)"],
+                "strategy": self.strategy, "constraints": {"max_files": 6, "forbidden_paths": [".git", ".gep"]},
+                "validation": ["python tests/run_tests.py"], "summary": self.summary, "schema_version": "1.6.0"}
+
+
+# the seed repair gene's own match list: a world gene ties with it on every error signal, so only what selection
+# learned (or drift) tells them apart
+REPAIR_MATCH = ("error|exception|traceback|failed|错误|异常|エラー", "log_error", "errsig", "recurring_error",
+                "test_failure")
+FAMILY = {"missing_key": "guard", "none_attr": "guard", "index": "guard",
+          "int_parse": "convert", "timeout": "convert", "zero_division": "convert"}
+GUARD = WorldGene("gene_guard_inputs", "guard", "Guard the function against the input it fails on.",
+                  ["Find the input that raises in the error line", "Check for it at the top of the function and "
+                   "return the documented default", "Run the tests"])
+CONVERT = WorldGene("gene_coerce_values", "convert", "Convert values and relax limits the job exceeds.",
+                    ["Find the value the error line says is out of shape", "Convert or widen it where it is read",
+                     "Run the tests"])
+SILENCE = WorldGene("gene_quiet_failures", "silence", "Keep the job running when a step fails.",
+                    ["Find the step that stops the job", "Make it tolerate the failure so the job goes on",
+                     "Run the tests"])
+SUITES = ("classic", "kinds", "lesson", "capsule", "feedback")
+# the scripted agent's odds (bench/evolution_agent.py, rule 2) by what the gene is to the problem
+ODDS: dict[str, dict[str, float]] = {
+    "repair": {"fix": .30, "partial": .25, "superficial": .20, "broken": .10, "nothing": .15},
+    "other": {"fix": .12, "partial": .20, "superficial": .28, "broken": .20, "nothing": .20},
+    "match": {"fix": .45, "partial": .20, "superficial": .10, "broken": .10, "nothing": .15},
+    "mismatch": {"fix": .05, "partial": .15, "superficial": .30, "broken": .30, "nothing": .20},
+    "silence": {"fix": .05, "partial": .05, "superficial": .70, "broken": .05, "nothing": .15},
+}
+# the lesson suite: a first try on a function seldom fixes it, what the prompt says about an earlier try does
+LESSON_ODDS = {"repair": {"fix": .15, "partial": .45, "superficial": .10, "broken": .15, "nothing": .15}}
+INFORMED_MOVE = {"lesson": .35}  # else .25 (rule 3)
+
+
+@dataclass
 class World:
     name: str
     seed: int
     fmt: str
     problems: list[Problem] = field(default_factory=list)
+    suite: str = "classic"
+    genes: list[WorldGene] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:  # JSON edge: what the scripted agent reads
-        return {"name": self.name, "seed": self.seed, "problems": [
-            {"name": p.name, "module": p.module, "kind": p.kind, "key": p.key, "where": p.where,
-             "sources": {v: p.source(v) for v in VARIANTS}} for p in self.problems]}
+        odds = {**ODDS, **(LESSON_ODDS if self.suite == "lesson" else {})}
+        return {"name": self.name, "seed": self.seed, "suite": self.suite, "odds": odds,
+                "informed_move": INFORMED_MOVE.get(self.suite, .25),
+                "genes": {g.id: g.family for g in self.genes},
+                "problems": [{"name": p.name, "module": p.module, "kind": p.kind, "key": p.key, "where": p.where,
+                              "family": FAMILY[p.kind], "sources": {v: p.source(v) for v in VARIANTS}}
+                             for p in self.problems]}
 
 
-def make_world(index: int, seed: int, cycles: int) -> World:
-    """World ``index`` of the suite under ``seed``: 4-6 problems of distinct kinds, two of them arriving later."""
-    rng = random.Random(f"world:{index}:{seed}")
+def _kinds(suite: str, rng: random.Random) -> list[str]:
+    """The problem kinds of a world of ``suite``, in arrival order (the last two arrive later)."""
+    if suite == "kinds":  # both families, two of each at least, mixed
+        guard = rng.sample([k for k in sorted(TEMPLATES) if FAMILY[k] == "guard"], 2)
+        convert = rng.sample([k for k in sorted(TEMPLATES) if FAMILY[k] == "convert"], 2)
+        kinds = [guard[0], convert[0], guard[1], convert[1]]
+        return kinds + rng.sample([k for k in sorted(TEMPLATES) if k not in kinds], rng.randint(0, 1))
+    if suite == "capsule":  # twins: each kind twice, the second of each pair among the late ones
+        a, b = rng.sample(sorted(TEMPLATES), 2)
+        return [a, b, a, b]
+    return rng.sample(sorted(TEMPLATES), rng.randint(4, 6))
+
+
+def make_world(index: int, seed: int, cycles: int, suite: str = "classic") -> World:
+    """World ``index`` of ``suite`` under ``seed``: 4-6 problems, two of them arriving later (docs/evaluation.md)."""
+    rng = random.Random(f"world:{index}:{seed}" if suite == "classic" else f"world:{suite}:{index}:{seed}")
     fmt = FORMATS[index % len(FORMATS)]
-    kinds = rng.sample(sorted(TEMPLATES), rng.randint(4, 6))
+    kinds = _kinds(suite, rng)
     names: set[str] = set()
     problems = []
     for i, kind in enumerate(kinds):
@@ -159,7 +224,9 @@ def make_world(index: int, seed: int, cycles: int) -> World:
         arrives = rng.randint(cycles // 4, cycles // 2) if late else 0
         problems.append(Problem(name=name, module=rng.choice(MODULES[:4 + index % 4]), kind=kind, arrives=arrives,
                                 key=rng.choice(("timeout_s", "region", "currency", "retries"))))
-    return World(name=f"w{index}-{fmt}", seed=seed, fmt=fmt, problems=problems)
+    genes = {"kinds": [GUARD, CONVERT], "feedback": [SILENCE]}.get(suite, [])
+    prefix = "w" if suite == "classic" else suite
+    return World(name=f"{prefix}{index}-{fmt}", seed=seed, fmt=fmt, problems=problems, suite=suite, genes=genes)
 
 
 # ------------------------------------------------------------------ the workspace
@@ -213,9 +280,18 @@ def build(world: World, ws: Path) -> None:
     (ws / "gep.toml").write_text(GEP_TOML)
     (ws / "AGENTS.md").write_text(f"# {world.name}\nA small service; its nightly job logs to logs/job.log.\n")
     (ws / ".gitignore").write_text("logs/\nsessions/\n__pycache__/\n.gep/\n")
+    write_genes(world, ws)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=bench", "-c", "user.email=b@x",
                                                                 "commit", "-qm", "the world at cycle 0"]):
         subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
+
+
+def write_genes(world: World, ws: Path) -> None:
+    """The world's genes, where a workspace keeps its own (again after the fresh arm wipes ``.gep``)."""
+    if world.genes:
+        (ws / ".gep" / "genes").mkdir(parents=True, exist_ok=True)
+    for g in world.genes:
+        (ws / ".gep" / "genes" / f"{g.id}.json").write_text(json.dumps(g.to_gene(), indent=1))
 
 
 def _function_source(text: str, name: str) -> str | None:
@@ -315,11 +391,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cycles", type=int, default=16)
     ap.add_argument("--worlds", type=int, default=8)
+    ap.add_argument("--suite", choices=SUITES, default="classic")
     args = ap.parse_args()
     for i in range(args.worlds):
-        w = make_world(i, args.seed, args.cycles)
+        w = make_world(i, args.seed, args.cycles, args.suite)
         print(f"{w.name} (seed {w.seed}): " + "; ".join(
-            f"{p.where} {p.kind}" + (f" from cycle {p.arrives}" if p.arrives else "") for p in w.problems))
+            f"{p.where} {p.kind}" + (f" from cycle {p.arrives}" if p.arrives else "") for p in w.problems)
+            + (f"; genes {', '.join(g.id for g in w.genes)}" if w.genes else ""))
     return 0
 
 

@@ -60,27 +60,81 @@ def test_the_agents_odds_follow_what_the_prompt_gives_it() -> None:
     name = target["name"]
     plain = f"## Gene gene_optimize_code_quality (optimize)\n\n## Signals\nlog_error, errsig:x in app.m.{name}\n"
     repair = plain.replace("gene_optimize_code_quality (optimize)", "gene_repair_from_errors (repair)")
-    told = repair + f"\n## Lessons from earlier cycles\n- the fix for {name} did not hold\n"
+    told = repair + f"\n## Lessons from earlier cycles\n- gene_x changed {name} and it came back\n"
     assert evolution_agent.choose_target(plain, world, evolution_agent.random.Random(0)) == target
-    odds = [evolution_agent.odds(p, target)["fix"] for p in (plain, repair, told)]
+    odds = [evolution_agent.odds(p, target, world)["fix"] for p in (plain, repair, told)]
     assert odds[0] < odds[1] < odds[2]
     assert evolution_agent.choose_target("## Signals\nstable_success_plateau\n", world, evolution_agent.random.Random(0)) is None
 
 
-def test_exact_mcnemar_and_power() -> None:
-    assert evolution.binom_two_sided(0, 10) == pytest.approx(2 / 1024)
-    assert evolution.binom_two_sided(5, 10) == 1.0
-    a = [True] * 12 + [False] * 8
-    b = [False] * 12 + [False] * 8
-    assert evolution.mcnemar(a, b) == (12, 0, pytest.approx(2 / 4096))
-    assert evolution.tasks_needed(0.4, 1.3, 0.3) > evolution.tasks_needed(0.4, 1.6, 0.3) > 0
+PROTOCOL = ("# GEP: Genome Evolution Protocol\n## Rules\n1. repair: fix the root cause of the error in the signals.\n"
+            "3. History. Do not repeat an approach that recent failed outcomes or lessons record; avoid it.\n")
+
+
+def test_words_every_prompt_carries_change_no_odds() -> None:
+    """The fixed protocol says "repair", "root cause", "avoid", "failed": an optimize gene's odds stay its own,
+    and a function named only in the signals is no lesson."""
+    world = make_world(0, 1, 20).to_json()
+    target = world["problems"][0]
+    plain = f"## Gene gene_optimize_code_quality (optimize)\n\n## Signals\nerrsig:x in {target['where']}\n"
+    assert evolution_agent.odds(PROTOCOL + plain, target, world) == evolution_agent.odds(plain, target, world)
+    assert evolution_agent.gene_odds(PROTOCOL + plain, target, world)[0] == "other"
+    assert not evolution_agent.told_about(PROTOCOL + plain, target)
+
+
+def test_a_world_gene_plays_its_family() -> None:
+    from evolution_world import FAMILY
+
+    world = make_world(0, 1, 20, "kinds").to_json()
+    assert set(world["genes"]) == {"gene_guard_inputs", "gene_coerce_values"}
+    guard = next(p for p in world["problems"] if FAMILY[p["kind"]] == "guard")
+    convert = next(p for p in world["problems"] if FAMILY[p["kind"]] == "convert")
+    head = "## Gene {} (repair)\n\n## Signals\nerrsig:x\n"
+    g, c = head.format("gene_guard_inputs"), head.format("gene_coerce_values")
+    assert evolution_agent.gene_odds(g, guard, world)[0] == evolution_agent.gene_odds(c, convert, world)[0] == "match"
+    assert evolution_agent.gene_odds(g, convert, world)[0] == evolution_agent.gene_odds(c, guard, world)[0] == "mismatch"
+    assert evolution_agent.odds(g, guard, world)["fix"] > evolution_agent.odds(c, guard, world)["fix"] * 5
+
+
+def test_an_earlier_tries_diff_and_a_capsule_for_a_twin_are_read(tmp_path: Path) -> None:
+    world = make_world(0, 1, 20, "capsule").to_json()
+    first, twin = world["problems"][0], world["problems"][2]
+    assert first["kind"] == twin["kind"] and first["name"] != twin["name"]
+
+    def diff(p: dict, v: str) -> str:
+        return "".join(f"+{line}\n" for line in p["sources"][v].splitlines())
+
+    head = f"## Gene gene_repair_from_errors (repair)\n\n## Signals\nerrsig:x in {twin['where']}\n"
+    tried = head + f"\n## What was tried on this problem\n{twin['name']}:\n```diff\n{diff(twin, 'partial')}```\n"
+    assert evolution_agent.tried_before(tried, twin) == "partial" and evolution_agent.tried_before(head, twin) is None
+    # a lesson's one-line excerpt of the change (``file f(): - old | + new``, pieces cut with "...")
+    new = [x.strip() for x in twin["sources"]["superficial"].splitlines()[2:]]
+    excerpt = f"- app/m.py {twin['name']}(): - old | " + " | ".join(f"+ {x[:12]}..." for x in new)
+    lesson = head + f"\n## Lessons from earlier cycles\n```\n{excerpt}\n```\n"
+    assert evolution_agent.tried_before(lesson, twin) == "superficial"
+    capsule = head.replace("## Signals", f"## Capsule to reuse cap_1\n```diff\n{diff(first, 'fix')}```\n\n## Signals")
+    assert evolution_agent.capsule_approach(capsule, twin) == "fix"
+    assert evolution_agent.capsule_approach(head, twin) is None
+
+
+def test_paired_statistics_by_world_seed() -> None:
+    assert evolution.sign_flip_p([1, 1, 1, 1, 1, 1, 1, 1]) == pytest.approx(2 / 256)
+    assert evolution.sign_flip_p([1, -1, 2, -2]) == 1.0
+    assert evolution.sign_flip_p([0, 0, 0]) == 1.0
+    assert evolution.sign_flip_p([1.0] * 20) < 0.001  # the sampled test beyond 16 pairs
+    lo, hi = evolution.cluster_ratio_ci([2, 2, 2, 2], [1, 1, 1, 1])
+    assert lo == hi == 2.0
+    lo, hi = evolution.cluster_ratio_ci([4, 0, 2, 2], [1, 1, 1, 1])
+    assert lo < 2.0 < hi
+    spread, tight = [3, -1, 2, 0, 1, -2], [1, 1, 1, 1, 1, 1]
+    assert evolution.min_detectable(spread) > evolution.min_detectable(tight) == 0.0
 
 
 def test_quick_run_through_the_real_engine(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     assert evolution.main(["--quick", "--jobs", "1", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "paired against full" in text and "target: full / off" in text and "paired tasks detect" in text
+    assert "by world-seed" in text and "target: full / off" in text and "power: over 2 world-seeds" in text
     data = json.loads(out.read_text())
     runs = data["runs"]
     assert set(runs) == {"full", "off"} and len(runs["full"]) == len(runs["off"]) == 2
@@ -121,17 +175,24 @@ def test_tokens_per_verified_fix_from_the_agents_usage_block() -> None:
     assert "tokens per verified fix (the agent's own usage report): full 4,500; off 4,000 for no fix" in buf.getvalue()
 
 
-def test_report_prints_the_paired_table() -> None:
-    t = [evolution.TaskResult("w", 1, f"p{i}", 0, fixed=i < 6, first_fixed=None, regressions=0, did_not_hold=0)
-         for i in range(8)]
-    u = [evolution.TaskResult("w", 1, f"p{i}", 0, fixed=i < 2, first_fixed=None, regressions=0, did_not_hold=0)
-         for i in range(8)]
-    runs = {"full": [evolution.RunResult("full", "w", 1, 8, tasks=t, open_per_cycle=[3])],
-            "off": [evolution.RunResult("off", "w", 1, 8, tasks=u, open_per_cycle=[5])]}
+def test_report_compares_world_seeds_not_tasks() -> None:
+    """Eight world-seeds where full fixes 3 of 4 and off 1 of 4: 24 against 8 tasks, p = 2/256 by world-seed
+    (the tasks of one run are not independent: a task-level test would claim far more)."""
+    def run(arm: str, w: int, fixed: int, attempts: int) -> evolution.RunResult:
+        tasks = [evolution.TaskResult(f"w{w}", 1, f"p{i}", 0, fixed=i < fixed, first_fixed=None, regressions=0,
+                                      did_not_hold=0) for i in range(4)]
+        return evolution.RunResult(arm, f"w{w}", 1, 8, tasks=tasks, open_per_cycle=[2], attempts=attempts)
+
+    runs = {"full": [run("full", w, 3, 6) for w in range(8)], "off": [run("off", w, 1, 8) for w in range(8)]}
     buf = io.StringIO()
     summary = evolution.report(runs, out=buf)
-    assert summary["comparisons"][0]["only_base"] == 4 and summary["verdict"] == "FAIL"  # p = 0.125
-    assert "3.00" in buf.getvalue()
+    c = summary["comparisons"][0]
+    assert (c["units"], c["fixed_base"], c["fixed_arm"], c["ratio"]) == (8, 24, 8, 3.0)
+    assert c["p"] == pytest.approx(2 / 256) and summary["verdict"] == "PASS"
+    assert c["apf_ratio"] == pytest.approx((48 / 24) / (64 / 8))
+    assert "3.00" in buf.getvalue() and "PASS" in buf.getvalue()
+    runs["off"] = runs["off"][:3]  # three world-seeds: p cannot go under 0.25, whatever the gain
+    assert evolution.report(runs, out=io.StringIO())["verdict"] == "FAIL"
 
 
 def test_a_careful_agent_leaves_a_fixed_function_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,3 +266,18 @@ def test_the_person_labels_an_event_the_fresh_store_forgot_without_crashing(tmp_
     committed = [(0, "evt_0_000000", world.problems[0].name)]
     for draw in range(20):  # some draws label it (LABEL_SHARE): none may raise
         evolution._label(ws, world, committed, evolution.LABEL_DELAY, evolution.START, evolution.random.Random(draw))
+
+
+def test_a_run_cut_short_is_reported_from_its_progress_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [f"[{k}/40   {k * 9} s] kinds kinds{w}-iso s{s} {arm}: fixed {f}/5, {a} attempts"
+             for k, (w, s, arm, f, a) in enumerate([(w, s, arm, 4 if arm == "full" else 2, 9)
+                                                    for s in (1, 2) for w in range(4) for arm in ("full", "off")], 1)]
+    results = evolution.from_progress(["2 suites x ...", *lines, "wall time 3 s"])
+    assert {a: len(r) for a, r in results.items()} == {"full": 8, "off": 8}
+    c = evolution.compare(results, "off")
+    assert c is not None and (c["units"], c["fixed_base"], c["fixed_arm"]) == (8, 32, 16)
+    assert c["p"] == pytest.approx(2 / 256) and c["apf_ratio"] == pytest.approx((72 / 32) / (72 / 16))
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines))
+    assert evolution.main(["--from-progress", str(log)]) == 0
+    assert "PASS" in capsys.readouterr().out

@@ -30,7 +30,7 @@ def test_the_demo_runs_the_whole_loop_and_cleans_up(live_prefect: LiveServer):
     for step in steps:  # in this order, each printed as a person would type it
         at = out.index(step, at) + len(step)
     assert re.search(r"GEP-Event: evt_\w+\n\s+GEP-Gene: gene_repair_from_errors", out), out
-    assert re.search(r"written before the fix [0-9a-f]{12}, so not repaired again", out), out
+    assert re.search(r"the log.s lines predate [0-9a-f]{12}: the fixed error is not repaired again", out), out
     # the history shows cycle 2, and the fix as what it is: nothing ran after it, so it is not judged yet
     assert "awaiting_changes" in out and "not yet judged" in out, out
     assert "verified fix" not in out.replace("0 verified fixes", "") and "not a trigger" not in out, out

@@ -128,12 +128,16 @@ def _prompt(e: EvolutionEvent) -> str:
     return Path(e.meta.mutator_result.prompt_file).read_text()
 
 
-def test_verdicts_off_repairs_a_fixed_error_again_from_old_lines(ws: Path) -> None:
+def test_verdicts_off_judges_no_fix_and_old_lines_still_do_not_drive_repair(ws: Path) -> None:
     committed_fix(ws)
-    # on (tests/test_learning_cycles.py): the old lines are resolved and nothing is repaired
+    # the plain engine reads only lines written since the last cycle (gep/signals/unread.py, issue 41): with
+    # verdicts off the old error does not come back either; only the verdict on the fix is missing
     again = _cycle(ws, 2, {"GEP_LEARNING_OFF": "verdicts"})
-    assert again.genes_used == [REPAIR] and any(s.startswith("errsig") for s in again.signals)
+    assert again.genes_used != [REPAIR] and not any(s.startswith("errsig") for s in again.signals)
     assert not again.meta.resolved and not again.meta.fix_checks
+    log_again(ws, later(2))  # the error logged again: repaired again
+    third = _cycle(ws, 3, {"GEP_LEARNING_OFF": "verdicts"})
+    assert third.genes_used == [REPAIR] and any(s.startswith("errsig") for s in third.signals)
 
 
 @pytest.mark.parametrize("off, lessons, outcomes", [

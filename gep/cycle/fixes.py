@@ -30,6 +30,7 @@ from gep.learning.resolved import (
     resolution_for_commit,
 )
 from gep.signals.sources import collect_tails, file_marks
+from gep.signals.unread import READ_MARKS_KEY, marks_of
 from gep.store import Store
 
 VERDICT_KEY = "fix_verdict"  # also kept on the fix's capsule (an extra field: capsules keep unknown fields)
@@ -114,6 +115,16 @@ def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
         ctx.store.save_resolution(res)
         event.meta.fix_credit = FixCreditRecord(addressed=res.signals, credited=res.credited, missed=res.missed)
         ctx.store.add_event(event)
+
+
+def mark_read(ctx: CycleContext, event: EvolutionEvent) -> None:
+    """Right after a change landed in the workspace: the lines written so far describe the code before it, so
+    the next cycles read only what is written after (gep/signals/unread.py). Every arm, learning off too."""
+    if event.outcome.status != "success" or not event.meta.commit or event.meta.delivery == "kept":
+        return
+    at = parse_at(event.meta.solidified_at) or ctx.clock()
+    tails = collect_tails(ctx.workspace.path, ctx.settings, ctx.clock(), warnings=[])
+    ctx.store.set_state(READ_MARKS_KEY, marks_of(tails, at))
 
 
 def reusable(capsules: Sequence[Capsule]) -> list[Capsule]:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from gep.core.learning_switch import learning_switch
 from gep.core.models import EvolutionEvent, Gene
 from gep.cycle.context import CycleContext
-from gep.cycle.fixes import remember_commit
+from gep.cycle.fixes import mark_read, remember_commit
 from gep.cycle.solidify import REJECTED_IN_REVIEW
 from gep.learning.attribution import is_host_failure
 from gep.learning.avoid import avoid_lines
@@ -123,6 +123,7 @@ def learn_from_cycle(ctx: CycleContext, event: EvolutionEvent | None) -> None:
         return
     learn_outcome(ctx.store, event, ctx.clock())
     remember_commit(ctx, event)
+    mark_read(ctx, event)
 
 
 def catch_up(ctx: CycleContext) -> None:

@@ -75,6 +75,7 @@ from gep.mutators.base import MutationRequest
 from gep.mutators.gep_prompt import PromptInput, build_prompt
 from gep.signals.rules import analyze_recent_history, extract_signals
 from gep.signals.sources import collect_sources, collect_tails
+from gep.signals.unread import READ_MARKS_KEY, ReadMarks, unread_sources
 from gep.store import Store, after_cycle
 
 HISTORY_EVENTS = max(constants.HISTORY_WINDOW, constants.DOMINANCE_WINDOW, constants.BAN_CYCLES) + 10
@@ -86,6 +87,11 @@ NO_GENE = "no gene matched the signals (or every match is banned)"
 
 def collect(ctx: CycleContext, state: CycleState) -> CycleState:
     state.sources = collect_sources(ctx.workspace.path, ctx.settings, now=ctx.started_at)
+    # what was written since the last change landed drives this cycle (gep/signals/unread.py)
+    marks = ctx.store.get_state(READ_MARKS_KEY, ReadMarks)
+    if marks is not None:
+        tails = collect_tails(ctx.workspace.path, ctx.settings, ctx.started_at, warnings=[])  # warned above
+        state.sources = unread_sources(state.sources, tails, marks)
     no_llm = daily_budget_spent(ctx) if ctx.settings.llm_signals else None  # the pass spends the day's tokens too
     state.behavior = capture_behavior(ctx.workspace.path, settings=ctx.settings, env=ctx.env, now=ctx.started_at,
                                       cycle_number=ctx.cycle_number, no_llm=no_llm)

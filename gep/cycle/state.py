@@ -37,7 +37,7 @@ class CycleState(BaseModel):
     run: CycleRun | None = None  # the open run record (from the begin stage on; finishing: the pending one)
     tree: CycleTree | None = None  # where the change is made and checked (from the begin stage on)
     approve: Approve | None = None  # review mode: asked before committing (the flow pauses for a person)
-    sources: SourceBundle = Field(default_factory=SourceBundle)
+    sources: SourceBundle = Field(default_factory=SourceBundle)  # logs and transcripts: since the last change
     behavior: BehaviorCapture | None = None  # behavioural signals captured from the transcripts read
     events: list[EvolutionEvent] = Field(default_factory=list)  # recent finished cycles, oldest first
     signals: list[str] = Field(default_factory=list)

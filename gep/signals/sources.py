@@ -532,6 +532,7 @@ class FileTail(BaseModel):
     size: int
     lines: list[TailLine] = Field(default_factory=list)
     head: bytes = b""  # its first bytes (in memory only): compared with a mark's digest
+    complete_to: int | None = None  # the end of its last complete line (None: the end of the file)
 
     def rewritten_since(self, mark: FileMark) -> bool:
         """Whether the file is no longer the one marked grown: smaller now, or other first bytes."""
@@ -595,7 +596,10 @@ def _file_tail(path: Path, label: str, kind: SourceKind, cap: int, root: Path,
         if at is not None:
             last = at
         lines.append(TailLine(start=start, at=at if at is not None or not inherit else last, text=red))
-    return FileTail(path=label, kind=kind, size=size, lines=lines, head=_read_head(path, data, offset))
+    # a last line still being written (no newline yet) is not complete: gep/signals/unread.py reads it again
+    complete_to = None if not data or data.endswith(b"\n") else offset + data.rfind(b"\n") + 1
+    return FileTail(path=label, kind=kind, size=size, lines=lines, head=_read_head(path, data, offset),
+                    complete_to=complete_to)
 
 
 def _timeline_files(root: Path, settings: Settings, now: datetime,
