@@ -501,7 +501,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     wall = time.perf_counter() - t0
-    summary = report(results)
+    finish_run(report(results), results, args, wall, len(jobs))
+    return 0
+
+
+def finish_run(summary: dict[str, Any], results: dict[str, Any], args: argparse.Namespace, wall: float,
+               n_jobs: int) -> None:
+    """The lines that end a run (this bench's and bench/real_world.py's): the agent's approaches per arm, the
+    wall time, and ``--json``'s file."""
     approaches: dict[str, dict[str, int]] = {}
     for arm, runs in results.items():
         for r in runs:
@@ -510,13 +517,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 approaches[arm][k] += v
     print("\nagent approaches per arm: " + "; ".join(
         f"{arm}: " + ", ".join(f"{k} {v}" for k, v in sorted(a.items())) for arm, a in approaches.items()))
-    print(f"wall time {wall:.0f} s ({wall / max(1, len(jobs) * args.cycles):.2f} s a cycle over {args.jobs} "
+    print(f"wall time {wall:.0f} s ({wall / max(1, n_jobs * args.cycles):.2f} s a cycle over {args.jobs} "
           f"processes)")
     if args.json:
         args.json.write_text(json.dumps({**summary, "runs": {a: [asdict(r) for r in rs] for a, rs in results.items()},
                                          "wall_s": wall, "args": {k: str(v) for k, v in vars(args).items()}},
                                         indent=1, default=str))
-    return 0
 
 
 if __name__ == "__main__":

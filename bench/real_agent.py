@@ -34,6 +34,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evolution_agent import _attempts  # one count of the agent's earlier attempts (beside this file)
+
 FAIL_WORDS = ("did not hold", "did_not_hold", "failed", "not_helpful", "not helpful", "rolled back", "avoid",
               "wrong", "don't")
 TOLD_IN = ("lesson", "recent outcome", "avoid", "session", "transcript", "correction")  # rule 3's sections
@@ -130,12 +132,6 @@ def act(task: dict[str, Any], approach: str) -> bool:
         path.write_text(path.read_text() + "\nraise ImportError('half-done refactor: moved to a new module')\n")
         return True
     return False
-
-
-def _attempts(state: Path, task_id: str) -> int:
-    if not state.exists():
-        return 0
-    return sum(1 for line in state.read_text().splitlines() if json.loads(line).get("target") == task_id)
 
 
 def solve(prompt: str) -> dict[str, Any]:

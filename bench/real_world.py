@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -402,20 +402,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     wall = time.perf_counter() - t0
-    summary = report(runs)
-    approaches: dict[str, dict[str, int]] = {}
-    for arm, rs in runs.items():
-        for r in rs:
-            for k, v in r.approaches.items():
-                approaches.setdefault(arm, {}).setdefault(k, 0)
-                approaches[arm][k] += v
-    print("agent approaches per arm: " + "; ".join(
-        f"{arm}: " + ", ".join(f"{k} {v}" for k, v in sorted(a.items())) for arm, a in approaches.items()))
-    print(f"wall time {wall:.0f} s ({wall / max(1, len(jobs) * args.cycles):.2f} s a cycle over {args.jobs} processes)")
-    if args.json:
-        args.json.write_text(json.dumps({**summary, "runs": {a: [asdict(r) for r in rs] for a, rs in runs.items()},
-                                         "wall_s": wall, "args": {k: str(v) for k, v in vars(args).items()}},
-                                        indent=1, default=str))
+    from evolution import finish_run  # deferred: evolution.py imports this module for --world real
+
+    finish_run(report(runs), runs, args, wall, len(jobs))
     return 0
 
 
