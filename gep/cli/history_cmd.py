@@ -18,9 +18,8 @@ from pydantic import BaseModel
 
 from gep import prefect_api as api
 from gep.core.errors import GepError
-from gep.core.learned import is_specific
+from gep.core.learned import fix_label, is_specific
 from gep.core.models import EvolutionEvent
-from gep.learning.resolved import fix_label
 
 # a log line's leading timestamp (ISO, Python logging, with or without brackets), not part of the problem
 _LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d{2}:?\d{2})?\]?\s*")

@@ -57,7 +57,7 @@ def table(rows: Sequence[HistoryRow], width: int, wide: bool, links: bool) -> Ta
 def summary(events: Sequence[EvolutionEvent]) -> str:
     """One line over the cycles listed: how many, verified fixes, fixes that did not hold, failures."""
     from gep.cli.history_cmd import fix_shown
-    from gep.learning.resolved import NOT_JUDGED
+    from gep.core.learned import NOT_JUDGED
 
     fixes = [fix_shown(e) for e in events]
     parts = [f"{fixes.count('verified')} verified fix{'es' if fixes.count('verified') != 1 else ''}",

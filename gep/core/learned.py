@@ -259,3 +259,16 @@ class MemoryHistory(BaseModel):
 
     summaries: list[SituationSummary] = Field(default_factory=list)
     events: list[EvolutionEvent] = Field(default_factory=list)
+
+
+NOT_JUDGED = "not yet judged"  # a committed fix nothing ran after yet: no verdict until something does
+
+
+def fix_label(meta_verdict: str | None, status: str, delivery: str | None, committed: bool) -> str:
+    """A cycle's fix as people read it (`gep history`, `gep status`): verified, did not hold, not landed (kept on
+    its own branch: nothing the agent runs has it yet), not yet judged, or "-" for no committed fix."""
+    if meta_verdict:
+        return meta_verdict.replace("_", " ")
+    if delivery == "kept" and committed:
+        return "not landed"
+    return NOT_JUDGED if status == "success" and committed else "-"

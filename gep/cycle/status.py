@@ -16,12 +16,12 @@ from pydantic import BaseModel, Field
 
 from gep.core.errors import GepError
 from gep.core.event_ids import short_ids
+from gep.core.learned import fix_label
 from gep.core.models import CycleRun, EvolutionEvent
 from gep.cycle.review_wait import ReviewWait, waiting
 from gep.git.indexwrite import pid_alive
 from gep.git.kept import kept_branch
 from gep.git.repo import open_repo
-from gep.learning.resolved import fix_label
 from gep.store import Store
 
 KEPT_SCAN = 50  # recent cycles looked at for kept commits not merged yet

@@ -309,17 +309,3 @@ def _add_new_errors(out: ResolutionCheck, newest: Resolution, tails: Sequence[Fi
         if s.startswith(ERROR_KINDS) and signal_identity(s) not in resolved | have:
             out.signals.append(s)
             have.add(signal_identity(s))
-
-
-NOT_JUDGED = "not yet judged"  # a committed fix nothing ran after yet: no verdict until something does
-
-
-def fix_label(meta_verdict: str | None, status: str, delivery: str | None, committed: bool) -> str:
-    """A cycle's fix as people read it (`gep history`, `gep status`): verified, did not hold, not landed (kept on
-    its own branch: nothing the agent runs has it yet), not yet judged, or "-" for no committed fix."""
-    if meta_verdict:
-        return meta_verdict.replace("_", " ")
-    if delivery == "kept" and committed:
-        return "not landed"
-    return NOT_JUDGED if status == "success" and committed else "-"
-
