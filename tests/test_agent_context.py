@@ -18,6 +18,7 @@ from learning_helpers import (
     cycle,
     later,
     log_again,
+    log_ok,
     store_of,
     venv_first,
 )
@@ -118,7 +119,8 @@ def test_nothing_from_a_resolved_problem(ws: Path) -> None:
     assert said.exit_code == 0, said.output
     before = CliRunner().invoke(app, ["context", "--workspace", str(ws)]).stdout
     assert "on a live problem" in before and "the mean still looks off" in before  # live until checked
-    after = cycle(ws, 2)  # reads the same log: every error line predates the fix, so it is resolved
+    log_ok(ws, later(1))  # the code that failed ran again without the error: evidence the fix held (issue 44)
+    after = cycle(ws, 2)  # reads only what is new: the error is not there, and the fix is verified
     assert not any(s.startswith("errsig:") for s in after.signals), after.signals
     text = CliRunner().invoke(app, ["context", "--workspace", str(ws)]).stdout
     assert "on a live problem" not in text and "Live problem" not in text and "the mean" not in text

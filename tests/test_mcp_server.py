@@ -299,7 +299,7 @@ def test_what_gep_init_claude_writes_runs_as_claude_code_runs_it(failed_ws: tupl
                               text=True, env={**env, "CLAUDE_PROJECT_DIR": str(ws)}, cwd=tmp_path,
                               timeout=start["timeout"] * 6)
         context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
-        assert "Avoid (failed before on a live problem)" in context and TOKEN not in context
+        assert "Tried before on a live problem and failed" in context and TOKEN not in context
         server = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["gep"]
         assert settings["enabledMcpjsonServers"] == ["gep"] and server["args"] == ["mcp"]
         params = StdioServerParameters(command=server["command"], args=server["args"], cwd=str(tmp_path),
