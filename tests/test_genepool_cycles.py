@@ -86,7 +86,10 @@ def test_uncovered_signals_get_an_automatic_gene_and_a_real_cycle_runs_with_it(t
         assert gene is not None and gene.provenance.origin == "auto"
         assert gene.signals_match == ["integration_key_missing"] and gene.validation == ["python -m compileall -q ."]
         assert store.get_event(event.id).meta.gene_pool.auto_gene.created  # what the event says, stored
-    # the same situation again: the stored gene is selected like any other, nothing new is built
+    # the same situation again (the job logs it again: a cycle reads only lines written since the change
+    # landed, issue 41): the stored gene is selected like any other, nothing new is built
+    with (ws / "logs" / "agent.log").open("a") as fh:
+        fh.write(KEY_MISSING.replace("2026-11-23", "2099-01-01"))
     again = cycle(ws, agent, seed=2)
     assert again.genes_used == [gene_id] and again.meta.gene_pool.auto_gene is None
     assert listed(ws)[gene_id]["selectable"] is True

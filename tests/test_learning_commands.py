@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from fake_anthropic import FakeAnthropic, message, text_block, tool_use
-from learning_helpers import REPAIR, agent_workspace, committed_fix, cycle, finish, store_of, venv_first
+from learning_helpers import REPAIR, agent_workspace, committed_fix, cycle, finish, log_again, store_of, venv_first
 from test_mutator_anthropic import fixing_session
 from typer.testing import CliRunner
 
@@ -165,6 +165,7 @@ def test_the_daily_token_budget_skips_claude_cycles_until_the_next_utc_day(tmp_p
                                             "2026-11-23 (UTC); Claude-driven cycles run again from "
                                             "2026-11-24T00:00:00.000Z")
         assert skipped.genes_used == [] and skipped.meta.mutator_result is None
+        log_again(ws, day + timedelta(hours=5, minutes=30))  # the job fails again (only new lines are read)
         prompt_mode = cycle(ws, 2, clock=lambda: day + timedelta(hours=6))  # spends no tokens: runs
         assert prompt_mode.outcome.status == "awaiting_changes"
         finish(ws, clock=lambda: day + timedelta(hours=6))
