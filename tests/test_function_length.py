@@ -9,6 +9,7 @@ counts on its own and as part of the one it is in. The check reads the source wi
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,8 +19,10 @@ MAX_LINES = 60
 TO_SPLIT = {"gep/genes/selector.py select_gene_and_capsule", "gep/mutators/anthropic_mutator.py run"}
 
 
+@functools.cache
 def long_functions(root: Path, limit: int = MAX_LINES) -> list[str]:
-    """``path:line name (N lines)`` for each function of gep/ and flows/ under ``root`` longer than ``limit``."""
+    """``path:line name (N lines)`` for each function of gep/ and flows/ under ``root`` longer than ``limit``
+    (read once per process and root: the tests only read it)."""
     found = []
     for folder in ("gep", "flows"):
         for path in sorted((root / folder).rglob("*.py")):
