@@ -69,9 +69,9 @@ def mentions(root: Path) -> Iterator[tuple[str, str, Path]]:
 
 
 def missing(root: Path) -> list[str]:
-    """A line for each module named that does not exist."""
-    return [f"{where} names {name}: {path.relative_to(root)} does not exist"
-            for where, name, path in mentions(root) if not path.is_file()]
+    """A line for each module named that does not exist (once per place that names it)."""
+    return list(dict.fromkeys(f"{where} names {name}: {path.relative_to(root)} does not exist"
+                              for where, name, path in mentions(root) if not path.is_file()))
 
 
 def unnamed(root: Path) -> list[str]:
@@ -138,7 +138,8 @@ def test_the_check_finds_a_missing_and_an_unnamed_module(tmp_path: Path) -> None
     root = _plant(tmp_path, {
         "gep/__init__.py": '"""The library: api.py."""\n', "gep/api.py": "", "gep/entry.py": "",
         "gep/store/__init__.py": '"""Persistence: full.py, memory.py, *_cmd.py, gep/core/ids.py; never the CLI;\n'
-                                 'the database in <workspace>/.gep/gep.py (a workspace file, not checked)."""\n',
+                                 'the database in <workspace>/.gep/gep.py (a workspace file, not checked);\n'
+                                 '(memory.py again)."""\n',
         "gep/store/full.py": "", "gep/store/rows.py": "", "gep/store/quick.py": "",
         "gep/core/__init__.py": '"""The vocabulary (models, hashing)."""\n', "gep/core/ids.py": "",
         "gep/core/models.py": "", "flows/__init__.py": '"""Flows: cycle.py."""\n', "flows/cycle.py": "",
