@@ -27,6 +27,10 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 _PREFECT_HOME = tempfile.mkdtemp(prefix="gep-test-prefect-")
 atexit.register(shutil.rmtree, _PREFECT_HOME, True)
 os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
+# this machine's key (gep/core/machine_key.py) kept in a temporary state folder, not the developer's home
+_STATE_HOME = tempfile.mkdtemp(prefix="gep-test-state-")
+atexit.register(shutil.rmtree, _STATE_HOME, True)
+os.environ.setdefault("XDG_STATE_HOME", _STATE_HOME)
 os.environ["DO_NOT_TRACK"] = "1"
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ.pop("ANTHROPIC_API_KEY", None)

@@ -36,8 +36,12 @@ def test_two_failures_on_one_problem_make_an_entry_shown_and_used_by_selection()
     avoid = build_avoid_list([_event(1, "failed"), _event(2, "failed")])
     [entry] = avoid.on(NOW)
     assert entry.gene_id == REPAIR and entry.failures == 2 and entry.event_ids == ["evt_1", "evt_2"]
-    assert entry.line().startswith(f"do not: repeat {REPAIR}'s approach on this problem (touched stats.py): it "
-                                   "failed 2 times, last: validation: E assert 6.0 == 4")
+    assert entry.line() == (f"{REPAIR}'s approach failed 2 times on this problem; last change in stats.py; checks "
+                            "said: validation: E assert 6.0 == 4: try a different change")
+    # with the change kept at record time, the line names the change itself, never "touched <file>" (issue 41)
+    shown = build_avoid_list([_event(1, "failed"), _event(2, "failed", change_excerpt="stats.py mean(): + return 0")])
+    assert "last change: stats.py mean(): + return 0;" in shown.entries[0].line()
+    assert "touched" not in shown.entries[0].line() and "do not" not in shown.entries[0].line()
     assert avoided_genes(avoid, GENES, NOW, {}) == {REPAIR: "avoid: failed 2 times on this problem"}
     # another problem: nothing to avoid
     assert avoid.on(["log_error", _line(20, "ZeroDivisionError: division by zero")]) == []
@@ -73,7 +77,7 @@ def test_the_list_is_stored_and_gives_the_prompts_do_not_lines(tmp_path: Path) -
         stored = store.get_state("learning.avoid", AvoidList)
         lines = avoid_lines(store, NOW)
     assert stored is not None and [e.gene_id for e in stored.entries] == [REPAIR]
-    assert len(lines) == 1 and lines[0].startswith("do not: repeat gene_repair's approach")
+    assert len(lines) == 1 and lines[0].startswith("gene_repair's approach failed 2 times")
 
 
 # ------------------------------------------------------------------ the problem an attempt counts on (issue 28)

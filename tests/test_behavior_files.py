@@ -28,11 +28,13 @@ def lines(ws: Path, day: str = "2026-03-14") -> list[dict[str, object]]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
 
-def test_written_lines_have_the_seed_fields_in_order_then_source_and_key(tmp_path: Path) -> None:
+def test_written_lines_have_the_seed_fields_in_order_then_source_key_and_seal(tmp_path: Path) -> None:
     report = record(tmp_path, [detected("k1", "correction", "emotion")])
     assert report.new == 1 and len(report.written) == 2
     got = lines(tmp_path)
-    assert [list(x) for x in got] == [["ts", "type", "summary", "intensity", "source", "key"]] * 2
+    # the seal (this machine's, gep/core/machine_key.py) is what makes the line trusted as context (issue 45)
+    assert [list(x) for x in got] == [["ts", "type", "summary", "intensity", "source", "key", "mac"]] * 2
+    assert all(len(x["mac"]) == 64 for x in got)
     assert got[0]["type"] == "correction" and got[0]["key"] == "k1" and got[0]["source"] == "claude_code"
     assert (tmp_path / "memory" / "growth" / "signals" / "2026-03-14.jsonl").is_file()
 

@@ -116,7 +116,7 @@ def test_context_scores_as_the_seed_example():
     assert (other.scope, other.score) == ("global", pytest.approx(0.70))
     assert index.usefulness("gene_unknown", DB, T0).model_dump() == {
         "gene_id": "gene_unknown", "score": 0.5, "scope": "none", "situation_key": None, "similarity": 0.0,
-        "signals": 0, "not_helpful": 0}
+        "signals": 0, "not_helpful": 0, "helpful": 0}
 
 
 def test_lookup_uses_the_closest_similar_situation():

@@ -71,7 +71,8 @@ def test_a_lesson_written_on_a_problem_is_in_the_next_prompt_whichever_gene_is_p
     assert failed is not None and failed.outcome.status == "failed" and failed.genes_used == [REPAIR]
     with store_of(ws) as store:
         lesson = next(x for x in store.list_lessons(REPAIR) if x.category == LessonCategory.failure)
-    assert "Touched: stats.py" in lesson.content and "assert" in lesson.content, lesson.content
+    # the change itself, from its diff kept at record time (issue 41), not the file alone
+    assert "Changed: stats.py mean(): - return sum(values) / (len(values) - 1) | + return sum(values) / (len(values) + 1)" in lesson.content and "assert" in lesson.content, lesson.content
 
     # the repair gene is out of selection: the next cycle on the same error picks another gene
     retired = CliRunner().invoke(app, ["genes", "retire", REPAIR, "--reason", "test", "--workspace", str(ws)])
@@ -80,7 +81,7 @@ def test_a_lesson_written_on_a_problem_is_in_the_next_prompt_whichever_gene_is_p
     assert nxt.genes_used and nxt.genes_used != [REPAIR], nxt.meta.selector
     prompt = Path(nxt.meta.mutator_result.prompt_file).read_text()  # type: ignore[union-attr]
     section = prompt.split("## Lessons from earlier cycles", 1)[1].split("\n## ", 1)[0]
-    assert f"{REPAIR} failed on [" in section and "Touched: stats.py" in section, section
+    assert f"{REPAIR} failed on [" in section and "+ return sum(values) / (len(values) + 1)" in section, section
     assert lesson.id in (nxt.meta.lessons_recalled or [])
 
 

@@ -100,6 +100,8 @@ def test_a_verified_fix_is_named_in_a_similar_problems_prompt_and_not_in_an_unre
     section = _lessons(similar)
     assert "worked on a similar problem (also a AssertionError)" in section, section
     assert "Fix the mean" in section and "Touched: stats.py" in section, section
+    # the change that worked, from its diff (issue 41): not only its subject
+    assert "Approach: Fix the mean (stats.py mean(): - return sum(values) / (len(values) - 1) | + return" in section
 
 
 def test_a_persons_note_reaches_the_next_prompt_on_the_same_problem_whichever_gene_is_picked(

@@ -54,3 +54,9 @@ class StoredSignal(BehaviorSignal):
 
     source: str | None = None  # "claude_code" | "openclaw" | another tool's name
     key: str | None = None  # the exchange it came from (see exchange_key); one exchange, one key
+    mac: str | None = None  # this machine's seal when gep wrote it (gep/core/machine_key.py; see sealed_body)
+
+    def sealed_body(self) -> str:
+        """What the seal covers: every field but the seal, one per line."""
+        return "\n".join(str(v) for v in (self.ts, self.type, self.summary, self.context, self.intensity,
+                                          self.source, self.key))

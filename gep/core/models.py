@@ -347,6 +347,7 @@ class EventMeta(BaseModel):
     commit: StrictStr | None = None
     branch: StrictStr | None = None
     diff_chars: StrictInt | None = None
+    change_excerpt: StrictStr | None = None  # the change in a few lines (gep/cycle/change_excerpt.py)
     solidified_at: StrictStr | None = None
     # isolation (issue 13) and confinement (issue 20)
     sandbox: StrictStr | None = None  # what confined validation: "bwrap" or "none"

@@ -141,6 +141,7 @@ class PromptSizes(BaseModel):
     system_chars: int
     context_chars: int
     total: int
+    neutralised: int = 0  # phrases addressing the agent replaced in learned text (gep/core/learned_text.py)
 
 
 # ---------------------------------------------------------------- learning (issue 15) and the fleet (issue 14)

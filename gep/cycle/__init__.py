@@ -5,11 +5,11 @@ recovery), state.py (what the stages pass along), pipeline.py (the one stage lis
 stage), tree.py (where the change is made: a clone or the person's tree), checks.py (what a change must
 pass before it is committed), unsafe_entries.py (entries no change may hold), validate.py (validation and
 the canary in the sandbox), solidify.py (check, then commit and deliver, or end without the change),
-commit_change.py, commit_subject.py (a subject when nobody wrote one), outcomes.py (empty, awaiting
-changes, failed), abandon.py (giving up a cycle that awaits changes), recovery.py (cycles that died),
-interrupt.py (Ctrl-C), budget.py (the daily token budget), fixes.py (verified fixes), collect_behavior.py
-(behavioural signals), record_learning.py (what a finished cycle teaches), session_context.py (the
-context a new agent session receives).
+commit_change.py, commit_subject.py (a subject when nobody wrote one), change_excerpt.py (the change's
+excerpt kept for later agents), outcomes.py (empty, awaiting changes, failed), abandon.py (giving up a
+cycle that awaits changes), recovery.py (cycles that died), interrupt.py (Ctrl-C), budget.py (the daily
+token budget), fixes.py (verified fixes), collect_behavior.py (behavioural signals), record_learning.py
+(what a finished cycle teaches), session_context.py (the context a new agent session receives).
 
 May import every package below it; never api, sessions/, the CLI, flows/ or Prefect.
 """

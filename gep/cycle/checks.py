@@ -18,7 +18,6 @@ from gep.core.sanitize import redact
 from gep.cycle.tree import CycleTree, TreeChange
 from gep.cycle.unsafe_entries import unsafe_entries
 from gep.genes.mutation import is_high_risk_mutation_allowed, is_high_risk_personality
-from gep.signals.behavior import DETAIL_PREFIXES
 from gep.validation.canary import CanaryResult
 
 ALWAYS_FORBIDDEN = [".git", GEP_DIR]
@@ -181,9 +180,10 @@ def _trailer_value(value: str) -> str:
 
 
 def _signal_name(signal: str) -> str:
-    """A behavioural signal by its name only: its description is the user's words, never for a commit."""
-    head, sep, _said = signal.partition(":")
-    return head if sep and head in DETAIL_PREFIXES else signal
+    """A signal by its name only: what follows the name is words read from sessions and logs (a feature request,
+    a preference, an error line a person typed), never for a commit (issue 45: a person's words reached the
+    trailer through ``user_feature_request:``)."""
+    return signal.partition(":")[0].strip() or "signal"
 
 
 def commit_message(intent: str, summary: str, event: EvolutionEvent, gene: Gene, mutation: Mutation) -> str:
@@ -197,7 +197,7 @@ def commit_message(intent: str, summary: str, event: EvolutionEvent, gene: Gene,
     subject = subject or " ".join((mutation.expected_effect or gene.summary or f"apply {gene.id}").split())
     if len(subject) > constants.COMMIT_SUBJECT_CHARS:
         subject = subject[: constants.COMMIT_SUBJECT_CHARS - 3].rstrip() + "..."
-    signals = ", ".join(" ".join(redact(_signal_name(s)).split()) for s in event.signals)
+    signals = ", ".join(dict.fromkeys(" ".join(redact(_signal_name(s)).split()) for s in event.signals))
     if len(signals) > constants.COMMIT_SIGNALS_CHARS:
         signals = signals[: constants.COMMIT_SIGNALS_CHARS - 3].rstrip() + "..."
     trailers = [f"GEP-Event: {_trailer_value(event.id)}", f"GEP-Gene: {_trailer_value(gene.id)}",

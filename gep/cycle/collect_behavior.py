@@ -91,7 +91,7 @@ def use_behavior(capture: BehaviorCapture, *, corpus: Sequence[str], workspace: 
     """The cycle's signals with the behavioural ones merged in (``capture.record`` completed in place).
     ``events``: the recent finished events, oldest first (the previous cycle is the last)."""
     record = capture.record
-    read = read_signals(workspace, since=signals_since(events, settings, now))
+    read = read_signals(workspace, since=signals_since(events, settings, now), trusted=True)
     record.malformed = read.malformed
     record.warnings += [w for w in read.warnings if w not in record.warnings]
     said = list({(s.key, s.type, s.summary, s.ts): s for s in [*read.signals, *capture.written]}.values())

@@ -13,7 +13,7 @@ _DEF = re.compile(r"\b(?:def|class|function|func|fn|sub)\s+([A-Za-z_][\w.]*)")
 _CALLABLE = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
 
 
-def _functions(diff: str) -> list[str]:
+def functions_changed(diff: str) -> list[str]:
     """The functions changed lines sit in: the nearest definition above each one, from the hunk header's
     context (git names the enclosing function there) or the hunk's own lines."""
     found: list[str] = []
@@ -40,5 +40,5 @@ def diff_subject(paths: Sequence[str], diff: str) -> str:
         return ""
     names = list(paths[:FILES_NAMED])
     files = ", ".join(names) + (f" and {len(paths) - FILES_NAMED} more files" if len(paths) > FILES_NAMED else "")
-    funcs = _functions(diff)[:FUNCTIONS_NAMED]
+    funcs = functions_changed(diff)[:FUNCTIONS_NAMED]
     return f"Update {files}" + (": " + ", ".join(f"{f}()" for f in funcs) if funcs else "")

@@ -77,7 +77,8 @@ def apply_verdict(store: Store, verdict: FixVerdict, now: datetime) -> None:
         store.add_feedback(signal)
     if gene is not None:
         inp = LessonInput(event_id=event.id, gene_id=gene, signals=signals, outcome="success",
-                          fix_held=held, files_changed=event.blast_radius.files)
+                          fix_held=held, files_changed=event.blast_radius.files,
+                          change=event.meta.change_excerpt or "")
         record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
 
 

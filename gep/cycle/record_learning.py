@@ -112,7 +112,7 @@ def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
     inp = LessonInput(event_id=event.id, gene_id=gene, signals=event.signals, outcome=event.outcome.status,
                       failure_reasons=list(m.failure_reasons or []), validation_summary=_validation_summary(store, event),
                       model_summary=_model_summary(event), files_changed=event.blast_radius.files,
-                      files=list(m.changed_files or []),
+                      files=list(m.changed_files or []), change=m.change_excerpt or "",
                       synthesis_of=synthesis)
     record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
 
@@ -183,9 +183,12 @@ class PromptMemory(BaseModel):
 
 
 def _approach(store: Store, event: EvolutionEvent) -> str:
-    """What a fix did, in a line: its capsule's summary (its commit's subject), else the agent's own."""
+    """What a fix did, in a line: its capsule's summary (its commit's subject), else the agent's own; then the
+    change itself (meta.change_excerpt), so the next agent is told the change that worked (issue 41)."""
     capsule = store.get_capsule(event.capsule_id) if event.capsule_id else None
-    return (capsule.summary if capsule is not None else "") or _model_summary(event)
+    said = (capsule.summary if capsule is not None else "") or _model_summary(event)
+    change = event.meta.change_excerpt or ""
+    return f"{said} ({change})" if said and change else said or change
 
 
 def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> PromptMemory:

@@ -62,7 +62,7 @@ def build_and_cache(workspace: Path, store: ContextReader, settings: Settings, n
     stamp = fingerprint(paths)
     events = list(reversed(store.recent_events(CONTEXT_EVENTS)))  # newest first
     lessons, feedback = store.list_lessons(), store.list_feedback()
-    signals = read_signals(workspace, since=now - timedelta(days=PREFERENCE_DAYS)).signals
+    signals = read_signals(workspace, since=now - timedelta(days=PREFERENCE_DAYS), trusted=True).signals
     got = build_context(events=events, lessons=lessons, feedback=feedback, signals=signals, now=now,
                         budget_chars=settings.context_chars, skip=ignored_refs(workspace, now), avoid=use.on("avoid"))
     if paths:

@@ -46,6 +46,7 @@ from gep.core.models import (
     utc_now,
 )
 from gep.core.records import ValidationLine
+from gep.cycle.change_excerpt import change_excerpt
 from gep.cycle.checks import (
     ConstraintCheck,
     check_constraints,
@@ -179,7 +180,7 @@ def solidify(inp: SolidifyInput) -> SolidifyResult:
     if not checked.empty and not reasons and inp.approve is not None and not inp.approve(
             _review_request(event, message, checked.tc, diff)):
         reasons.append(REJECTED_IN_REVIEW)
-    record_checks(inp, event, checked, reasons, len(diff))
+    record_checks(inp, event, checked, reasons, diff)
     inp.store.add_validation_report(checked.report)
     if checked.empty:
         return finish_empty(inp, event, checked.report)
@@ -225,7 +226,7 @@ def check_change(inp: SolidifyInput, event: EvolutionEvent) -> Checked:
 
 
 def record_checks(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, reasons: list[str],
-                  diff_chars: int) -> None:
+                  diff: str) -> None:
     check, report, canary, radius = checked.check, checked.report, checked.validated.canary, checked.tc.radius
     event.blast_radius = BlastRadius(files=radius.files, lines=radius.lines, bytes=radius.bytes)
     event.validation_report_id = report.id
@@ -251,7 +252,8 @@ def record_checks(inp: SolidifyInput, event: EvolutionEvent, checked: Checked, r
                       else None)
     m.commit = None
     m.branch = inp.branch or inp.run.branch
-    m.diff_chars = diff_chars
+    m.diff_chars = len(diff)
+    m.change_excerpt = change_excerpt(diff) or None  # what was tried, kept though a failed change is discarded
     m.solidified_at = iso(inp.now())
 
 

@@ -30,6 +30,11 @@ How a gene is chosen:
      usefulness counts, it gets a trial, ranked with the best judged gene that has a record here (a window's
      worth of outcomes), until it has ``EVIDENCE_WINDOW`` outcomes, its record here is worse than unknown (two
      more failures than successes), or a person said it did not help.
+  3b. A person's word: a candidate people called not helpful in this situation more often than helpful (their
+     verdicts and reverts), whose feedback score is still under neutral, is left out while another candidate
+     remains, so neither drift nor the dominance cap below brings it back (issue 41: with the blend alone,
+     the cap handed the picks back to the gene a person had rejected). A later helpful, or verified fixes that
+     lift its score, let it in again.
   4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
      the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior (blended
      with its usefulness as in 3), the highest wins (uniform when nothing is known, as the reference's random
@@ -466,6 +471,21 @@ def _ranked(scored: Sequence[CandidateScore], by_id: Mapping[str, Gene]) -> list
                   key=lambda c: (-c.rank, c.refines is None and not c.trial, -c.match_score, order[c.gene_id]))
 
 
+def _persons_word(candidates: list[CandidateScore], feedback: FeedbackIndex | None, signals: Sequence[str],
+                  now: datetime, weight: float, reasons: list[str]) -> list[CandidateScore]:
+    """The candidates a person has not spoken against here (see 3b.), or all of them when every one was."""
+    if feedback is None or weight <= 0 or len(candidates) <= 1:
+        return candidates
+    against = {c.gene_id for c in candidates
+               if (use := feedback.usefulness(c.gene_id, signals, now)).scope == "situation" and use.person_against}
+    kept = [c for c in candidates if c.gene_id not in against]
+    if not kept or not against:
+        return candidates
+    reasons.append("a person said their changes here did not help: " + ", ".join(sorted(against))
+                   + " left out while another gene matches")
+    return kept
+
+
 def _usefulness_reasons(candidates: Sequence[CandidateScore], weight: float) -> list[str]:
     known = [c for c in candidates if c.usefulness_scope != "none"]
     if weight > 0 and known:
@@ -587,6 +607,7 @@ def select_gene_and_capsule(
     applied = [banned[c.gene_id] for c in scored if c.banned]
     for b in applied:
         reasons.append(f"banned {b.gene_id}: {b.reason}")
+    candidates = _persons_word(candidates, feedback, signals, now, weight, reasons)
 
     decision = SelectorDecision(drift=drift, drift_intensity=round(intensity, 4), bans_applied=applied,
                                 scores=scored, signal_key=advice.signal_key,

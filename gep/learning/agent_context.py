@@ -27,12 +27,16 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from gep.core import constants
+from gep.core.learned import parse_at
+from gep.core.learned_text import LABEL, fenced_block, one_line
 from gep.core.models import EvolutionEvent
 from gep.core.sanitize import redact
 from gep.learning.avoid import build_avoid_list
 from gep.learning.feedback import FeedbackSignal, Observation
 from gep.learning.lessons import Lesson, Stance, heads
+from gep.learning.problem_key import outcome_signals
 from gep.learning.resolved import is_specific, signal_identity
+from gep.learning.similar_problems import error_lines, similar_fixes
 from gep.signals.behavior import BehaviorSignal
 
 DEFAULT_CHARS = constants.CONTEXT_CHARS
@@ -41,10 +45,10 @@ MAX_LESSONS_PER_PROBLEM = 3
 MAX_PREFERENCES = 5
 MAX_NOTES = 3
 LINE_CHARS = 220
-HEADER = "What this workspace has learned (gep):"
+HEADER = LABEL  # data, not instructions (gep/core/learned_text.py)
 PREFERENCE_TYPES = ("correction", "preference", "style")
 
-ItemKind = Literal["avoid", "lesson", "preference", "feedback"]
+ItemKind = Literal["problem", "avoid", "lesson", "fix", "preference", "feedback"]
 
 
 class ContextItem(BaseModel):
@@ -59,6 +63,7 @@ class ContextItem(BaseModel):
 class AgentContext(BaseModel):
     text: str  # empty when there is nothing worth saying
     items: list[ContextItem] = Field(default_factory=list)
+    neutralised: int = 0  # phrases addressing the agent found in what was learned, replaced (learned_text.py)
 
 
 def problem_identities(signals: Iterable[str]) -> list[str]:
@@ -113,24 +118,35 @@ def _lesson_items(lessons: Sequence[Lesson], events: dict[str, EvolutionEvent], 
 
 _VALIDATION = re.compile(r" Validation: (.*?)(?= Model's summary: | Reasons: |$)")
 PROBLEM_SHOWN = 60
+MAX_LIVE_SHOWN = 2
+MAX_FIXES_SHOWN = 2
+FIX_DAYS = 7  # a verified fix is told to the sessions of the following week
+ERROR_SHOWN = 140
+TRIED_SHOWN = 120
+
+
+def _approach(event: EvolutionEvent) -> str:
+    """What a cycle's change was: "changed" and its change in a few lines (meta.change_excerpt), else "tried"
+    and the agent's own summary."""
+    result = event.meta.mutator_result
+    summary = result.summary if result is not None and result.status != "awaiting_changes" else ""
+    excerpt = (event.meta.change_excerpt or "").strip()
+    return f"changed {excerpt}" if excerpt else f"tried {summary.strip()}" if summary.strip() else ""
 
 
 def _failure_line(lesson: Lesson, event: EvolutionEvent, problems: Sequence[str]) -> str:
-    """A failed attempt as its content first (the approach, the files, the validation's failing lines), then the
-    problem by its short key and the gene last: the line is clipped, and a label or a raw log line (``errsig:``
-    with its timestamp) in front would push out what the next agent needs (issue 28)."""
+    """A failed attempt as the change it made and how it failed, then the problem by its short key and the gene:
+    the line is clipped, so what the next agent needs comes first (issue 28). Never the file alone: "touched
+    calc.py" read as "keep away from calc.py", the very file the fix needs (issue 41)."""
     m = event.meta
-    result = m.mutator_result
-    approach = result.summary if result is not None and result.status != "awaiting_changes" else ""
-    files = ", ".join((m.changed_files or [])[:3])
+    tried = _approach(event)
     found = _VALIDATION.search(lesson.content)
     checks = found.group(1).strip() if found else "; ".join(m.failure_reasons or [])
-    parts = [f"tried {approach}" if approach.strip() else "", f"touched {files}" if files else "",
-             f"checks said {checks}" if checks else ""]
+    parts = [_clip(tried, TRIED_SHOWN), f"checks said {checks}" if checks else ""]
     content = "; ".join(p for p in parts if p) or lesson.content
     shown = ", ".join(_clip(p, PROBLEM_SHOWN) for p in problems[:1])
     where = f" [on {shown}]" if shown else ""
-    return f"Avoid (failed before on a live problem): {content}{where} ({lesson.gene_id})"
+    return f"Tried before on a live problem and failed: {content}{where} ({lesson.gene_id})"
 
 
 def _avoid_items(events: Sequence[EvolutionEvent], live: set[str]) -> list[ContextItem]:
@@ -140,8 +156,60 @@ def _avoid_items(events: Sequence[EvolutionEvent], live: set[str]) -> list[Conte
         return []
     entries = build_avoid_list(list(reversed(events))).on(latest.signals)
     return [ContextItem(kind="avoid", ref=f"avoid:{e.gene_id}:{'|'.join(e.problem)}",
-                        text=_clip("Avoid on a live problem: " + e.line().removeprefix("do not: ")),
-                        problems=sorted(live)) for e in entries]
+                        text=_clip("On a live problem, " + e.line()), problems=sorted(live)) for e in entries]
+
+
+_TIME = re.compile(r"^\W*\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d)?\S*\s*")
+
+
+def _without_time(line: str) -> str:
+    """An error line without its leading time stamp (the same error every day: its text is what matters)."""
+    return _TIME.sub("", line, count=1) or line
+
+
+def _problem_items(events: Sequence[EvolutionEvent]) -> list[ContextItem]:
+    """The live problems as the logs say them: the error lines of the newest finished cycle's signals."""
+    latest = next((e for e in events if e.status != "running"), None)
+    if latest is None:
+        return []
+    items = []
+    for line in error_lines(latest.signals)[:MAX_LIVE_SHOWN]:
+        problems = problem_identities(["errsig:" + line])
+        items.append(ContextItem(kind="problem", ref="problem:" + (problems[0] if problems else line[:60]),
+                                 text=_clip("Live problem (the logs say): " + _clip(_without_time(line), ERROR_SHOWN)),
+                                 problems=problems))
+    return items
+
+
+def _fix_items(events: Sequence[EvolutionEvent], now: datetime) -> list[ContextItem]:
+    """Fixes verified lately (their problem stayed away after the commit), newest first, with the change that
+    worked: after a verified fix the next session is told what fixed it, though the problem is no longer live."""
+    since = now - timedelta(days=FIX_DAYS)
+    items: list[ContextItem] = []
+    for e in events:
+        at = parse_at(e.meta.at)
+        if e.meta.fix_verdict != "verified" or not e.genes_used or (at is not None and at < since):
+            continue
+        fixed = error_lines(outcome_signals(e) or e.signals)
+        what = _approach(e)
+        if not what:
+            continue
+        about = f" [on {_clip(_without_time(fixed[0]), PROBLEM_SHOWN)}]" if fixed else ""
+        items.append(ContextItem(kind="fix", ref=f"fix:{e.id}", text=_clip(
+            f"Fixed, and the fix held ({e.genes_used[0]}, {e.id}): {what}{about}")))
+        if len(items) >= MAX_FIXES_SHOWN:
+            break
+    return items
+
+
+def _similar_items(events: Sequence[EvolutionEvent], live: set[str]) -> list[ContextItem]:
+    """What worked on problems like the live ones (gep/learning/similar_problems.py), with the change it made."""
+    latest = next((e for e in events if e.status != "running"), None)
+    if latest is None:
+        return []
+    lines = similar_fixes(events, latest.signals, _approach, limit=1)
+    return [ContextItem(kind="lesson", ref="similar:" + " ".join(line.split())[:80], text=_clip(line[:1].upper()
+                        + line[1:]), problems=sorted(live)) for line in lines]
 
 
 def signal_ref(signal: BehaviorSignal) -> str:
@@ -176,22 +244,43 @@ def _feedback_items(feedback: Sequence[FeedbackSignal], events: dict[str, Evolut
 
     notes = [f for f in feedback if f.origin == Observation.person and (f.note or "").strip() and current(f)]
     notes.sort(key=lambda f: (f.created_at, f.id), reverse=True)
-    return [ContextItem(kind="feedback", ref=f.id, text=_clip(f"A person said ({f.kind.value}): {f.note}"))
+    return [ContextItem(kind="feedback", ref=f.id, text=_clip(f"A person said ({f.kind.value}): {_clip(f.note or '', 90)}"
+                                                              f" (about {_change_named(f, events)})"))
             for f in notes[:MAX_NOTES]]
 
 
+def _change_named(f: FeedbackSignal, events: dict[str, EvolutionEvent]) -> str:
+    """Which change a person's note is about: the gene's change, its cycle, and the change itself when kept."""
+    event = events.get(f.event_id or "")
+    what = _approach(event) if event is not None else ""
+    return f"{f.gene_id}'s change {f.event_id or ''}".rstrip() + (f" ({_clip(what, 120)})" if what else "")
+
+
 def within_chars(items: Sequence[ContextItem], budget: int) -> tuple[str, list[ContextItem]]:
-    """The header and items' lines in order while they fit ``budget`` characters (the rest is dropped)."""
-    lines, kept = [HEADER], []
-    used = len(HEADER)
-    for item in items:
-        line = f"- {item.text}"
+    """The label and the items' lines, fenced as data (gep/core/learned_text.py), in order while they fit
+    ``budget`` characters (the rest is dropped)."""
+    lines = [f"- {item.text}" for item in items]
+    # the label and the fence lines (a fence long enough for every line: a subset's is no longer)
+    used = len(fenced_block(lines)) - len("\n".join(lines)) - 1
+    shown, kept = [], []
+    for item, line in zip(items, lines, strict=True):
         if used + 1 + len(line) > budget:
             continue
-        lines.append(line)
-        kept.append(item)
         used += 1 + len(line)
-    return ("\n".join(lines) if kept else ""), kept
+        shown.append(line)
+        kept.append(item)
+    return (fenced_block(shown) if kept else ""), kept
+
+
+def as_data(items: Sequence[ContextItem]) -> tuple[list[ContextItem], int]:
+    """The items with their text made data (controls out, lines addressing the agent neutralised), and the
+    number of phrases neutralised."""
+    out, count = [], 0
+    for item in items:
+        got = one_line(item.text)
+        count += got.neutralised
+        out.append(item.model_copy(update={"text": _clip(got.text)}))
+    return out, count
 
 
 def build_context(*, events: Sequence[EvolutionEvent], lessons: Sequence[Lesson], feedback: Sequence[FeedbackSignal],
@@ -202,8 +291,11 @@ def build_context(*, events: Sequence[EvolutionEvent], lessons: Sequence[Lesson]
     skipped = set(skip)
     live = set(live_problems(events))
     by_id = {e.id: e for e in events}
-    items = [*(_avoid_items(events, live) if avoid else []), *_lesson_items(lessons, by_id, live, skipped),
-             *_preference_items(signals, now, skipped),
-             *_feedback_items(feedback, by_id, live)]
-    text, kept = within_chars(items, budget_chars)
-    return AgentContext(text=text, items=kept)
+    about_live = [*(_avoid_items(events, live) if avoid else []), *_lesson_items(lessons, by_id, live, skipped),
+                  *(_similar_items(events, live) if live else [])]
+    # the live problem is named when something learned bears on it (alone it is what the logs already say)
+    items = [*(_problem_items(events) if about_live else []), *about_live, *_fix_items(events, now),
+             *_preference_items(signals, now, skipped), *_feedback_items(feedback, by_id, live)]
+    cleaned, count = as_data(items)
+    text, kept = within_chars(cleaned, budget_chars)
+    return AgentContext(text=text, items=kept, neutralised=count)

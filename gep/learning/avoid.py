@@ -4,7 +4,7 @@ The kind of change is the gene; the kind of problem is the situation's problem (
 its error keys and requests, or its whole signal set when it names none). When ``AVOID_AFTER`` attempts of a
 gene on a problem failed (its checks failed, or its committed fix did not hold; host failures are not its
 doing) with no success of it on that problem since, an entry is made: stored (state ``learning.avoid``),
-shown in the prompt as a short "do not" line, and used by selection (the gene is left out on that problem
+shown in the prompt as a short line naming the change that failed (never the file alone: issue 41), and used by selection (the gene is left out on that problem
 while another gene matches the signals; with none it stays, so a live problem is never starved). A later
 success of the gene on the problem retires the entry (kept, with the event that contradicted it).
 
@@ -47,6 +47,7 @@ class AvoidEntry(BaseModel):
     failures: int = 0
     event_ids: list[str] = Field(default_factory=list)  # the failed attempts, oldest first
     files: list[str] = Field(default_factory=list)  # what the last failed attempt touched
+    change: str = ""  # the last failed attempt's change in a few lines (meta.change_excerpt)
     reason: str = ""  # the last failure's first reason
     retired_by: str | None = None  # the success that contradicted it
     since: int = 0  # cycles on its problem since its last failure
@@ -61,10 +62,12 @@ class AvoidEntry(BaseModel):
         return self.active and self.since < AVOID_HOLD
 
     def line(self) -> str:
-        touched = f" (touched {', '.join(self.files[:3])})" if self.files else ""
-        text = (f"do not: repeat {self.gene_id}'s approach on this problem{touched}: it failed {self.failures} "
-                f"times" + (f", last: {self.reason}" if self.reason else ""))
-        return text[:SHOWN_CHARS]
+        """What failed, as the change it made (never "keep away from file X": that file may be the one to fix)."""
+        tried = (f"; last change: {self.change}" if self.change
+                 else f"; last change in {', '.join(self.files[:3])}" if self.files else "")
+        text = (f"{self.gene_id}'s approach failed {self.failures} times on this problem{tried}"
+                + (f"; checks said: {self.reason}" if self.reason else "") + ": try a different change")
+        return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3].rstrip() + "..."
 
 
 class AvoidList(BaseModel):
@@ -116,6 +119,7 @@ def build_avoid_list(events: Sequence[EvolutionEvent]) -> AvoidList:
                 entry.since = 0
                 entry.event_ids.append(e.id)
                 entry.files = list(e.meta.changed_files or [])
+                entry.change = e.meta.change_excerpt or ""
                 entry.reason = " ".join((e.meta.failure_reasons or [""])[0].split())[:120]
             elif e.outcome.status == "success" and entry is not None and entry.retired_by is None:
                 if entry.active:

@@ -7,7 +7,8 @@ the UTC day (preferences fade by day) and a digest of the ``GEP_*`` environment 
 other settings given that way change the answer; the digest keeps their values, a database URL say, out of
 the file). The hook answers from the cache when none of these changed, with the
 standard library only, and records the injection; otherwise it builds the context again. A store in
-PostgreSQL (``database_url``) is never cached: its changes leave no file to stat.
+PostgreSQL (``database_url``) is never cached: its changes leave no file to stat. The cache is sealed with this
+machine's key (gep/core/machine_key.py): one the repository ships, or written elsewhere, is never served.
 
 Injection records are written here too (one writer for gep/learning/injections.py's file): the hook's fast path has
 no pydantic.
@@ -23,6 +24,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from gep.core.machine_key import seal, sealed
 
 CACHE = Path(".gep") / "context" / "cache.json"
 LOG = Path(".gep") / "context" / "injections.jsonl"
@@ -81,10 +84,18 @@ def watched(folder: Path, files: Sequence[Path]) -> list[str]:
     return [str(folder), *(str(f) for f in files)]
 
 
+def _body(data: dict[str, Any]) -> str:
+    """What the seal covers: every field but the seal itself, in one canonical form."""
+    return json.dumps({k: v for k, v in data.items() if k != "mac"}, sort_keys=True)
+
+
 def read(workspace: Path, day: str) -> dict[str, Any] | None:
-    """The cached answer (``text``, ``items``) when it is still the answer, else None."""
+    """The cached answer (``text``, ``items``) when it is still the answer, else None. A cache this machine's
+    engine did not write (no seal, or another's: a file the repository ships) is never the answer."""
     try:
         data = json.loads((Path(workspace) / CACHE).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not sealed(_body(data), data.get("mac")):
+            return None
         paths = [str(p) for p in data["paths"]]
         if data["day"] != day or data.get("env") != environment_digest() or fingerprint(paths) != data["stamp"]:
             return None
@@ -101,8 +112,13 @@ def write(workspace: Path, *, paths: Sequence[str], stamp: Sequence[list[int] | 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"paths": list(paths), "stamp": list(stamp), "day": day, "env": environment_digest(),
-                                   "text": text, "items": list(items)}), encoding="utf-8")
+        data: dict[str, Any] = {"paths": list(paths), "stamp": list(stamp), "day": day, "env": environment_digest(),
+                                "text": text, "items": list(items)}
+        mac = seal(_body(data))
+        if mac is None:
+            return  # no key on this machine: an unsealed cache would never be read
+        data["mac"] = mac
+        tmp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         pass  # no cache: the next hook builds the context again

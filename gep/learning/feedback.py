@@ -140,6 +140,13 @@ class Usefulness(BaseModel):
     similarity: float = 0.0
     signals: int = 0  # how many signals the score rests on
     not_helpful: int = 0  # of them, people's not_helpful (their verdicts and their reverts)
+    helpful: int = 0  # of them, people's helpful (only people give it)
+
+    @property
+    def person_against(self) -> bool:
+        """People said this gene's changes here did not help more often than that they did, and the score has
+        not come back to neutral since (verified fixes raise it; it fades back by 5% a week)."""
+        return self.not_helpful > self.helpful and self.score < NEUTRAL
 
 
 class _Situation(BaseModel):
@@ -185,12 +192,13 @@ class FeedbackIndex:
             sit = best[3]
             return Usefulness(gene_id=gene_id, score=round(sit.score.at(now), 6), scope="situation",
                               situation_key=sit.key, similarity=round(best[0], 4),
-                              signals=sit.score.counts.total, not_helpful=sit.score.counts.not_helpful)
+                              signals=sit.score.counts.total, not_helpful=sit.score.counts.not_helpful,
+                              helpful=sit.score.counts.helpful)
         glob = self.global_scores.get(gene_id)
         if glob is None:
             return Usefulness(gene_id=gene_id)
         return Usefulness(gene_id=gene_id, score=round(glob.at(now), 6), scope="global", signals=glob.counts.total,
-                          not_helpful=glob.counts.not_helpful)
+                          not_helpful=glob.counts.not_helpful, helpful=glob.counts.helpful)
 
 
 def situation_key_signals(signals: Iterable[str]) -> list[str]:

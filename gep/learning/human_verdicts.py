@@ -37,7 +37,7 @@ def person_lesson(store: LessonLog, event: EvolutionEvent, verdict: Literal["hel
                   note: str | None, now: datetime) -> None:
     gene = event.genes_used[0]
     inp = LessonInput(event_id=event.id, gene_id=gene, signals=worked_on(event), outcome=event.outcome.status,
-                      person_verdict=verdict, note=note)
+                      person_verdict=verdict, note=note, change=event.meta.change_excerpt or "")
     record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
 
 

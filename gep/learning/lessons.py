@@ -81,6 +81,7 @@ class LessonInput(BaseModel):
     model_summary: str = ""
     files_changed: int = 0
     files: list[str] = Field(default_factory=list)  # the paths the change touched (shown: the approach tried)
+    change: str = ""  # the change in a few lines (meta.change_excerpt): what was tried, named to the next agent
     fix_held: bool | None = None  # set when the lesson records the verification of the event's fix
     person_verdict: Literal["helpful", "not_helpful"] | None = None
     note: str | None = None
@@ -118,7 +119,9 @@ def _content(inp: LessonInput, cat: LessonCategory) -> str:
     model = f" Model's summary: {inp.model_summary}" if inp.model_summary.strip() else ""
     validation = f" Validation: {inp.validation_summary}" if inp.validation_summary.strip() else ""
     reasons = "; ".join(inp.failure_reasons)
-    touched = f" Touched: {', '.join(inp.files[:5])}." if inp.files else ""
+    # the change itself when it is known (a file name alone reads as "keep away from this file": issue 41)
+    touched = (f" Changed: {inp.change}." if inp.change.strip()
+               else f" Touched: {', '.join(inp.files[:5])}." if inp.files else "")
     text = {
         LessonCategory.success: f"{g} changed {inp.files_changed} file(s) for [{where}] and passed its checks "
                                 f"(fix not verified yet).{touched}{model}{validation}",
@@ -127,11 +130,12 @@ def _content(inp: LessonInput, cat: LessonCategory) -> str:
                                 f"{_clip(reasons or inp.outcome, 200)}",
         LessonCategory.empty: f"{g} changed nothing for [{where}].{model}",
         LessonCategory.abandoned: f"{g}'s cycle on [{where}] was abandoned before its change was checked.",
-        LessonCategory.fix_verified: f"{g}'s fix for [{where}] held: the trigger was gone at the next cycle.{model}",
+        LessonCategory.fix_verified: f"{g}'s fix for [{where}] held: the trigger was gone at the next cycle."
+                                     f"{touched}{model}",
         LessonCategory.fix_did_not_hold: f"{g}'s fix for [{where}] did not hold: the trigger came back after the "
-                                         f"commit.{model}",
-        LessonCategory.person: f"a person marked {g}'s change ({inp.event_id}) on [{where}] "
-                               f"{(inp.person_verdict or '').replace('_', ' ')}: {inp.note or 'no note'}",
+                                         f"commit.{touched}{model}",
+        LessonCategory.person: f"a person marked {g}'s change ({inp.event_id}{'; ' + inp.change if inp.change else ''})"
+                               f" on [{where}] {(inp.person_verdict or '').replace('_', ' ')}: {inp.note or 'no note'}",
         LessonCategory.synthesis: f"synthesis of {len(inp.synthesis_of)} conflicting lessons on {g} for [{where}]: "
                                   f"{inp.model_summary or reasons or inp.outcome}",
     }[cat]

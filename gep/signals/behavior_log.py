@@ -2,7 +2,9 @@
 
 ``<workspace>/memory/growth/signals/YYYY-MM-DD.jsonl``: one :class:`~gep.signals.behavior.StoredSignal` per line (the
 seed's five fields, then ``source`` and ``key``), validated before it is written; the day is the signal's UTC
-date. A folder capture creates ignores itself in git (its ``.gitignore``: ``*``; delete it to track them). Files other tools write are read too: a line that is not a valid signal is skipped and counted.
+date. A folder capture creates ignores itself in git (its ``.gitignore``: ``*``; delete it to track them). Files other tools write are read too: a line that is not a valid signal is skipped and counted. Each line gep writes
+carries this machine's seal (``mac``, gep/core/machine_key.py): what reaches an agent (the session context, a
+cycle's behavioural signals) reads only sealed lines, so a signals file the repository ships is never trusted.
 
 ``<workspace>/.gep/behavior/``: ``seen`` ("<key> <pass>" per exchange already read, pass ``rules`` or
 ``llm``), ``lock`` (``flock``: every writer holds it, so hooks and cycles never interleave), ``capture.log``.
@@ -30,6 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from gep.core import constants
+from gep.core.machine_key import seal, sealed
 from gep.core.records import InputWarning
 from gep.core.safe_files import (
     Unreadable,
@@ -65,6 +68,7 @@ class RecordReport(BaseModel):
 class ReadReport(BaseModel):
     signals: list[StoredSignal] = Field(default_factory=list)
     malformed: int = 0  # lines skipped: not JSON, or not a valid signal
+    untrusted: int = 0  # signals skipped when only trusted ones were asked for: not sealed by this machine's gep
     files: int = 0
     warnings: list[InputWarning] = Field(default_factory=list)  # files skipped (a FIFO, a device ...)
 
@@ -227,6 +231,7 @@ def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rule
                     report.capped += 1
                     continue
                 stored = StoredSignal.model_validate({**sig.model_dump(), "source": d.source, "key": d.key})
+                stored.mac = seal(stored.sealed_body())  # gep wrote it: trusted as context (machine_key.py)
                 counts[d.source] += 1
                 out.setdefault(day, []).append(stored.model_dump_json(exclude_none=True))
                 report.written.append(stored)
@@ -242,9 +247,11 @@ def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rule
 
 
 def read_signals(workspace: Path, *, day: date | None = None, type_: str | None = None,
-                 since: datetime | None = None) -> ReadReport:
+                 since: datetime | None = None, trusted: bool = False) -> ReadReport:
     """The signals kept in the workspace (one day, or every day), oldest file first, optionally of one type
-    or from ``since`` on. Lines that are not valid signals are counted in ``malformed``."""
+    or from ``since`` on. Lines that are not valid signals are counted in ``malformed``. ``trusted``: only the
+    signals this machine's gep wrote (sealed, gep/core/machine_key.py), the others counted in ``untrusted``: a
+    file the repository ships, or another tool wrote, never reaches an agent's context or a cycle."""
     workspace = Path(workspace)
     report = ReadReport()
     if day is not None:
@@ -262,8 +269,12 @@ def read_signals(workspace: Path, *, day: date | None = None, type_: str | None 
             continue
         report.files += 1
         report.malformed += bad
-        report.signals += [s for s in good if (type_ is None or s.type == type_)
-                           and (since is None or s.at >= since)]
+        wanted = [s for s in good if (type_ is None or s.type == type_) and (since is None or s.at >= since)]
+        if trusted:
+            kept = [s for s in wanted if sealed(s.sealed_body(), s.mac)]
+            report.untrusted += len(wanted) - len(kept)
+            wanted = kept
+        report.signals += wanted
     return report
 
 
