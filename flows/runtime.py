@@ -11,7 +11,7 @@ from prefect.client.schemas.objects import State
 from prefect.context import SettingsContext, get_settings_context
 from prefect.settings import get_current_settings, temporary_settings
 
-from gep.cycle.interrupt import interrupt_stops_the_cycle
+from gep.cycle.interrupt import interrupt_stops_the_cycle, stop_now
 
 
 def api_url_in_process() -> str | None:
@@ -54,10 +54,27 @@ def foreground_run(api_url: str | None = None) -> Iterator[None]:
 
 
 def run_flow(call: Coroutine[Any, Any, State]) -> State:
-    """Run an async flow call (``return_state=True``) to its final state from sync code. Ctrl-C stops it
-    as SIGTERM does (gep/cycle/interrupt.py), never after the change is committed."""
-    with interrupt_stops_the_cycle():
+    """Run an async flow call (``return_state=True``) to its final state from sync code. Ctrl-C and SIGTERM stop
+    it at once, in one line, its workspace slots given back (gep/cycle/interrupt.py), never after the change is
+    committed."""
+    with interrupt_stops_the_cycle(), _prefect_sigterm_stops_too():
         return asyncio.run(call)
+
+
+@contextmanager
+def _prefect_sigterm_stops_too() -> Iterator[None]:
+    """Prefect's engine puts its own SIGTERM handler in place while a flow runs; it raises TerminationSignal in
+    whatever the main thread runs: from the event loop of `gep fleet --here` that was a traceback, after asyncio
+    had waited for the stage in its worker thread. For a run from the command line its handler is ours: the
+    engine installs what this name holds when the flow starts (a deployment's runs are not started here)."""
+    import prefect.utilities.engine as engine
+
+    previous = engine._prefect_sigterm_handler
+    engine._prefect_sigterm_handler = stop_now  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        engine._prefect_sigterm_handler = previous
 
 
 def drain(timeout_s: float = 10.0) -> None:

@@ -11,7 +11,9 @@ slot back when the lease runs out (LEASE_S, or GEP_SLOT_LEASE_S seconds), and th
 Giving the slot back never fails the cycle (its event is stored by then) and never leaks the slot when the
 server restarted meanwhile: a server that forgot the lease (Prefect keeps leases in memory unless told
 otherwise; `gep server start` keeps them on disk) still counts the slot, so the run gives it back by name;
-a server that cannot be reached gets one line, and the lease then frees the slot.
+a server that cannot be reached gets one line, and the lease then frees the slot. Each lease held is noted on
+disk (gep/prefect_api.py): Ctrl-C or SIGTERM gives it back at once, and `gep recover` or the next cycle on the
+workspace give back the slot of a cycle that was killed (SIGKILL) instead of waiting out its lease.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from prefect.client.schemas.responses import ConcurrencyLimitWithLeaseResponse
 from prefect.exceptions import MissingContextError, ObjectAlreadyExists, ObjectNotFound
 
 from gep.core.errors import ConfigError
-from gep.prefect_api import workspace_key
+from gep.prefect_api import forget_slot, record_slot, release_dead_slots, workspace_slot_name
 
 LEASE_S = 300.0
 LEASE_ENV = "GEP_SLOT_LEASE_S"  # how long a dead cycle can keep its workspace's slot
@@ -65,7 +67,7 @@ def lease_seconds(env: Mapping[str, str] | None = None) -> float:
 
 
 def slot_name(path: Path) -> str:
-    return f"gep-workspace-{workspace_key(path)}"
+    return workspace_slot_name(path)
 
 
 def ensure_limit(name: str, limit: int = 1) -> None:
@@ -94,8 +96,12 @@ async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = Non
                          lease_s: float = LEASE_S) -> AsyncIterator[None]:
     """Hold the workspace's slot; TimeoutError when another run held it for ``timeout_s``."""
     name = slot_name(path)
+    # a cycle killed here before (SIGKILL) gave nothing back: its lease would hold the slot for minutes
+    await asyncio.to_thread(release_dead_slots, name)
     async with get_client() as client:  # inside a flow run: the run's own client
         lease = Lease(await _acquire(client, name, timeout_s, holder, lease_s), lease_s)
+        # on disk, so SIGINT/SIGTERM (gep/cycle/interrupt.py) and `gep recover` can give it back (gep/prefect_api.py)
+        record = record_slot(name, str(lease.id), str(client.api_url))
         stop = threading.Event()
         # the run's settings (API URL) and logger live in context variables: the thread gets a copy
         renew = contextvars.copy_context()
@@ -106,6 +112,7 @@ async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = Non
         finally:
             stop.set()
             await release(client, name, lease)
+            forget_slot(record)
 
 
 async def release(client: Any, name: str, lease: Lease) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 from gep.core.config import Settings, load_settings
 from gep.git import open_repo, workspace_lock
 from gep.git.repo import ensure_state_dir
+from gep.prefect_api import release_dead_slots, workspace_slot_name
 
 if TYPE_CHECKING:  # recovery pulls in the cycle's machinery and the full store SQLAlchemy: store-only
     # commands read without either
@@ -59,7 +60,8 @@ def recover(workspace: Path | str) -> Recovery:
     """Clean up after crashed cycles on ``workspace`` and record their outcomes: a cycle whose commit is on a
     branch is recorded as the success it was, a prompt-mode cycle killed while solidifying awaits changes
     again, any other is recorded as interrupted (its change, if any, saved as a patch). The user's tree was
-    never changed by a dead cycle; an ``index.lock`` the engine left is removed and named."""
+    never changed by a dead cycle; an ``index.lock`` the engine left is removed and named; the Prefect slot a
+    killed cycle held is given back."""
     from gep.cycle.recovery import recover_workspace
     from gep.store import Store
 
@@ -67,4 +69,8 @@ def recover(workspace: Path | str) -> Recovery:
     settings = load_settings(repo.path)
     ensure_state_dir(repo)
     with Store.for_workspace(repo.path, settings) as store, workspace_lock(repo, settings.lock_timeout_s):
-        return recover_workspace(repo, store)
+        done = recover_workspace(repo, store)
+    # the Prefect slot of a cycle killed here (SIGKILL): given back now, not when its lease ends
+    if release_dead_slots(workspace_slot_name(repo.path)):
+        done.actions.append("gave back the workspace slot a killed cycle held (the next cycle starts at once)")
+    return done

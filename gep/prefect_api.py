@@ -13,6 +13,9 @@ import hashlib
 import json
 import os
 import re
+import stat
+import tempfile
+import time
 import tomllib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -68,6 +71,11 @@ def _workspace_id(real: Path) -> str | None:
         return str(workspace_identity(real).id)
     except (WorkspaceError, OSError):  # no id (not a directory, unreadable): the real path still identifies it
         return None
+
+
+def workspace_slot_name(path: Path | str) -> str:
+    """The name of the workspace's concurrency limit (one cycle at a time: flows/slot.py)."""
+    return f"gep-workspace-{workspace_key(path)}"
 
 
 def workspace_tag(path: Path | str) -> str:
@@ -222,3 +230,120 @@ def _is_uuid(value: str | None) -> bool:
         return True
     except ValueError:
         return False
+
+
+# ------------------------------------------------------------------ workspace slots this machine holds
+# flows/slot.py notes each slot lease it takes in a file (``<pid>-<lease>.json`` in a folder of the user's,
+# mode 0700) and removes it when it gives the slot back. A cycle stopped by SIGINT or SIGTERM
+# (gep/cycle/interrupt.py) gives its own back at once; `gep recover` and a cycle about to wait for its slot give
+# back those of a process that is gone (SIGKILL), instead of waiting out the lease (5 minutes).
+
+RELEASE_TIMEOUT_S = 2.0
+_GONE = (404, 410)  # the server no longer knows the lease: nothing is held by it
+
+
+class HeldSlot(BaseModel):
+    """A workspace slot a process of this machine holds (or held, when the process is gone)."""
+
+    name: str
+    lease_id: str
+    api_url: str
+    pid: int
+
+
+def slots_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"gep-slots-{os.getuid()}"
+
+
+def _own_dir(create: bool) -> Path | None:
+    """The records' folder when it is this user's alone (another user's folder of that name is never read)."""
+    d = slots_dir()
+    try:
+        if create:
+            d.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+    except OSError:
+        return None
+    return d if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077 else None
+
+
+def record_slot(name: str, lease_id: str, api_url: str) -> Path | None:
+    """Note that this process holds ``name``'s slot by ``lease_id``; the record's path (None: not written)."""
+    d = _own_dir(create=True)
+    if d is None:
+        return None
+    path = d / f"{os.getpid()}-{lease_id}.json"
+    held = HeldSlot(name=name, lease_id=lease_id, api_url=api_url.rstrip("/"), pid=os.getpid())
+    try:
+        path.with_suffix(".tmp").write_text(held.model_dump_json(), encoding="utf-8")
+        os.replace(path.with_suffix(".tmp"), path)
+    except OSError:
+        return None
+    return path
+
+
+def forget_slot(path: Path | None) -> None:
+    if path is not None:
+        path.unlink(missing_ok=True)
+
+
+def held_slots() -> list[tuple[Path, HeldSlot]]:
+    """Every record in the folder (unreadable ones left out)."""
+    d = _own_dir(create=False)
+    out: list[tuple[Path, HeldSlot]] = []
+    for p in sorted(d.glob("*.json")) if d is not None else []:
+        try:
+            out.append((p, HeldSlot.model_validate_json(p.read_bytes()[:4096])))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def release_lease(slot: HeldSlot, timeout_s: float = RELEASE_TIMEOUT_S) -> bool:
+    """Give the slot of ``slot``'s lease back (one POST); True when the server took it or no longer knows it."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(f"{slot.api_url}/v2/concurrency_limits/decrement-with-lease", method="POST",
+                                 data=json.dumps({"lease_id": slot.lease_id}).encode(),
+                                 headers={**_headers(None), "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            return 200 <= r.status < 300
+    except urllib.error.HTTPError as exc:
+        return exc.code in _GONE
+    except (OSError, ValueError):
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+def release_own_slots(budget_s: float = 3.0) -> int:
+    """Give back the slots this process holds (a signal stops it); how many were given back."""
+    return _release([(p, s) for p, s in held_slots() if s.pid == os.getpid()], budget_s)
+
+
+def release_dead_slots(name: str | None = None, budget_s: float = 5.0) -> int:
+    """Give back the slots (of ``name`` only, when given) held by processes that are gone; how many."""
+    return _release([(p, s) for p, s in held_slots() if not _alive(s.pid) and name in (None, s.name)], budget_s)
+
+
+def _release(found: Sequence[tuple[Path, HeldSlot]], budget_s: float) -> int:
+    deadline = time.monotonic() + budget_s
+    done = 0
+    for path, slot in found:
+        left = deadline - time.monotonic()
+        if left <= 0.05:
+            break
+        if release_lease(slot, min(RELEASE_TIMEOUT_S, left)):
+            forget_slot(path)
+            done += 1
+    return done

@@ -19,6 +19,7 @@ from gep.assets.gene_files import (
 from gep.core.errors import AssetError
 from gep.core.hashing import compute_asset_id, verify_asset_id
 from gep.core.models import Capsule, EvolutionEvent, Gene, Outcome, ValidationReport
+from gep.core.records import InputWarning
 from gep.store import Store
 
 REFERENCE = Path(__file__).parent / "fixtures" / "reference_assets"
@@ -76,12 +77,13 @@ def test_gene_file_with_a_correct_asset_id_loads(tmp_path: Path) -> None:
     assert load_gene_file(path).asset_id == compute_asset_id(obj)
 
 
-def test_genes_dir_rejects_duplicate_ids_and_tolerates_a_missing_folder(tmp_path: Path) -> None:
+def test_genes_dir_skips_duplicate_ids_and_tolerates_a_missing_folder(tmp_path: Path) -> None:
     assert load_genes_dir(tmp_path / "absent") == []
-    write(tmp_path / "d" / "a.json", {"type": "Gene", "id": "same"})
+    write(tmp_path / "d" / "a.json", {"type": "Gene", "id": "same", "strategy": ["first"]})
     write(tmp_path / "d" / "b.json", {"type": "Gene", "id": "same"})
-    with pytest.raises(AssetError, match="gene id 'same' is already defined in a.json"):
-        load_genes_dir(tmp_path / "d")
+    warnings: list[InputWarning] = []
+    assert [g.strategy for g in load_genes_dir(tmp_path / "d", warnings)] == [["first"]]
+    assert [str(w) for w in warnings] == ["b.json: skipped: gene id 'same' is already defined in a.json"]
 
 
 def test_workspace_genes_layer_seed_store_and_workspace_files(tmp_path: Path, store: Store) -> None:
@@ -100,9 +102,10 @@ def test_workspace_genes_layer_seed_store_and_workspace_files(tmp_path: Path, st
 
 
 def test_a_broken_workspace_gene_file_is_reported(tmp_path: Path, store: Store) -> None:
-    bad = write(tmp_path / ".gep" / "genes" / "bad.json", '{"id": "x", "validation": "pytest"}')
-    with pytest.raises(AssetError, match=f"{bad}: field 'validation'"):
-        workspace_genes(tmp_path, store)
+    write(tmp_path / ".gep" / "genes" / "bad.json", '{"id": "x", "validation": "pytest"}')
+    warnings: list[InputWarning] = []
+    assert "x" not in {g.id for g in workspace_genes(tmp_path, store, warnings)}
+    assert len(warnings) == 1 and str(warnings[0]).startswith(".gep/genes/bad.json: skipped: field 'validation'")
 
 
 # ------------------------------------------------------------------ import / export round trips
@@ -242,8 +245,9 @@ def test_a_gene_id_outside_the_pattern_is_refused_at_import_and_in_gep_genes(
     with pytest.raises(AssetError, match="genes.jsonl:1: field 'id'"):
         import_assets(store, tmp_path / "assets2")
     write(tmp_path / "ws" / ".gep" / "genes" / "g.json", {"type": "Gene", "id": bad_id})
-    with pytest.raises(AssetError, match="g.json: field 'id'"):
-        workspace_genes(tmp_path / "ws", store)
+    warnings: list[InputWarning] = []
+    assert bad_id not in {g.id for g in workspace_genes(tmp_path / "ws", store, warnings)}
+    assert [w.reason.split(":")[:2] for w in warnings] == [["skipped", " field 'id'"]]
 
 
 def test_an_import_cannot_replace_a_seed_gene(tmp_path: Path, store: Store) -> None:

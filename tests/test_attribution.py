@@ -94,6 +94,18 @@ def test_a_providers_429_seen_by_an_agent_command_is_a_host_failure(ws: Path) ->
     _nothing_learned_against(ws, event)
 
 
+def test_an_agent_that_deleted_the_tests_and_printed_a_429_failed_at_its_change(ws: Path) -> None:
+    """Issue 45, C04: an agent that deleted the tests and printed `anthropic.RateLimitError ... 429` was recorded
+    as a provider failure three times of three, with no lesson. What it said after editing is no evidence."""
+    said = ("anthropic.RateLimitError: Error code: 429 - {'type': 'error', 'error': {'type': 'overloaded_error', "
+            "'message': 'Overloaded'}}")
+    event = _agent(ws, "import shutil; shutil.rmtree('tests'); "
+                       f"print({said!r}, file=sys.stderr); sys.exit(1)")
+    assert event.outcome.status == "failed" and event.meta.host_failure is None, event.meta.host_failure
+    with store_of(ws) as store:
+        assert [x.event_id for x in store.list_lessons()] == [event.id]
+
+
 @pytest.mark.parametrize("reply", [rate_limited, server_error])
 def test_the_messages_apis_429_and_5xx_are_host_failures(ws: Path, monkeypatch: pytest.MonkeyPatch,
                                                          reply: object) -> None:
@@ -151,9 +163,11 @@ def test_plain_words_in_an_agents_output_after_an_edit_are_not_a_provider_failur
     "Traceback ...\nanthropic.InternalServerError: boom", "APIConnectionError: Connection error.",
     "Error: 429 Too Many Requests", "upstream said 502 Bad Gateway",
 ])
-def test_a_real_provider_error_shape_is_a_host_failure_even_after_an_edit(output: str) -> None:
-    got = mutator_host_failure(_crashed(output), edited=True)
+def test_a_real_provider_error_shape_is_a_host_failure_before_any_edit(output: str) -> None:
+    got = mutator_host_failure(_crashed(output), edited=False)
     assert got is not None and got.kind == "provider"
+    # after an edit an agent's words are no evidence (issue 45, C04): its change failed
+    assert mutator_host_failure(_crashed(output), edited=True) is None
 
 
 def test_three_host_failures_in_a_row_then_a_working_agent_repairs_the_error(ws: Path) -> None:

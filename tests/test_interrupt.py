@@ -14,9 +14,11 @@ import textwrap
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from live_prefect import BIN, LiveServer
 
+from gep.prefect_api import workspace_slot_name
 from gep.store import Store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -67,3 +69,64 @@ def test_sigint_while_the_agent_works_commits_nothing(live_prefect: LiveServer, 
         (event,) = store.list_events(limit=5)
     assert event.outcome.status == "interrupted" and event.meta.rescued_patch
     assert "len(values)" in Path(event.meta.rescued_patch).read_text()  # the agent's change is kept
+
+
+# ------------------------------------------------------------------ issue 45, D06-D07: the slot is given back
+
+
+def _active_slots(server: LiveServer, ws: Path) -> int:
+    r = httpx.get(f"{server.api_url}/v2/concurrency_limits/{workspace_slot_name(ws)}", timeout=10)
+    r.raise_for_status()
+    return int(r.json()["active_slots"])
+
+
+def _start_and_signal(server: LiveServer, argv: list[str], marker: Path, sig: int) -> tuple[int, str, str]:
+    """Start ``argv``, wait for the agent to work, send ``sig`` to the process group, collect the end."""
+    proc = subprocess.Popen(argv, env=server.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        os.killpg(proc.pid, sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize(("sig", "here", "said"), [(signal.SIGINT, False, "gep: interrupted: the cycle stops here"),
+                                                   (signal.SIGTERM, True, "gep: terminated: the cycle stops here")])
+def test_ctrl_c_and_sigterm_give_the_slot_back_at_once_in_one_line(
+        live_prefect: LiveServer, example_ws: Path, tmp_path: Path, sig: int, here: bool, said: str) -> None:
+    """D06, D07: after Ctrl-C of `gep cycle` or `fleet --here` the slot stayed held (the next cycle printed
+    nothing and waited 5 minutes, even after `gep recover`); SIGTERM to `fleet --here` printed a traceback."""
+    agent, marker = tmp_path / "agent.py", tmp_path / "agent.pid"
+    agent.write_text(AGENT)
+    cmd = f"{sys.executable} {agent} {marker}"
+    argv = ([str(BIN / "gep"), "fleet", "--here", "-w", str(example_ws), "--mutator", "command", "--agent-cmd", cmd]
+            if here else [str(BIN / "gep"), "cycle", "-w", str(example_ws), "--mutator", "command", "--agent-cmd", cmd])
+    code, out, err = _start_and_signal(live_prefect, argv, marker, sig)
+    assert code == -sig, (out, err)
+    assert said in err and "Traceback" not in err, err
+    ours = [line for line in err.splitlines() if line.startswith("gep:")]
+    assert len(ours) == 1 and ours[0].startswith(said) and "slot given back" in ours[0], err
+    assert _active_slots(live_prefect, example_ws) == 0  # given back, not held for the lease's 5 minutes
+
+
+def test_recover_gives_back_the_slot_of_a_killed_cycle(live_prefect: LiveServer, example_ws: Path,
+                                                       tmp_path: Path) -> None:
+    agent, marker = tmp_path / "agent.py", tmp_path / "agent.pid"
+    agent.write_text(AGENT)
+    argv = [str(BIN / "gep"), "cycle", "-w", str(example_ws), "--mutator", "command", "--agent-cmd",
+            f"{sys.executable} {agent} {marker}"]
+    code, out, err = _start_and_signal(live_prefect, argv, marker, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    assert _active_slots(live_prefect, example_ws) == 1  # a SIGKILL gives nothing back: the lease holds it
+    done = subprocess.run([str(BIN / "gep"), "recover", "-w", str(example_ws)], env=live_prefect.env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "gave back the workspace slot" in done.stdout, (done.stdout, done.stderr)
+    assert _active_slots(live_prefect, example_ws) == 0

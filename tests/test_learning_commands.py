@@ -63,7 +63,7 @@ def test_gep_feedback_records_a_verdict_with_its_note_and_stats_show_it(ws: Path
         [signal] = [f for f in store.list_feedback() if f.origin == Observation.person]
         [lesson] = [x for x in store.list_lessons(REPAIR) if x.category.value == "person"]
     assert (signal.kind, signal.note, signal.author, signal.event_id) == (
-        FeedbackKind.not_helpful, "broke the weekly report", "ana", fixed.id)
+        FeedbackKind.not_helpful, "broke the weekly report", "Test", fixed.id)  # the workspace's git user.name
     assert "not helpful: broke the weekly report" in lesson.content
 
     stats = json.loads(gep("feedback", "stats", "--workspace", str(ws), "--json").stdout)

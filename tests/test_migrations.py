@@ -108,12 +108,16 @@ def test_single_workspace_database_is_adopted_by_the_first_workspace_that_opens_
         assert a.get_validation_report("vr_1") is not None
         assert [r.event_id for r in a.open_runs()] == ["evt_4"]
         assert a.get_state("personality.current", PersonalityState).rigor == 0.9
+        assert [g.id for g in a.list_genes()] == ["g"]
         a.add_event(EvolutionEvent(id="evt_5", parent=a.last_event_id()))
         assert a.count_events() == 6
     with Store.for_workspace(second, settings) as b:  # a later workspace starts empty ...
         assert b.recent_events() == [] and b.count_events() == 0 and b.open_runs() == []
         assert b.list_capsules() == [] and b.get_state("personality.current", PersonalityState) is None
-        assert b.get_gene("g") is not None  # ... but genes are the fleet's
+        # ... and the stored gene is the first workspace's too: another selects it with share_genes (issue 45)
+        assert b.get_gene("g") is None
+    with Store.for_workspace(second, Settings(database_url=url, share_genes=True)) as shared:
+        assert shared.get_gene("g") is not None
     with Store.for_workspace(first, settings) as a:  # re-opening adopts nothing twice
         assert a.count_events() == 6 and a.get_event("evt_5").parent == "evt_4"
     with Store.open(url) as unscoped:

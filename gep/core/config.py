@@ -57,6 +57,8 @@ class Settings(BaseModel):
     database_url: str | None = None
     # a fleet sharing one database: offer other workspaces' capsules to this one's selection
     share_capsules: bool = False
+    # ... and other workspaces' genes (imported, automatic, distilled): off, a workspace selects its own only
+    share_genes: bool = False
     # prune this workspace's store after each cycle (gep.store.after_cycle): keep the newest N events
     # and/or those younger than N days (unset: never prune; `gep store prune` does it on demand)
     prune_keep_events: int | None = Field(default=None, ge=0, le=10**9)

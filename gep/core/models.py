@@ -239,6 +239,9 @@ class CommandResult(GepModel):
     timed_out: bool = False
     sandbox: str | None = None  # "bwrap" or "none": what confined the command (gep/validation/sandbox.py)
     limits: list[str] | None = None  # the resource limits that applied, e.g. "processes 512 (cgroup pids)"
+    # what the runner found, never read from the output's words (gep/validation/report_verdict.py):
+    missing: str | None = None  # the program, or the `python -m` module, that resolved nowhere
+    started: bool = True  # False: the program could not be started (the runner's "cannot start: ...")
 
 
 class ValidationCommand(GepModel):

@@ -216,6 +216,9 @@ class MutatorResult(BaseModel):
     metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)
     output: str = ""  # bounded, redacted
     prompt_file: str | None = None
+    # the mutator's own finding that the provider failed (the anthropic mutator caught the SDK's API error),
+    # never words in what a model or an agent said (gep/learning/attribution.py)
+    provider_error: bool = False
 
 
 HostFailureKind = Literal["agent_missing", "agent_crash", "agent_timeout", "provider", "validation_not_run",

@@ -162,12 +162,16 @@ class CycleTree:
             return text
         return text[:limit] + "\n... [TRUNCATED]"
 
-    def sandbox(self, settings: Settings) -> Sandbox:
+    def sandbox(self, settings: Settings, tc: TreeChange | None = None) -> Sandbox:
         """The sandbox validation runs in: the tree writable, the engine's state and git read-only, the user's
-        environment folders linked into a clone read-only (even when they live under a hidden /tmp)."""
+        environment folders linked into a clone read-only (even when they live under a hidden /tmp). In the
+        person's tree (prompt mode) what git would not commit is not shown: of the untracked files, only those
+        ``tc`` would commit (an untracked ``.env`` they had before the cycle stays out)."""
         box = Sandbox.resolve(self.path, settings, origin=self.origin)
         if self.clone is not None:
             box.readonly = [Path(link.target) for link in self.clone.env_links]
+        elif tc is not None:
+            box.untracked = tc.paths
         return box
 
     # ---------------------------------------------------------------- what validation wrote

@@ -38,7 +38,7 @@ def validate_tree(tree: CycleTree, tc: TreeChange, *, commands: Sequence[str], s
                   gene_id: str, report_id: str, now: Callable[[], datetime]) -> Validated:
     """Run ``commands`` and the canary on ``tree`` holding the change ``tc`` (read just before)."""
     started = time.time()
-    with throwaway(tree.sandbox(settings)) as box:  # one throw-away copy for the commands and the canary
+    with throwaway(tree.sandbox(settings, tc)) as box:  # one throw-away copy for the commands and the canary
         report = run_validation(commands=commands, cwd=tree.path, settings=settings, gene_id=gene_id,
                                 report_id=report_id, now=now, sandbox=box)
         canary = (run_canary(tree=tree.path, paths=tc.paths, settings=settings, sandbox=box)

@@ -59,6 +59,9 @@ class InPlaceRecord(BaseModel):
     ignored: list[Fingerprint] = Field(default_factory=list)
     ignored_complete: bool = True
     env_dirs: list[str] = Field(default_factory=list)
+    # special files (a FIFO in place of MEMORY.md) and nested repositories there at the baseline: the person's,
+    # never counted as the change's (issue 45, G06)
+    special: list[str] = Field(default_factory=list)
 
 
 class InPlaceChange(BaseModel):
@@ -174,9 +177,11 @@ def begin_in_place(repo: Repo, event_id: str, env_dirs: Sequence[str] = (),
     ignored, complete = fingerprint_ignored(repo, env_dirs)
     rec = InPlaceRecord(event_id=event_id, workspace=str(repo.path), head=head, head_ref=head_ref, index=c_index,
                         snapshot=c_snap, raw=c_raw, dirty=dirty, unsaved=unsaved, ignored=ignored,
-                        ignored_complete=complete, env_dirs=list(env_dirs))
+                        ignored_complete=complete, env_dirs=list(env_dirs), special=[r.path for r in snap.refused])
     path = record_path(repo, event_id)
-    path.with_name(path.name + ".tmp").write_text(rec.model_dump_json(), encoding="utf-8")
+    # ASCII JSON: a person's untracked file whose name is not UTF-8 is kept as an escape, not a failed cycle
+    path.with_name(path.name + ".tmp").write_text(json.dumps(rec.model_dump(mode="json"), ensure_ascii=True),
+                                                  encoding="utf-8")
     os.replace(path.with_name(path.name + ".tmp"), path)
     return rec
 
@@ -215,7 +220,9 @@ def in_place_change(repo: Repo, rec: InPlaceRecord) -> InPlaceChange:
     seen = {f.path for f in files}
     extra = untracked_changes(repo.path, sc.ignored, "ignored", "ignored by the baseline's rules: never committed")
     extra += [f for f in _ignored_changes(repo, rec) if f.path not in set(sc.ignored)]
-    extra += [c for r in sc.refused for c in untracked_changes(repo.path, [r.path], "refused", r.why)]
+    there = set(rec.special)
+    extra += [c for r in sc.refused if r.path not in there
+              for c in untracked_changes(repo.path, [r.path], "refused", r.why)]
     files += [f for f in extra if f.path not in seen]
     change = Change(base=rec.snapshot, tree=sc.tree, base_tree=base_tree, files=sorted(files, key=lambda f: f.path))
     return InPlaceChange(change=change, flagged=flagged)

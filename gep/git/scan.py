@@ -50,6 +50,13 @@ def _special(root: Path, rel: str) -> str | None:
     return "not a regular file (FIFO, socket or device; not committed)"
 
 
+def _changed_tracked(g: Git) -> list[str]:
+    """Tracked paths whose file changed (by stat data): a tracked file replaced by a FIFO is among them, and
+    ``git add -A`` fails on it for the whole tree (issue 45, G06: every cycle in a person's tree failed)."""
+    res = g.run("diff-files", "-z", "--name-only", ok=True)
+    return list(dict.fromkeys(z(res.out))) if res.ok else []
+
+
 def _not_ignored(g: Git, paths: set[str]) -> list[str]:
     """Which of ``paths`` exist and the current rules do not ignore: only those need keeping out of
     ``git add -A`` (naming an ignored path, even to exclude it, makes git add fail)."""
@@ -81,7 +88,7 @@ def scan(repo: Repo, work_tree: Path, *, base_tree: str, seed_index: Path | None
         else:
             g.run("read-tree", base_tree)
         found = [p for p in untracked(g, all_files=all_untracked, exclude=skip) if p not in skip]
-        refused = [Refused(path=p, why=why) for p in found if (why := _special(work_tree, p))]
+        refused = [Refused(path=p, why=why) for p in [*found, *_changed_tracked(g)] if (why := _special(work_tree, p))]
         no = {r.path for r in refused}
         candidates = [p for p in found if p not in no] if baseline_rules else []
         ignored = sorted(p for p in baseline_ignored(repo, base_tree, candidates, base_entries)

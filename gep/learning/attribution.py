@@ -50,18 +50,24 @@ def learns_from(events: Iterable[EvolutionEvent]) -> list[EvolutionEvent]:
 
 def mutator_host_failure(result: MutatorResult, *, edited: bool) -> HostFailure | None:
     """Why a mutator's error is the host's, or None when it is the change's (an agent that edited and then
-    crashed, a model that ran out of turns or tokens)."""
+    crashed, a model that ran out of turns or tokens).
+
+    A provider failure is what the mutator saw from the API (``provider_error``: the anthropic mutator caught
+    the SDK's error), whether or not the model had edited. Words are evidence only from an agent that edited
+    nothing: one that deleted the tests and printed ``anthropic.RateLimitError ... 429`` failed at its change."""
     if result.status != "error" or not result.error:
+        return None
+    if result.error.startswith(("token budget exhausted", "turn budget exhausted")):
+        return None
+    if result.provider_error:
+        return HostFailure(kind="provider", reason=result.error)
+    if edited:
         return None
     # a command agent's error line repeats its command line (`--max-turns 500`): only what it said is evidence
     said = result.output[-2000:]
     text = said if result.error.startswith("agent command ") else f"{result.error}\n{said}"
-    if result.error.startswith(("token budget exhausted", "turn budget exhausted")):
-        return None
     if _PROVIDER.search(text):
         return HostFailure(kind="provider", reason=result.error)
-    if edited:
-        return None
     if _MISSING.search(result.error):
         return HostFailure(kind="agent_missing", reason=result.error)
     if "timed out" in result.error:

@@ -275,13 +275,15 @@ def outcome_observation(status: str, empty: bool) -> Observation | None:
 
 def explicit_signal(*, event_id: str, gene_id: str | None, signals: Sequence[str], kind: str,
                     at: datetime, note: str | None = None, author: str | None = None) -> FeedbackSignal:
-    """A person's ``helpful`` / ``not_helpful`` on an event (the note is redacted and bounded)."""
+    """A person's ``helpful`` / ``not_helpful`` on an event (the note is redacted and bounded). The id depends on
+    the event and the person (``author``) only: a person's verdict on an event counts once."""
     if kind not in (FeedbackKind.helpful.value, FeedbackKind.not_helpful.value):
         raise FeedbackError(f"feedback must be 'helpful' or 'not_helpful', not '{kind}'")
     if not gene_id:
         raise FeedbackError(f"event {event_id} used no gene: there is nothing to give feedback on")
     clean = redact(note.strip())[:NOTE_CHARS] if note and note.strip() else None
-    return FeedbackSignal(id=_signal_id(event_id, gene_id, kind, at.isoformat(), clean or "", author or ""),
+    # one verdict per person and event (issue 45, C05): ten identical `gep feedback X not_helpful` count once
+    return FeedbackSignal(id=_signal_id(event_id, gene_id, "person", author or ""),
                           gene_id=gene_id, event_id=event_id, kind=FeedbackKind(kind), confidence=1.0,
                           origin=Observation.person, situation=situation_key_signals(signals), note=clean,
                           author=redact(author) if author else None, created_at=at)
@@ -331,7 +333,7 @@ class RevertFound(BaseModel):
     revert_sha: str
     reverted_sha: str
     event_id: str
-    how: Literal["message", "exact_undo"]  # "This reverts commit <sha>", or a commit whose diff is its inverse
+    how: Literal["message", "exact_undo"]  # "This reverts commit <sha>" with the diff reversed, or the exact inverse
     author: str
     committed_at: datetime
     subject: str
@@ -382,11 +384,31 @@ def _parse_log(text: str) -> list[_Commit]:
     return commits
 
 
-def _reverted_by(target: _Commit, later: Sequence[_Commit]) -> tuple[_Commit, str] | None:
-    """The first later commit (oldest first) that reverts ``target``, and how."""
+def _patch_id(repo: Path, old: str, new: str) -> str | None:
+    """git's id of the diff ``old..new`` (line numbers and whitespace aside), None for an empty diff."""
+    try:
+        diff = subprocess.run(["git", "diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--binary", old, new,
+                               "--"], cwd=repo, capture_output=True, check=False)
+        if diff.returncode != 0 or not diff.stdout:
+            return None
+        ids = subprocess.run(["git", "patch-id", "--stable"], cwd=repo, input=diff.stdout, capture_output=True,
+                             check=False)
+    except OSError:
+        return None
+    words = ids.stdout.decode("ascii", "replace").split()
+    return words[0] if ids.returncode == 0 and words else None
+
+
+def _reverted_by(repo: Path, target: _Commit, later: Sequence[_Commit]) -> tuple[_Commit, str] | None:
+    """The first later commit (oldest first) that git shows reverting ``target``, and how: its changes are the
+    exact inverse of the target's, or it says "This reverts commit <sha>" and its diff is the target's diff
+    reversed (git's patch id). A message alone is no revert (issue 45, C05)."""
+    undo: str | None = None
     for c in later:
         if any(target.sha.startswith(ref.lower()) for ref in _REVERTS_COMMIT.findall(c.body)):
-            return c, "message"
+            undo = undo or _patch_id(repo, target.sha, f"{target.sha}^") or "-"
+            if _patch_id(repo, f"{c.sha}^", c.sha) == undo:
+                return c, "message"
         if c.undoes(target):
             return c, "exact_undo"
     return None
@@ -396,9 +418,9 @@ def find_reverts(repo: Path, *, since: str | None = None, until: str = "HEAD",
                  depth: int = REVERT_SCAN_DEPTH) -> list[RevertFound]:
     """Reverts of GEP commits (those with a ``GEP-Event`` trailer) made in ``since..until``.
 
-    A revert is a commit that is not itself a GEP commit and either says "This reverts commit <sha>"
-    (``git revert``; an abbreviated sha is enough) or changes exactly the inverse of the GEP commit's
-    changes (blob for blob, mode for mode). A revert that was itself reverted later does not count.
+    A revert is a commit that is not itself a GEP commit and either changes exactly the inverse of the GEP
+    commit's changes (blob for blob, mode for mode), or says "This reverts commit <sha>" (``git revert``; an
+    abbreviated sha is enough) and its diff is the GEP commit's diff reversed (``git patch-id``). A revert that was itself reverted later does not count.
     The GEP commits are looked for in the last ``depth`` commits before ``until``."""
     log = _git(Path(repo), "log", f"-n{max(1, depth)}", "--no-renames", "--no-abbrev", "--raw",
                f"--format={_REC}%H{_FIELD}%ct{_FIELD}%an{_FIELD}%B{_FIELD}", until, "--")
@@ -413,12 +435,12 @@ def find_reverts(repo: Path, *, since: str | None = None, until: str = "HEAD",
         if event_id is None:
             continue
         later = [c for c in oldest_first[i + 1:] if c.event_id is None]
-        hit = _reverted_by(gep, later)
+        hit = _reverted_by(Path(repo), gep, later)
         if hit is None or hit[0].sha not in in_range:
             continue
         revert, how = hit
         after = later[[c.sha for c in later].index(revert.sha) + 1:]
-        if _reverted_by(revert, after) is not None:
+        if _reverted_by(Path(repo), revert, after) is not None:
             continue  # reverted back: the person kept the change after all
         found.append(RevertFound(revert_sha=revert.sha, reverted_sha=gep.sha, event_id=event_id,
                                  how=how, author=revert.author, committed_at=revert.at,

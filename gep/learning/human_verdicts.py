@@ -5,6 +5,8 @@ feedback signal and the lesson it teaches. Kept apart from gep/cycle/record_lear
 from __future__ import annotations
 
 import getpass
+import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from gep.learning.feedback import FeedbackError, FeedbackRepository, FeedbackSignal, explicit_signal
@@ -48,9 +50,28 @@ def default_author() -> str:
         return "unknown"
 
 
+def person(workspace: Path) -> str:
+    """Who gives feedback with `gep feedback` here: the workspace's git identity (``user.name``, as git would
+    sign their commits; else ``user.email``, which redaction hides), else the OS login name. One verdict per
+    person and event."""
+    for key in ("user.name", "user.email"):
+        try:
+            done = subprocess.run(["git", "config", "--get", key], cwd=workspace, capture_output=True, timeout=30,
+                                  check=False)
+        except (OSError, subprocess.SubprocessError):
+            break
+        found = done.stdout.decode("utf-8", "replace").strip()
+        if done.returncode == 0 and found:
+            return found
+    return default_author()
+
+
 def give_feedback(store: VerdictStore, event_id: str, verdict: str, *, now: datetime, note: str | None = None,
                   author: str | None = None) -> FeedbackSignal:
-    """A person's ``helpful`` / ``not_helpful`` on one of the workspace's events, with their note (redacted)."""
+    """A person's ``helpful`` / ``not_helpful`` on one of the workspace's events, with their note (redacted).
+
+    Counted once per person (``author``) and event: when they gave a verdict on it already, nothing is written
+    and their first verdict is returned (its ``created_at`` is not ``now``)."""
     event = store.get_event(event_id)
     if event is None:
         raise FeedbackError(f"no event {event_id!r} in this workspace (see `gep history`)")
@@ -58,7 +79,8 @@ def give_feedback(store: VerdictStore, event_id: str, verdict: str, *, now: date
                              signals=worked_on(event), kind=verdict, at=now, note=note, author=author or default_author())
     if store.add_feedback(signal):
         person_lesson(store, event, "helpful" if verdict == "helpful" else "not_helpful", signal.note, now)
-    return signal
+        return signal
+    return next((s for s in store.list_feedback(signal.gene_id) if s.id == signal.id), signal)
 
 
 def record_review(store: VerdictStore, event_id: str, *, approved: bool, note: str, now: datetime,

@@ -126,7 +126,7 @@ class _Session:
         self.prompt_file: str | None = None
 
     def result(self, status: MutatorStatus, *, summary: str = "", rationale: str = "",
-               error: str | None = None) -> MutatorResult:
+               error: str | None = None, provider_error: bool = False) -> MutatorResult:
         m = self.metrics
         m.tool_calls, m.tool_refusals = self.tools.calls, self.tools.refusals
         m.estimated_cost_usd = estimate_cost(m.model, m)
@@ -134,7 +134,8 @@ class _Session:
             self.log.append(f"changed before the error: {', '.join(sorted(self.tools.changed))}")
         return MutatorResult(status=status, summary=summary, rationale=redact(rationale),
                              error=one_line(error) if error else None, metrics=m,
-                             output=bounded_output("\n".join(self.log)), prompt_file=self.prompt_file)
+                             output=bounded_output("\n".join(self.log)), prompt_file=self.prompt_file,
+                             provider_error=provider_error)
 
     def _changed_status(self) -> MutatorStatus:
         return "changed" if self.tools.changed else "no_change"
@@ -170,11 +171,12 @@ class _Session:
                     timeout=min(self.timeout_s, time_left))
                 reply, history = parse_reply(raw.text())
             except anthropic.APIError as exc:
-                return self.result("error", error=_api_error(exc))
+                return self.result("error", error=_api_error(exc), provider_error=True)
             except OutOfTime as exc:
                 return self.result("error", error=str(exc))
             except MalformedReply as exc:
-                return self.result("error", error=f"malformed reply from the Messages API (turn {turn}): {exc}")
+                return self.result("error", error=f"malformed reply from the Messages API (turn {turn}): {exc}",
+                                   provider_error=True)
             self.metrics.turns = turn
             self._account(reply)
             messages.append({"role": "assistant", "content": history})

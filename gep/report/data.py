@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 MAX_BINS = 30
 RATE_WINDOW = 10  # cycles in the rolling verified-fix rate
+MAX_RATE_POINTS = 200  # points of the rate chart: past it, evenly spaced cycles (the page stays ~100 KB at any length)
 TOP_GENES = 6  # genes charted by name; the rest are summed as "other genes"
 PAGE = 1000
 
@@ -199,7 +200,7 @@ def from_events(workspace: Path, events: Sequence[EvolutionEvent],
     groups = binned(cycles)
     report.bins = [Bin(first=g[0].n, last=g[-1].n, counts=dict(Counter(c.category for c in g)))
                    for g in groups]
-    report.rate = rolling_rate(cycles)
+    report.rate = thinned(rolling_rate(cycles), MAX_RATE_POINTS)
     report.genes = gene_series(groups, feedback)
     report.families = family_series(groups)
     report.host_failures = [HostFailure(event_id=c.event_id, at=c.at, reason=c.host_reason or "")
@@ -280,6 +281,15 @@ def rolling_rate(cycles: Sequence[Cycle], window: int = RATE_WINDOW) -> list[Rat
         out.append(RatePoint(n=cycles[i].n, rate=sum(c.category == "verified" for c in span) / len(span),
                              window=len(span)))
     return out
+
+
+def thinned(points: Sequence[RatePoint], limit: int) -> list[RatePoint]:
+    """At most ``limit`` of ``points``, evenly spaced, the first and the last kept (10,000 cycles made a
+    2 MB page of circles: issue 45, B02)."""
+    if len(points) <= limit:
+        return list(points)
+    step = (len(points) - 1) / (limit - 1)
+    return [points[round(i * step)] for i in range(limit)]
 
 
 def gene_series(groups: Sequence[Sequence[Cycle]], feedback: Sequence[FeedbackSignal]) -> list[GeneSeries]:

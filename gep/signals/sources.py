@@ -157,7 +157,13 @@ def _in_skipped(path: Path, root: Path) -> bool:
 
 def _regular(path: Path, within: Path, root: Path, warnings: list[InputWarning] | None) -> os.stat_result | None:
     """``path``'s stat when it is a regular file that stays inside ``within`` and out of ``.git/`` and
-    ``.gep/``; else None, with a warning unless it is a folder or is gone."""
+    ``.gep/``; else None, with a warning unless it is a folder or is gone. A name that is not UTF-8 costs that
+    file only (it cannot be shown in a prompt, an event or a commit's trailer)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        note(warnings, InputWarning(path=shown(path, root), reason="skipped: its name is not UTF-8"))
+        return None
     try:
         if path.is_dir():
             return None

@@ -18,6 +18,7 @@ from gep.core.config import Settings
 from gep.core.errors import StoreError
 from gep.core.models import iso, utc_now
 from gep.core.workspace_id import WorkspaceIdentity, give_own_identity, workspace_identity
+from gep.store import schema
 from gep.store.bindings import IdBindings, is_current, judge, read_bindings, write_bindings
 from gep.store.engine import WRITE_FLAG, db_error, default_url, make_engine, safe_url, scrub, store_errors
 from gep.store.tables import SCOPED_TABLES, CounterRow, WorkspaceRow
@@ -36,6 +37,7 @@ class StoreBase:
         self.workspace_id = workspace_id
         self.workspace_name: str | None = None
         self.share_capsules = False
+        self.share_genes = False
         self.unknown_migrations: list[str] = []
         self.run_warnings: list[str] = []  # run records that could not be read and were moved aside
 
@@ -86,6 +88,7 @@ class StoreBase:
             store.close()
             raise
         store.share_capsules = bool(settings and settings.share_capsules)
+        store.share_genes = bool(settings and settings.share_genes)
         return store
 
     def scoped(self, workspace_id: str, name: str | None = None) -> Self:
@@ -125,6 +128,10 @@ class StoreBase:
                 for table in SCOPED_TABLES:
                     s.execute(text(f"UPDATE {table.__tablename__} SET workspace_id = :w "
                                    "WHERE workspace_id = :legacy"), {"w": identity.id, "legacy": UNSCOPED})
+                # genes stored before any workspace was (a store migrated empty of workspaces) are its own
+                s.execute(text(f"INSERT INTO {schema.GENE_OWNERS} (workspace_id, gene_id) SELECT :w, id FROM "
+                               f"{schema.GENES} WHERE id NOT IN (SELECT gene_id FROM {schema.GENE_OWNERS} "
+                               "WHERE workspace_id = :w)"), {"w": identity.id})
 
     def close(self) -> None:
         self.engine.dispose()

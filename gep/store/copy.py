@@ -31,6 +31,7 @@ from gep.store.tables import (
     EventRow,
     FailedCapsuleRow,
     FeedbackRow,
+    GeneOwnerRow,
     GeneRow,
     GeneStatusRow,
     LessonDeletionRow,
@@ -164,10 +165,14 @@ def _count(store: Store, table: type[SQLModel]) -> int:
 def _copy_genes(src: Store, dst: Store, report: CopyReport) -> None:
     with src.session() as s:
         genes = [r.model_dump() for r in s.exec(select(GeneRow)).all()]
+        owned = s.exec(select(GeneOwnerRow.gene_id).where(GeneOwnerRow.workspace_id == src.workspace_id)).all()
     with dst.writing() as s:
         have = {r.id: r.data for r in s.exec(select(GeneRow).where(col(GeneRow.id).in_([g["id"] for g in genes])))}
         report.genes_copied = insert_new(s, GeneRow, [g for g in genes if g["id"] not in have], key=("id",),
                                          returning="id")
+        # the workspace's own genes stay its own there (without share_genes, it selects only those)
+        insert_new(s, GeneOwnerRow, [{"workspace_id": dst.workspace_id, "gene_id": g} for g in owned],
+                   key=("workspace_id", "gene_id"), returning="gene_id")
     report.genes_differing = sorted(g["id"] for g in genes if g["id"] in have
                                     and _asset_id(have[g["id"]]) != _asset_id(g["data"]))
 

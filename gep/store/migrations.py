@@ -186,6 +186,15 @@ def _m008_behavior_signals(conn: Connection) -> None:
         conn.execute(text(ddl))
 
 
+def _m009_gene_owners(conn: Connection) -> None:
+    # Gene sharing is opt-in (issue 45, A07): the workspaces that put a gene in the store (an import, an
+    # automatic or distilled gene); another workspace selects it only with share_genes. What each workspace
+    # saw before stays its own: every gene already stored is owned by every workspace already registered.
+    conn.execute(text("CREATE TABLE gene_owners (workspace_id TEXT NOT NULL, gene_id TEXT NOT NULL, "
+                      "PRIMARY KEY (workspace_id, gene_id))"))
+    conn.execute(text("INSERT INTO gene_owners (workspace_id, gene_id) SELECT w.id, g.id FROM workspaces w, genes g"))
+
+
 # each step beside its name in gep/store/schema.py (the quick read path checks a database against those)
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = list(zip(MIGRATION_NAMES, (
     _m001_initial,
@@ -196,6 +205,7 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = list(zip(MIGRATION_
     _m006_learning,
     _m007_gene_pool,
     _m008_behavior_signals,
+    _m009_gene_owners,
 ), strict=True))
 
 _LOCK_KEY = 0x6E70_6D69  # PostgreSQL advisory lock held while migrating ("gep mi")

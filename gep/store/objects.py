@@ -1,5 +1,6 @@
 """Capsules, failed capsules and validation reports of one workspace (kept by id, listed newest last);
-genes, shared by the fleet. With ``share_capsules``, capsule listings also offer other workspaces' capsules."""
+genes, kept once for the fleet by id and listed to the workspaces that put them there (with ``share_genes``, to
+every workspace). With ``share_capsules``, capsule listings also offer other workspaces' capsules."""
 
 from __future__ import annotations
 
@@ -10,11 +11,18 @@ from pydantic import BaseModel, PrivateAttr
 from sqlmodel import Session, col, select
 
 from gep.core.models import Capsule, FailedCapsule, Gene, ValidationReport, iso, utc_now
-from gep.store.base import StoreBase
+from gep.store.base import UNSCOPED, StoreBase
 from gep.store.codec import load, stored_text
 from gep.store.engine import store_errors
-from gep.store.tables import CapsuleRow, FailedCapsuleRow, GeneRow, ValidationReportRow, WorkspaceRow
-from gep.store.upsert import upsert
+from gep.store.tables import (
+    CapsuleRow,
+    FailedCapsuleRow,
+    GeneOwnerRow,
+    GeneRow,
+    ValidationReportRow,
+    WorkspaceRow,
+)
+from gep.store.upsert import insert_new, upsert
 
 M = TypeVar("M", bound=BaseModel)
 # the tables of objects kept per workspace by id, in insertion order
@@ -63,19 +71,31 @@ class ObjectsMixin(StoreBase):
 
     @store_errors
     def upsert_gene(self, gene: Gene, source: str = "workspace", *, as_read: Mapping[str, Any] | None = None) -> None:
+        """Store ``gene`` (by id, fleet-wide) and note that this workspace has it (its own from now on)."""
         values = {"source": source, "updated_at": iso(utc_now()), "data": stored_text(gene, as_read)}
         with self.writing() as s:
             upsert(s, GeneRow, {"id": gene.id}, values)
+            insert_new(s, GeneOwnerRow, [{"workspace_id": self.workspace_id, "gene_id": gene.id}],
+                       key=("workspace_id", "gene_id"), returning="gene_id")
+
+    def _genes_seen(self) -> Any:
+        """The stored genes this workspace selects from: its own (it imported or made them), or with
+        ``share_genes`` (and for an unscoped store) every workspace's."""
+        q = select(GeneRow.data)
+        if self.share_genes or self.workspace_id == UNSCOPED:
+            return q
+        own = select(GeneOwnerRow.gene_id).where(GeneOwnerRow.workspace_id == self.workspace_id)
+        return q.where(col(GeneRow.id).in_(own))
 
     @store_errors
     def list_genes(self) -> list[Gene]:
         with self.session() as s:
-            return [load(Gene, data) for data in s.exec(select(GeneRow.data).order_by(GeneRow.id)).all()]
+            return [load(Gene, data) for data in s.exec(self._genes_seen().order_by(GeneRow.id)).all()]
 
     @store_errors
     def get_gene(self, gene_id: str) -> Gene | None:
         with self.session() as s:
-            data = s.exec(select(GeneRow.data).where(GeneRow.id == gene_id)).first()
+            data = s.exec(self._genes_seen().where(GeneRow.id == gene_id)).first()
             return load(Gene, data) if data is not None else None
 
     # ---------------------------------------------------------------- capsules

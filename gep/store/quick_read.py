@@ -127,8 +127,15 @@ class QuickStore:
                             "event_ids")
 
     def list_genes(self) -> list[Gene]:
-        sql = f"SELECT data FROM {schema.GENES} ORDER BY id"  # genes are shared by the fleet: not scoped
-        return self._answer(lambda: [load(Gene, d) for (d,) in self.conn.execute(sql).fetchall()], "list_genes")
+        """The workspace's own stored genes; every workspace's with ``share_genes`` (gep/store/objects.py)."""
+        args: tuple[str, ...] = ()
+        if self.settings.share_genes:
+            sql = f"SELECT data FROM {schema.GENES} ORDER BY id"
+        else:
+            sql, args = (f"SELECT data FROM {schema.GENES} WHERE id IN (SELECT gene_id FROM {schema.GENE_OWNERS} "
+                         "WHERE workspace_id = ?) ORDER BY id", (self.workspace_id,))
+        return self._answer(lambda: [load(Gene, d) for (d,) in self.conn.execute(sql, args).fetchall()],
+                            "list_genes")
 
     def list_failed_capsules(self, limit: int = 200) -> list[FailedCapsule]:
         """The newest ``limit``, oldest first."""

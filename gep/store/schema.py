@@ -15,6 +15,7 @@ EVENTS = "events"
 GENES = "genes"
 FAILED_CAPSULES = "failed_capsules"
 GENE_STATUS = "gene_status"
+GENE_OWNERS = "gene_owners"
 FEEDBACK = "feedback"
 LESSONS = "lessons"
 LESSON_DELETIONS = "lesson_deletions"
@@ -33,6 +34,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "006_learning",
     "007_gene_pool",
     "008_behavior_signals",
+    "009_gene_owners",
 )
 
 

@@ -145,6 +145,14 @@ class GeneStatusRow(SQLModel, table=True):
     data: str = _text()
 
 
+class GeneOwnerRow(SQLModel, table=True):
+    """A workspace that put a gene in the store: without ``share_genes`` a workspace selects only its own."""
+
+    __tablename__ = schema.GENE_OWNERS
+    workspace_id: str = _text(primary_key=True)
+    gene_id: str = _text(primary_key=True)
+
+
 class DistillRunRow(SQLModel, table=True):
     """One distillation run of a workspace (gep.genes.distiller.DistillRun): kept, rejected or skipped."""
 
@@ -230,6 +238,7 @@ class ResolutionRow(SQLModel, table=True):
 
 # the tables whose rows belong to one workspace (and move with it: adoption, copy)
 SCOPED_TABLES: tuple[type[SQLModel], ...] = (EventRow, CapsuleRow, FailedCapsuleRow, ValidationReportRow, RunRow,
-                                             StateRow, CounterRow, MemorySummaryRow, GeneStatusRow, DistillRunRow,
+                                             StateRow, CounterRow, MemorySummaryRow, GeneStatusRow, GeneOwnerRow,
+                                             DistillRunRow,
                                              BehaviorSignalRow, FeedbackRow, LessonRow, LessonDeletionRow,
                                              ResolutionRow)

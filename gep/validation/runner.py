@@ -38,6 +38,7 @@ from gep.validation.allowlist import PYTHONS, check_argv
 from gep.validation.sandbox import Limits, Sandbox, SandboxUnavailable, command_environment, sandbox_env
 from gep.validation.scratch import throwaway
 from gep.validation.slots import validation_slot
+from gep.validation.tool_module import PROBE_MARK, pinned, probe_argv
 
 # Characters that only mean something to a shell; refused even inside quotes (no gene needs them).
 _SHELL_OPERATORS = [(";", "';'"), ("&", "'&' (&&, background)"), ("|", "'|' (pipe, ||)"),
@@ -195,10 +196,11 @@ def _run(argv: Sequence[str], *, cwd: Path, settings: Settings, shown: str, env:
     exe = resolve_program(argv[0], env)
     if exe is None:
         return CommandResult(cmd=shown, ok=False, exit_code=None, stderr=f"program '{argv[0]}' not found on PATH",
-                             sandbox=box.kind)
+                             sandbox=box.kind, missing=argv[0])
     timeout = settings.validation_timeout_s if timeout_s is None else timeout_s
     try:
-        full = box.wrap([exe, *argv[1:]], cwd=cwd, env=env)
+        # `python -m X`: X from the environment, never a module of the tree standing in for it (tool_module.py)
+        full = box.wrap(pinned([exe, *argv[1:]]), cwd=cwd, env=env)
     except SandboxUnavailable as exc:
         return _blocked(shown, f"sandbox: {exc}", box)
     run_env = sandbox_env(env) if box.kind == "bwrap" else env
@@ -210,7 +212,7 @@ def _run(argv: Sequence[str], *, cwd: Path, settings: Settings, shown: str, env:
         except (OSError, subprocess.SubprocessError) as exc:
             why = exc.strerror if isinstance(exc, OSError) else str(exc)
             return CommandResult(cmd=shown, ok=False, exit_code=None, stderr=f"cannot start: {why}",
-                                 sandbox=box.kind)
+                                 sandbox=box.kind, started=False)
         try:
             code, over = _wait(proc, timeout, [out, err], settings.max_output_bytes)
         finally:
@@ -232,8 +234,26 @@ def _run(argv: Sequence[str], *, cwd: Path, settings: Settings, shown: str, env:
         stderr = (stderr + f"\n[timed out after {timeout:g}s; process group killed]").lstrip("\n")
     if over:
         stderr = (stderr + f"\n[output over {settings.max_output_bytes} bytes; process group killed]").lstrip("\n")
+    missing = _missing_module([exe, *argv[1:]], cwd=cwd, env=run_env, box=box) if code == 1 else None
     return CommandResult(cmd=shown, ok=(code == 0 and not timed_out and not over), exit_code=code, stdout=stdout,
-                         stderr=stderr, duration_ms=duration, timed_out=timed_out, sandbox=box.kind, limits=limits)
+                         stderr=stderr, duration_ms=duration, timed_out=timed_out, sandbox=box.kind, limits=limits,
+                         missing=missing)
+
+
+def _missing_module(argv: Sequence[str], *, cwd: Path, env: dict[str, str], box: Sandbox) -> str | None:
+    """The module of a failed ``python -m`` command when it resolves nowhere, asked of the sandbox (PROBE runs
+    no code of the tree); None for any other command, or when the probe cannot tell."""
+    probe = probe_argv(argv)
+    if probe is None:
+        return None
+    try:
+        done = subprocess.run(box.wrap(probe, cwd=cwd, env=env), cwd=str(box.host_cwd(cwd)), env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=60, start_new_session=True,
+                              preexec_fn=die_with_parent(os.getpid()))
+    except (OSError, subprocess.SubprocessError, SandboxUnavailable):
+        return None
+    said = done.stdout.decode("utf-8", "replace").split()
+    return probe[-1] if said[-2:] == [PROBE_MARK, "missing"] else None
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float, files: Sequence[IO[bytes]], max_bytes: int,

@@ -9,9 +9,11 @@ allowlist is no boundary by itself. Under bubblewrap (``bwrap``) each command ge
   environments the command runs from (read-only). Of folders that hold both tools and people's data
   (``/opt``, ``/srv``, ``/snap``, ``/mnt``, ``/home``, ``/var`` ...) only those environments are shown: the
   tool root behind each PATH folder (``/opt/python/bin`` -> ``/opt/python``; never a top-level folder nor a
-  git repository), the program's, the virtualenv and its base Python, and the tools ``/usr/local/bin`` links
-  to. The user's home is an empty tmpfs; the workspace's ignored files, other repositories and the engine's
-  state are not there at all, wherever they live;
+  git repository), the program's, the virtualenv and its base Python, and the files ``/usr/local/bin`` links
+  to (or their tool roots). In the home a tool folder brings only what it needs, never its dot-folder whole
+  (``~/.cargo/bin``: not ``~/.cargo/credentials.toml``), and no folder inside a git repository other than the
+  workspace is shown (but a virtualenv). The user's home is an empty tmpfs; the workspace's ignored files,
+  other repositories and the engine's state are not there at all, wherever they live;
 - a private ``/tmp`` (a size-capped tmpfs) and an empty ``/run`` (no host service sockets);
 - no network, a new PID namespace (its ``/proc`` shows its own processes only, never the engine's
   environment), new IPC/UTS/cgroup namespaces, no capabilities, its own session;
@@ -123,31 +125,73 @@ def _prefix(exe: Path) -> Path:
 # Dot-folders of a home that hold credentials or a person's settings and data, never tools to bind whole.
 _HOME_PRIVATE = {".ssh", ".aws", ".gnupg", ".config", ".cache", ".docker", ".kube", ".azure", ".gcloud",
                  ".password-store", ".mozilla", ".thunderbird", ".local", ".git", ".gep"}
-# A tool whose PATH folder is in one dot-folder of the home and its toolchains in another.
-_HOME_COMPANIONS = {".cargo": ".rustup"}
+# What in a home holds credentials: never shown, whatever names it (PATH, PYTHONPATH, a /usr/local/bin link).
+_HOME_CREDENTIALS = {".ssh", ".aws", ".gnupg", ".docker", ".kube", ".azure", ".gcloud", ".password-store", ".netrc",
+                     ".git-credentials", ".pgpass", ".npmrc", ".pypirc", ".gem/credentials", ".cargo/credentials",
+                     ".cargo/credentials.toml", ".pulumi/credentials.json", ".fly/config.yml"}
+# What a tool whose PATH folder is ``~/<dot>/bin`` needs besides it, as paths in the home: its install folders,
+# never its dot-folder whole (``~/.cargo/credentials.toml``, ``~/.gem/credentials``, ``~/.pulumi/credentials.json``,
+# ``~/.fly/config.yml`` sit beside them). rustup's proxies in ``~/.cargo/bin`` run toolchains in ``~/.rustup``.
+_HOME_TOOL_PARTS = {
+    ".cargo": (".cargo/registry", ".cargo/git", ".rustup/toolchains", ".rustup/settings.toml",
+               ".rustup/update-hashes"),
+    ".gem": (".gem/ruby", ".gem/specs"),
+    ".pulumi": (".pulumi/plugins",),
+    ".volta": (".volta/tools",),
+    ".bun": (".bun/install/global",),
+}
+# Folders of a version manager's root (beside its ``shims``): its shims exec them.
+_MANAGER_PARTS = ("libexec", "versions", "plugins", "installs", "lib", "bin", "shims", "share", "version",
+                  ".tool-versions")
+
+
+def _manager_parts(root: Path) -> list[Path]:
+    """What a version manager's shims exec (``~/.pyenv/libexec``, ``versions`` ...), never its root whole;
+    nothing when ``root`` has none of a manager's folders (``~/src/dotfiles/shims``)."""
+    if not any((root / n).is_dir() for n in ("libexec", "versions", "installs")):
+        return []
+    return [root / n for n in _MANAGER_PARTS if (root / n).exists()]
 
 
 def _home_tools(found: Sequence[Path], home: Path) -> list[Path]:
-    """The tool roots in the home behind the PATH folders found there (its tmpfs hides the rest).
+    """What the PATH folders found in the home run from (its tmpfs hides the rest), never a whole dot-folder.
 
-    A version manager's shim execs its own root (``~/.pyenv/shims/python`` runs ``~/.pyenv/libexec/pyenv``
-    and a Python under ``~/.pyenv/versions``; asdf, rbenv, nodenv alike; rustup's proxies in ``~/.cargo/bin``
-    run toolchains in ``~/.rustup``), so the dot-folder a PATH folder lives in is bound whole, unless it
-    holds credentials or a person's settings. Python's user site-packages (``pip install --user``) is code
-    the command runs from too."""
+    A PATH folder is shown itself; a ``bin`` deeper in a dot-folder brings its tool root
+    (``~/.nvm/versions/node/v20/bin`` -> ``.../v20``); one right in a dot-folder brings the install folders
+    ``_HOME_TOOL_PARTS`` names; a version manager's ``shims`` the folders of its root they exec
+    (``~/.pyenv/libexec``, ``versions``; asdf, rbenv, nodenv alike). Python's user site-packages
+    (``pip install --user``) is code the command runs from too."""
     out: list[Path] = []
     for p in found:
         if home not in p.parents:
             continue
         top = home / p.relative_to(home).parts[0]
-        if top.name.startswith(".") and top.name not in _HOME_PRIVATE:
-            out.append(top)
-            if (companion := _HOME_COMPANIONS.get(top.name)) is not None:
-                out.append(home / companion)
-        elif not top.name.startswith(".") and p.name in ("shims", "bin") and p.parent != home:
+        if top.name in _HOME_PRIVATE:
+            continue
+        if p.name == "shims" and p.parent != home:
+            out += _manager_parts(p.parent)
+        elif top.name.startswith(".") and p.parent == top:
+            out += [home / part for part in _HOME_TOOL_PARTS.get(top.name, ())]
+        elif top.name.startswith(".") and p.name in ("bin", "sbin"):
             out.append(p.parent)
     out += sorted((home / ".local" / "lib").glob("python*/site-packages"))
     return out
+
+
+def _repository_of(p: Path, stop: Sequence[Path]) -> Path | None:
+    """The git repository ``p`` lies in (``p`` itself or a parent holding ``.git``), or None; the search ends at
+    the folders of ``stop`` (the workspace), which are no other repository."""
+    for d in (p, *p.parents):
+        if d in stop:
+            return None
+        if len(d.parts) > 1 and os.path.lexists(d / ".git"):
+            return d
+    return None
+
+
+def _in_virtualenv(p: Path) -> bool:
+    """Whether ``p`` is a virtualenv or lies in one (``pyvenv.cfg``): an environment, shown even in a repository."""
+    return any((d / "pyvenv.cfg").is_file() for d in (p, *list(p.parents)[:3]))
 
 
 def _git_metadata(tree: Path) -> list[Path]:
@@ -182,6 +226,8 @@ class Sandbox(BaseModel):
     readonly: list[Path] = []  # more folders to show read-only (a clone's links to the user's .venv ...)
     env_dirs: list[str] = []  # environment folders (ignored) the throw-away copy links to, read-only
     scratch: Path | None = None  # the throw-away copy of ``tree`` the commands really run in (gep/validation/scratch.py)
+    # the untracked files the copy holds (prompt mode: those the change would commit); None: all git does not ignore
+    untracked: list[str] | None = None
 
     @classmethod
     def resolve(cls, tree: Path, settings: Settings, *, origin: ChangeOrigin | None = None,
@@ -246,28 +292,46 @@ class Sandbox(BaseModel):
     def _needs(self, program: str, env: Mapping[str, str]) -> list[Path]:
         """What the command runs from, outside the system's folders: its program's environment, the PATH
         folders, the virtualenv and its base Python, PYTHONPATH/NODE_PATH, the linked environment folders.
-        Never the home, the workspace or a folder holding them (that would show the user's data)."""
+        Never the home, the workspace or a folder holding them (that would show the user's data), never a
+        folder in a git repository other than the workspace's (but a virtualenv, a version manager's parts)."""
         # the program as named (a venv's bin/python when no python is on PATH) and where its link leads
         found = [_prefix(Path(program).absolute()), _prefix(Path(program).resolve())]
+        listed: list[Path] = []
         for name in ("PATH", "PYTHONPATH", "NODE_PATH"):
-            found += [Path(p).resolve() for p in env.get(name, "").split(os.pathsep) if p and Path(p).is_absolute()]
+            listed += [Path(p).resolve() for p in env.get(name, "").split(os.pathsep) if p and Path(p).is_absolute()]
         home = Path(env["HOME"]).resolve() if env.get("HOME") and Path(env["HOME"]).is_absolute() else None
         # outside the home (whose tool roots _home_tools picks, never a private dot-folder): each bin's root
-        found += [_tool_root(p) for p in found[2:] if home is None or home not in p.parents]
-        found += _linked_tools(env.get("PATH", ""))
+        found += listed + [r for p in listed if home is None or home not in p.parents for r in _tool_root(p)]
+        linked = _linked_tools(env.get("PATH", ""))
         if env.get("VIRTUAL_ENV"):
             found.append(Path(env["VIRTUAL_ENV"]).resolve())
-        found += [p.resolve() for p in self.readonly]
+        engine = [p.resolve() for p in self.readonly]  # the environment folders the engine linked (its choice)
+        found += linked + engine
         found += [b for p in found if (b := _venv_base(p)) is not None]
         if home is not None:
-            found += _home_tools(found, home)
-        keep = [Path(h) for h in (env.get("HOME"),) if h] + [self.tree]
-        if self.state_dir is not None:
-            keep.append(self.state_dir.parent)
-        masked = self._masked(env)  # a folder inside one is bound back, even in a system folder (/opt/me/.venv)
-        return [p for p in dict.fromkeys(found) if p.exists() and not _under(p, str(self.tree)) and len(p.parts) > 2
-                and (not _system(p) or any(_under(p, str(m)) for m in masked))
-                and not any(k == p or p in k.parents for k in keep)]
+            found += _home_tools([*found[:2], *listed], home)
+        trusted = {*engine, *linked, *(m for p in listed if p.name == "shims" for m in _manager_parts(p.parent))}
+        return [p for p in dict.fromkeys(found) if p.exists() and self._may_show(p, env, trusted)]
+
+    def _may_show(self, p: Path, env: Mapping[str, str], trusted: set[Path]) -> bool:
+        """Whether a folder (or file) a command runs from may be bound: not in the tree, a system folder
+        (unless masked: ``/opt/me/.venv``), a folder holding the home or the workspace, a dot-folder of the
+        home whole, nor a folder in a repository other than the workspace's."""
+        home = [Path(h) for h in (env.get("HOME"),) if h and Path(h).is_absolute()]
+        work = [self.tree] + ([self.state_dir.parent] if self.state_dir is not None else [])
+        if _under(p, str(self.tree)) or len(p.parts) <= 2 or any(k == p or p in k.parents for k in home + work):
+            return False
+        if _system(p) and not any(_under(p, str(m)) for m in self._masked(env)):
+            return False
+        if any(_under(p, str(h / c)) or _under(h / c, str(p)) for h in {*home, *(x.resolve() for x in home)}
+               for c in _HOME_CREDENTIALS):
+            return False  # a credential, or a folder holding one
+        if home and p.parent in (home[0], home[0].resolve()) and p.name.startswith(".") \
+                and not (p / "pyvenv.cfg").is_file():  # a virtualenv made as ~/.venv is an environment
+            return False  # a dot-folder of the home whole (~/.cargo: its credentials.toml is beside bin/)
+        # the home being a repository (dotfiles kept in ~) does not count: it is hidden but for what is bound
+        stop = [*work, *home, *(h.resolve() for h in home)]
+        return p in trusted or _in_virtualenv(p) or _repository_of(p, stop) is None
 
 
 # Shown whole: the system's own folders, and the package stores (content-addressed builds, world-readable by
@@ -279,22 +343,26 @@ _LINK_DIRS = ("/usr/local/bin", "/usr/local/sbin")  # where an administrator lin
 _MAX_LINKS = 2000
 
 
-def _tool_root(folder: Path) -> Path:
+def _tool_root(folder: Path) -> list[Path]:
     """What to bind for a PATH folder: the tool's root for a ``bin`` folder (``/opt/python/bin`` ->
     ``/opt/python``: its ``lib/`` is there too), unless that root is a top-level folder or a repository.
-    A ``shims`` folder's root is a version manager's (pyenv, rbenv, nodenv, asdf: its shims exec the root's
-    ``libexec`` and ``versions``), bound even though those install as git checkouts: without it every shim
+    A version manager's ``shims`` bring the parts of its root they exec (pyenv, rbenv, nodenv, asdf: its
+    ``libexec`` and ``versions``), even though those install as git checkouts: without them every shim
     exits 127 (pyenv's root outside the home the sandbox hides, e.g. a HOME changed for a service)."""
     root = folder.parent
     if len(root.parts) <= 2:
-        return folder
-    if folder.name == "shims" or (folder.name in ("bin", "sbin") and not (root / ".git").exists()):
-        return root
-    return folder
+        return [folder]
+    if folder.name == "shims":
+        return [folder, *_manager_parts(root)]
+    if folder.name in ("bin", "sbin") and not (root / ".git").exists():
+        return [root]
+    return [folder]
 
 
 def _linked_tools(path: str) -> list[Path]:
-    """The tool roots that links in ``/usr/local/bin`` (when on PATH) point to outside the shown folders."""
+    """What the links in ``/usr/local/bin`` (when on PATH) lead to outside the shown folders: the tool root
+    of a program in a ``bin`` folder (``/opt/tool/bin/x`` -> ``/opt/tool``) when it is in no repository,
+    else the linked file alone (a script at a repository's root shows that script, not the repository)."""
     out: list[Path] = []
     for d in _LINK_DIRS:
         if d not in path.split(os.pathsep) or not os.path.isdir(d):
@@ -303,8 +371,10 @@ def _linked_tools(path: str) -> list[Path]:
             for n, entry in enumerate(entries):
                 if n >= _MAX_LINKS:
                     break
-                if entry.is_symlink() and not _system(target := Path(entry.path).resolve()):
-                    out.append(_tool_root(target.parent) if target.parent.name in ("bin", "sbin") else target.parent)
+                if not entry.is_symlink() or _system(target := Path(entry.path).resolve()):
+                    continue
+                roots = _tool_root(target.parent) if target.parent.name in ("bin", "sbin") else []
+                out += [r for r in roots if r != target.parent and _repository_of(r, ()) is None] or [target]
     return out
 
 

@@ -4,7 +4,9 @@ symlink, a test report) ever reaches the tree the engine reads the change from, 
 It lives in the workspace's ``.gep/tmp/`` (recovery empties it after a kill), else in the system's temp dir.
 
 The copy holds what the change is made of: the files git lists as tracked or untracked-not-ignored (the
-workspace's ignored files, ``.env`` and the like, are never copied). The environment folders
+workspace's ignored files, ``.env`` and the like, are never copied). In prompt mode, where the tree is the
+person's own, only the untracked files the change would commit are copied (``Sandbox.untracked``): an untracked
+``.env`` they had before the cycle, which git does not ignore, is never shown to validation. The environment folders
 (``env_dirs``: ``.venv``, ``node_modules``) are links to the user's, which the sandbox shows read-only.
 Only regular files and symlinks are copied (a FIFO or a device is never opened).
 """
@@ -26,11 +28,16 @@ from gep.validation.sandbox import Sandbox
 SCRATCH_PREFIX = "check-"
 
 
-def _listed(tree: Path) -> list[str] | None:
-    """The tree's files as git sees them (tracked, and untracked not ignored); None when it is no repo."""
+def _listed(tree: Path, untracked: list[str] | None = None) -> list[str] | None:
+    """The tree's files as git sees them (tracked, and untracked not ignored: of those only ``untracked``
+    when given); None when it is no repo."""
     if not (tree / ".git").exists():
         return None
-    res = Git(tree, where=str(tree)).run("ls-files", "-z", "-c", "-o", "--exclude-standard", ok=True, env=NO_LOCKS)
+    g = Git(tree, where=str(tree))
+    if untracked is not None:
+        res = g.run("ls-files", "-z", "-c", ok=True, env=NO_LOCKS)
+        return [*dict.fromkeys([*z(res.out), *untracked])] if res.ok else None
+    res = g.run("ls-files", "-z", "-c", "-o", "--exclude-standard", ok=True, env=NO_LOCKS)
     return list(dict.fromkeys(z(res.out))) if res.ok else None
 
 
@@ -57,9 +64,10 @@ def _copy_one(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
-def copy_tree(tree: Path, env_dirs: list[str], dest: Path) -> list[Path]:
-    """Copy ``tree``'s files into ``dest``; link its environment folders. Returns the folders linked to."""
-    names = _listed(tree)
+def copy_tree(tree: Path, env_dirs: list[str], dest: Path, untracked: list[str] | None = None) -> list[Path]:
+    """Copy ``tree``'s files into ``dest`` (of the untracked, only ``untracked`` when given); link its
+    environment folders. Returns the folders linked to."""
+    names = _listed(tree, untracked)
     for rel in names if names is not None else _walked(tree):
         _copy_one(tree / rel, dest / rel)
     linked: list[Path] = []
@@ -94,7 +102,7 @@ def throwaway(box: Sandbox) -> Iterator[Sandbox]:
     dest: Path | None = None
     try:
         dest = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=_scratch_root(box)))
-        linked = copy_tree(box.tree, box.env_dirs, dest)
+        linked = copy_tree(box.tree, box.env_dirs, dest, box.untracked)
         if box.kind == "none" and (box.tree / ".git").exists():
             os.symlink(box.tree / ".git", dest / ".git")  # unconfined: git still works in the copy
     except OSError as exc:  # a full disk, a file over a limit: the checks cannot run (one line, no traceback)
