@@ -1,4 +1,16 @@
-"""Prefect flows around the engine (gep/). Prefect is only imported from here."""
+"""Prefect flows around the engine (gep/). Prefect is only imported from here.
+
+The cycle: cycle.py (the flow), stage_tasks.py (each stage a task), states.py (the run's final state),
+reporting.py (name, tags, artifacts), report_artifact.py (`gep report`'s charts as an artifact), review.py
+(a review-mode pause), slot.py (one cycle at a time per workspace), solidify.py (`gep solidify`),
+flowdef.py (how the flows are declared). Beside it: distill.py, feedback.py, fleet.py and fleet_launch.py
+(`gep fleet`), serve.py (`gep serve`), runtime.py (how runs from the command line are configured),
+threads.py (blocking calls awaited without holding the event loop), mcp_cycle.py (`gep mcp`'s gep_cycle,
+a flow run in a child process).
+
+Imports gep's library packages (core up to api and sessions); never the CLI (gep/cli/), which starts
+these flows.
+"""
 
 import os
 

@@ -115,8 +115,9 @@ def _same(model: type[BaseModel], name: str, a: Any, b: Any) -> bool:
 def deployment_defaults() -> dict[str, Any]:
     """The parameters of the deployment this flow run was made from ({} for a run of no deployment, or when
     the server cannot say): a worker names the run in PREFECT__FLOW_RUN_ID."""
+    # deferred: only a run whose flat parameters meet a default request asks the server (the client, the runtime)
     from prefect import get_client
-    from prefect.runtime import flow_run
+    from prefect.runtime import flow_run  # deferred with the client
 
     run_id = flow_run.get_id()
     if not run_id:

@@ -19,7 +19,7 @@ from prefect.artifacts import acreate_markdown_artifact, create_markdown_artifac
 from gep.core.models import utc_now
 from gep.prefect_api import prefect_home, workspace_key
 from gep.report.data import CATEGORIES, CATEGORY_LABELS, Report, WorkspaceReport, load_report
-from gep.report.html import render
+from gep.report.html import render, write_page
 
 SQUARES = {"verified": "🟩", "did_not_hold": "🟧", "committed": "🟢", "failed": "🟥", "host_failure": "🟪",
            "empty": "⬜", "waiting": "🟦", "other": "🟫"}
@@ -40,7 +40,7 @@ async def publish_fleet(workspaces: Sequence[str | Path]) -> Path | None:
     out = prefect_home() / "gep-reports" / "fleet-report.html"
     try:
         report, page = await asyncio.to_thread(_page, paths)
-        await asyncio.to_thread(_write, out, page)
+        await asyncio.to_thread(write_page, out, page)
         await acreate_markdown_artifact(key=FLEET_KEY, markdown=markdown(report, out),
                                         description=_description(report))
     except Exception as exc:  # noqa: BLE001 - the report is a view: the fleet's outcome stands without it
@@ -52,7 +52,7 @@ async def publish_fleet(workspaces: Sequence[str | Path]) -> Path | None:
 def _publish(paths: list[Path], out: Path, key: str) -> Path | None:
     try:
         report, page = _page(paths)
-        _write(out, page)
+        write_page(out, page)
         create_markdown_artifact(key=key, markdown=markdown(report, out), description=_description(report))
     except Exception as exc:  # noqa: BLE001 - the report is a view: the run's outcome stands without it
         get_run_logger().warning("gep report: not made: %s: %s", type(exc).__name__, exc)
@@ -63,12 +63,6 @@ def _publish(paths: list[Path], out: Path, key: str) -> Path | None:
 def _page(paths: list[Path]) -> tuple[Report, str]:
     report = load_report(paths, utc_now())
     return report, render(report)
-
-
-def _write(out: Path, page: str) -> None:
-    from gep.cli.report_cmd import write_page
-
-    write_page(out, page)
 
 
 def _description(report: Report) -> str:

@@ -10,6 +10,10 @@ What a script uses::
     with gep.open_store("/path/to/repo") as store:
         print([e.id for e in store.list_events(limit=5)])
 
+Beside the package's folders: api.py, distill_run.py, server.py, fleet_progress.py (library entry points),
+workspace_setup.py (`gep init`'s gep.toml), doctor.py (`gep doctor`'s checks), entry.py (the console script),
+fleet.py and prefect_api.py (the fleet's records and the Prefect API over HTTP).
+
 Names are loaded on first use, so ``import gep.signals.rules`` (or the hook behind ``gep capture``) does not pay
 for the store, git and the mutators.
 """

@@ -1,4 +1,6 @@
-"""The layering contract of gep/ (docs/ARCHITECTURE.md): imports point down, and no module imports itself back.
+"""The layering contract of gep/ and flows/ (docs/ARCHITECTURE.md): imports point down, no module imports
+itself back, and no two packages import each other (flows/ counts as one package, above gep's library and
+below the CLI, so flows never imports gep.cli).
 
 Every import counts: at the top of a module, deferred into a function, or under TYPE_CHECKING (a deferred
 import hides a loop from Python, not from a reader). The check reads the source (ast) and imports nothing.
@@ -28,6 +30,7 @@ LAYERS: list[set[str]] = [
     {"cycle"},  # one cycle: context, pipeline, stages, tree, checks, solidify and delivery, outcomes, recovery
     {"api", "distill_run", "server", "fleet_progress", "workspace_setup"},  # library entry points beside the cycle
     {"sessions", "doctor"},  # the agent's own sessions: the Claude Code hooks, what an agent is told and whether it helped
+    {"flows"},  # the Prefect flows around the engine (flows/, beside gep/): only the CLI imports them
     {"cli"},  # the command line
     {"entry", "__init__"},  # the console script, the public surface
 ]
@@ -61,6 +64,10 @@ UNCOMMENTED_DEFERRED: set[str] = {
     "gep.store.base",
     "gep.store.copy",
     "gep.store.quick_read",
+    "flows.fleet_launch",
+    "flows.reporting",
+    "flows.runtime",
+    "flows.serve",
 }
 
 # Edges that break the contract today, to be removed (a test below fails when one is gone: delete it here).
@@ -68,8 +75,11 @@ KNOWN_DEBT: set[tuple[str, str]] = set()
 
 
 def package_of(module: str) -> str:
-    """``gep.store.full`` -> ``store``; ``gep.api`` -> ``api``; ``gep`` -> ``__init__``."""
+    """``gep.store.full`` -> ``store``; ``gep.api`` -> ``api``; ``gep`` -> ``__init__``; ``flows.cycle`` and
+    ``flows`` -> ``flows``."""
     parts = module.split(".")
+    if parts[0] == "flows":
+        return "flows"
     return parts[1] if len(parts) > 1 else "__init__"
 
 
@@ -80,8 +90,9 @@ def parsed(path: Path) -> ast.Module:
 
 
 def modules(root: Path) -> dict[str, Path]:
+    """Every module of gep/ and flows/ under ``root`` by its dotted name (``gep.store`` for its __init__)."""
     found = {}
-    for path in sorted((root / "gep").rglob("*.py")):
+    for path in sorted([*(root / "gep").rglob("*.py"), *(root / "flows").rglob("*.py")]):
         name = ".".join(path.relative_to(root).with_suffix("").parts)
         found[name.removesuffix(".__init__")] = path
     return found
@@ -172,6 +183,18 @@ def _graph(root: Path = ROOT) -> dict[str, set[str]]:
     return import_graph(modules(root))  # read once per process: the tests only read it
 
 
+def package_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded into packages: each package -> the other packages its modules import."""
+    folded: dict[str, set[str]] = {}
+    for mod, targets in graph.items():
+        src = package_of(mod)
+        folded.setdefault(src, set()).update(package_of(t) for t in targets if package_of(t) != src)
+    for targets in list(folded.values()):
+        for target in targets:
+            folded.setdefault(target, set())
+    return folded
+
+
 def test_imports_point_down_the_layers() -> None:
     assert violations(_graph()) - KNOWN_DEBT == set()
 
@@ -185,6 +208,17 @@ def test_no_import_loops() -> None:
     assert cycles(_graph()) == []
 
 
+def test_no_import_loops_between_packages() -> None:
+    """Two packages whose modules import each other (flows.report_artifact -> gep.cli.report_cmd while
+    gep.cli.root -> flows.cycle) are a loop even when no module imports itself back."""
+    assert cycles(package_graph(_graph())) == []
+
+
+def test_flows_is_read() -> None:
+    graph = _graph()
+    assert "flows.cycle" in graph and "gep.cycle.pipeline" in graph["flows.cycle"]
+
+
 def test_the_store_imports_core_only() -> None:
     graph = _graph()
     beyond = {(m, t) for m, ts in graph.items() if package_of(m) == "store" for t in ts
@@ -195,7 +229,7 @@ def test_the_store_imports_core_only() -> None:
 def test_only_the_cli_imports_flows_or_prefect() -> None:
     wrong = set()
     for mod, path in modules(ROOT).items():
-        if package_of(mod) == "cli":
+        if package_of(mod) in ("cli", "flows"):
             continue
         for node in ast.walk(parsed(path)):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
@@ -209,7 +243,7 @@ def test_at_most_20_modules_directly_in_gep() -> None:
 
 
 def test_every_package_says_what_it_never_imports() -> None:
-    for init in (ROOT / "gep").glob("*/__init__.py"):
+    for init in [*(ROOT / "gep").glob("*/__init__.py"), ROOT / "flows" / "__init__.py"]:
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         assert "never" in doc.lower(), f"{init.relative_to(ROOT)}: the docstring names no forbidden import"
 
@@ -307,3 +341,33 @@ def test_the_store_may_not_call_learning_even_from_below(tmp_path: Path) -> None
 def test_the_real_tree_has_every_package_in_a_layer() -> None:
     for mod in modules(ROOT):
         layer_of(package_of(mod))
+
+
+def _files(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
+    """The graph of a tree of ``files`` (paths from the repository's root) planted in ``tmp_path``."""
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return _graph(tmp_path)
+
+
+def test_the_check_fails_when_flows_and_the_cli_import_each_other(tmp_path: Path) -> None:
+    """The loop main had: no module imports itself back, but the packages do."""
+    graph = _files(tmp_path, {"gep/__init__.py": "", "gep/cli/__init__.py": "", "flows/__init__.py": "",
+                              "gep/cli/root.py": "def cycle():\n    from flows import cycle  # Prefect\n",
+                              "gep/cli/report_cmd.py": "def write_page():\n    pass\n",
+                              "flows/cycle.py": "import os\n",
+                              "flows/report_artifact.py": "def _write():\n"
+                                                          "    from gep.cli.report_cmd import write_page\n"})
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == [["cli", "flows"]]
+    assert violations(graph) == {("flows.report_artifact", "gep.cli.report_cmd")}
+
+
+def test_the_package_loop_check_fails_on_a_synthetic_graph() -> None:
+    graph = {"gep.store.a": {"gep.core.b"}, "gep.core.b": set(), "gep.core.c": {"gep.git.d"},
+             "gep.git.d": {"gep.store.e"}, "gep.store.e": {"gep.core.b"}, "flows.f": {"gep.api"}, "gep.api": set()}
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == [["core", "git", "store"]]
+    assert cycles(package_graph({m: ts for m, ts in graph.items() if m != "gep.core.c"})) == []

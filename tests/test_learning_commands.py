@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from fake_anthropic import FakeAnthropic, message, text_block, tool_use
-from learning_helpers import REPAIR, agent_workspace, committed_fix, cycle, finish, log_again, store_of, venv_first
+from learning_helpers import (
+    REPAIR,
+    agent_workspace,
+    committed_fix,
+    cycle,
+    finish,
+    log_again,
+    store_of,
+    venv_first,
+)
 from test_mutator_anthropic import fixing_session
 from typer.testing import CliRunner
 

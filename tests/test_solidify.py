@@ -237,7 +237,7 @@ def test_protected_file_emptied_or_deleted_fails(ws_path: Path, store: Store, ho
     assert res.event.outcome.status == "failed"
     assert f"constraint: protected file {how}: MEMORY.md" in res.event.meta.failure_reasons
     assert snapshot(ws_path) == before
-    # appending to a protected file is fine (rewriting it is not: tests/test_confinement_constraints.py)
+    # appending to a protected file is fine (rewriting it is not: tests/test_constraints.py)
     ok = cycle(ws_path, store, lambda p: (p / "MEMORY.md").write_text("# memory\nthe agent remembers things\nmore\n"),
                ev=event("evt_2_b"))
     assert ok.event.outcome.status == "success"

@@ -64,8 +64,7 @@ def fleet(
     Exit status: 0 started (--watch, --here: every cycle finished); 1 the fleet
     failed or could not start; 2 bad input.
     """
-    from gep.cycle.context import hide_agent_cmd
-    from gep.fleet import check_agent_cmd, check_workspaces
+    from gep.fleet import check_workspaces
 
     if not workspace:
         raise ConfigError("no workspace given: name each with --workspace DIR")
@@ -74,13 +73,28 @@ def fleet(
     paths = check_workspaces([str(p) for p in workspace])
     params = {"workspaces": paths if as_given else local_workspaces(paths), "mutator": _mutator(mutator),
               "strategy": _strategy(strategy)}
-    if here:  # the cycles run in this process, which keeps the real command (runs record it redacted)
-        quiet_prefect_console(verbose)
-        from flows.fleet_launch import run_here
-        from gep.cli.prefect_link import prefect_api_for_run
+    if here:
+        raise typer.Exit(_run_here(params, agent_cmd, concurrency, verbose))
+    _dispatch(params, agent_cmd, watch)
 
-        params["agent_cmd"] = hide_agent_cmd(agent_cmd.strip() if agent_cmd else "") or ""
-        raise typer.Exit(run_here(prefect_api_for_run(), {**params, "concurrency": concurrency}))
+
+def _run_here(params: dict[str, Any], agent_cmd: str | None, concurrency: int, verbose: bool) -> int:
+    """`gep fleet --here`: the cycles run in this process, which keeps the real command (runs record it
+    redacted); the exit status."""
+    from gep.cycle.context import hide_agent_cmd
+
+    quiet_prefect_console(verbose)
+    from flows.fleet_launch import run_here
+    from gep.cli.prefect_link import prefect_api_for_run
+
+    params["agent_cmd"] = hide_agent_cmd(agent_cmd.strip() if agent_cmd else "") or ""
+    return run_here(prefect_api_for_run(), {**params, "concurrency": concurrency})
+
+
+def _dispatch(params: dict[str, Any], agent_cmd: str | None, watch: bool) -> None:
+    """Start the fleet's run on the server `gep` uses, for the pool's workers; with ``watch``, wait for it."""
+    from gep.fleet import check_agent_cmd
+
     params["agent_cmd"] = check_agent_cmd(agent_cmd or "")
     api_url = fleet_api()
     from flows.fleet_launch import prefect_client, start, watch_run  # Prefect lives in flows/

@@ -46,7 +46,7 @@ def report(
     """
     from gep.core.models import utc_now
     from gep.report.data import load_report
-    from gep.report.html import render
+    from gep.report.html import render, write_page
 
     given: list[Path | None] = [*workspace] if workspace else [None]
     paths = list(dict.fromkeys(checked_top(w) for w in given))  # a workspace listed twice: one row
@@ -95,14 +95,3 @@ def _default_out(workspace: Path) -> Path:
         ensure_state_dir(open_repo(workspace))
     return state / DEFAULT_OUT
 
-
-def write_page(target: Path, page: str) -> None:
-    """Write ``page`` whole or not at all (a reader never sees half a page)."""
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(page, encoding="utf-8")
-        tmp.replace(target)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise GepError(f"cannot write {target}: {exc.strerror or exc}") from None

@@ -35,7 +35,7 @@ DEFAULT_PROTECTED = [CONFIG_FILE, "MEMORY.md", "USER.md", "AGENTS.md", "CLAUDE.m
 DEFAULT_VALIDATION = ["python -m compileall -q .", "python -m pytest -q"]
 DEFAULT_ENV_DIRS = [".venv", "venv", "node_modules", ".tox"]
 
-# Ranges every numeric setting falls in (tests/test_inputs_settings.py checks that each field has one).
+# Ranges every numeric setting falls in (tests/test_inputs_cycle.py checks that each field has one).
 # Counts and limits that are only compared against:
 Count = Annotated[int, Field(ge=0, le=10**12)]
 # ... that size a buffer or a read: a typo must not allocate terabytes

@@ -566,6 +566,24 @@ def _dominance_cap(pick: CandidateScore, candidates: Sequence[CandidateScore],
     return alt, [pick.gene_id]
 
 
+def _rank_candidates(genes: Sequence[Gene], excluded: Mapping[str, str] | None, signals: Sequence[str],
+                     advice: MemoryAdvice, banned: Mapping[str, GeneBan], feedback: FeedbackIndex | None,
+                     weight: float, now: datetime, reasons: list[str],
+                     ) -> tuple[list[CandidateScore], dict[str, Gene], list[CandidateScore], list[GeneBan]]:
+    """Steps 1-3b: each selectable gene scored (memory graph, bans, usefulness, the rank a distilled gene
+    inherits, a newcomer's trial), then the candidates best first, without those a person spoke against.
+    Returns the scores, the genes by id, the candidates and the bans applied (said in ``reasons``)."""
+    allowed = [g for g in genes if not (excluded and g.id in excluded)]
+    scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
+    _inherit_source_rank(scored, by_id)
+    _newcomer_trial(scored, advice, weight, feedback, signals, now)
+    candidates = _ranked(scored, by_id)
+    applied = [banned[c.gene_id] for c in scored if c.banned]
+    for b in applied:
+        reasons.append(f"banned {b.gene_id}: {b.reason}")
+    return scored, by_id, _persons_word(candidates, feedback, signals, now, weight, reasons), applied
+
+
 def select_gene_and_capsule(
     *,
     genes: Sequence[Gene],
@@ -597,17 +615,10 @@ def select_gene_and_capsule(
     banned = _all_bans(recent_events, signals, failed_capsules, advice, settings) if use.on("bans") else {}
     intensity = drift_intensity(len(genes), drift) if use.on("drift") else 0.0
     weight = min(1.0, max(0.0, settings.usefulness_weight)) if feedback is not None else 0.0
-    allowed = [g for g in genes if not (excluded and g.id in excluded)]
     reasons = [f"not selectable {gid}: {why}" for gid, why in (excluded or {}).items()
                if any(g.id == gid and match_score(g, signals) > 0 for g in genes)]
-    scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
-    _inherit_source_rank(scored, by_id)
-    _newcomer_trial(scored, advice, weight, feedback, signals, now)
-    candidates = _ranked(scored, by_id)
-    applied = [banned[c.gene_id] for c in scored if c.banned]
-    for b in applied:
-        reasons.append(f"banned {b.gene_id}: {b.reason}")
-    candidates = _persons_word(candidates, feedback, signals, now, weight, reasons)
+    scored, by_id, candidates, applied = _rank_candidates(genes, excluded, signals, advice, banned, feedback,
+                                                          weight, now, reasons)
 
     decision = SelectorDecision(drift=drift, drift_intensity=round(intensity, 4), bans_applied=applied,
                                 scores=scored, signal_key=advice.signal_key,

@@ -1,5 +1,15 @@
 """The engine's git layer: a cycle never touches the user's tree until its change is ready.
 
+plumbing.py (running git), repo.py (opening the repository), lock.py (the cycle lock), refs.py (the user's
+references, pinned), clone.py (a cycle's own clone), isolated.py (a cycle in its clone), change.py (what a
+cycle changed), change_scope.py (what a commit changed), entries.py (per-path state), scan.py (a work tree
+as a tree object), ignore.py (what the baseline ignored), filters.py (required filters whose program is
+missing), indexwrite.py (the one write of the user's index), landing.py (a fast-forward onto the user's
+branch), rebase.py, delivery.py (land, rebase or keep), rescue.py and raw_rescue.py (a change saved as a
+patch), crash_repair.py (the git side of crash recovery), kept.py (a commit kept on its branch: merged yet?),
+by_hand.py (landing a kept commit, reverting a landed one); prompt mode, in the person's tree: inplace.py,
+inplace_commit.py, inplace_abandon.py.
+
 Model- or agent-driven cycles (isolated, in a clone)::
 
     repo = open_repo(path)

@@ -1,6 +1,11 @@
-"""What outcomes and people taught: the memory graph, feedback scores with decay (seed 003), lessons
-(seed 004) and lessons by problem, verified fixes, avoid-lists, failure attribution, live problems,
-people's verdicts and approval; what an agent asks mid-task (recall, recall_models).
+"""What outcomes and people taught: memory_graph.py (what happened when a gene was used in a similar
+situation), feedback.py (gene usefulness from feedback signals, seed 003, with decay), lessons.py (seed
+004), lessons_by_problem.py, similar_problems.py and problem_key.py (lessons by problem), live_problems.py
+(never starved by the loop rules), resolved.py (verified fixes) and fix_credit.py (which problems a change
+addressed), avoid.py (avoid-lists), attribution.py (host failures), human_verdicts.py (a person's
+verdict) and approval.py (approval as feedback), agent_context.py (what an agent should know now),
+context_cache.py (its cache) and injections.py (whether it helped); recall.py and recall_models.py (what
+`gep mcp`'s gep_recall answers).
 
 Imports core/, signals/ and validation/ (a report's verdict); never the store (folding and scoring
 are given to it from here), genes, mutators, assets or a cycle.

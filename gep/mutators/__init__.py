@@ -1,8 +1,12 @@
-"""Ways of applying a mutation, behind one interface (``Mutator.apply``).
+"""Ways of applying a mutation, behind one interface (``Mutator.apply``, base.py).
 
-- ``anthropic``: Claude edits the workspace through tools (needs ANTHROPIC_API_KEY).
-- ``command``: the user's own agent CLI (``agent_cmd``), prompt on stdin and in GEP_PROMPT_FILE.
-- ``prompt``: the prompt is written for a human or agent; ``gep solidify`` finishes the cycle later.
+- ``anthropic`` (anthropic_mutator.py): Claude edits the workspace through tools (tools.py; needs
+  ANTHROPIC_API_KEY).
+- ``command`` (command.py): the user's own agent CLI (``agent_cmd``), prompt on stdin and in GEP_PROMPT_FILE.
+- ``prompt`` (prompt_mode.py): the prompt is written for a human or agent; ``gep solidify`` finishes the
+  cycle later.
+
+The prompt's static protocol text, apart from each cycle's context: gep_prompt.py.
 
 Imports core/, git/, validation/, signals/, learning/ and genes/; never assets/, report/, a
 cycle or the CLI.

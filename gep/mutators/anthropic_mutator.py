@@ -48,7 +48,7 @@ from gep.mutators.tools import TOOL_SPECS, WorkspaceTools
 if TYPE_CHECKING:
     # imported where used: the SDK takes ~2 s to import, and most commands and prompt-mode cycles never call it
     import anthropic
-    from anthropic.types import CacheControlEphemeralParam, MessageParam, TextBlockParam
+    from anthropic.types import CacheControlEphemeralParam, MessageParam, TextBlockParam, ToolParam
 
 EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
 
@@ -141,8 +141,6 @@ class _Session:
         return "changed" if self.tools.changed else "no_change"
 
     def run(self) -> MutatorResult:
-        import anthropic
-
         try:  # a copy of what the model was told, for review next to the event
             self.prompt_file = str(write_prompt_file(self.req))
         except OSError:
@@ -153,30 +151,12 @@ class _Session:
         messages: list[dict[str, Any]] = [  # JSON edge: the conversation as the API exchanges it
             {"role": "user", "content": [{"type": "text", "text": self.req.prompt.context}]}]
         max_turns = self.settings.max_turns
-        budget = self.settings.max_tokens_per_cycle
 
         for turn in range(1, max_turns + 1):
-            remaining = budget - self.metrics.total_tokens
-            if remaining <= 0:
-                return self.result("error", error=f"token budget exhausted ({self.metrics.total_tokens} of "
-                                                  f"{budget} tokens) after {turn - 1} turns, before finish")
-            time_left = left(self.req.deadline)
-            if time_left <= 1.0:
-                return self.result("error", error=f"the cycle's time limit (cycle_timeout_s) passed after {turn - 1} "
-                                                  "turns, before finish")
-            try:
-                raw = self.client.messages.with_raw_response.create(
-                    model=self.settings.model, max_tokens=min(constants.MAX_OUTPUT_TOKENS_PER_TURN, remaining),
-                    system=system, tools=tool_defs, messages=_with_cache_breakpoint(messages),
-                    timeout=min(self.timeout_s, time_left))
-                reply, history = parse_reply(raw.text())
-            except anthropic.APIError as exc:
-                return self.result("error", error=_api_error(exc), provider_error=True)
-            except OutOfTime as exc:
-                return self.result("error", error=str(exc))
-            except MalformedReply as exc:
-                return self.result("error", error=f"malformed reply from the Messages API (turn {turn}): {exc}",
-                                   provider_error=True)
+            asked = self._ask(turn, system, tool_defs, messages)
+            if isinstance(asked, MutatorResult):
+                return asked
+            reply, history = asked
             self.metrics.turns = turn
             self._account(reply)
             messages.append({"role": "assistant", "content": history})
@@ -202,6 +182,36 @@ class _Session:
             messages.append({"role": "user", "content": results})
 
         return self.result("error", error=f"turn budget exhausted ({max_turns} turns) before finish")
+
+    def _ask(self, turn: int, system: list[TextBlockParam], tool_defs: list[ToolParam],
+             messages: list[dict[str, Any]]) -> tuple[Reply, list[dict[str, Any]]] | MutatorResult:
+        """One request of turn ``turn`` within the token budget and the cycle's time: the reply and its blocks
+        for the history, or the result that ends the conversation (budget or time spent, the API's error, a
+        malformed reply)."""
+        import anthropic
+
+        budget = self.settings.max_tokens_per_cycle
+        remaining = budget - self.metrics.total_tokens
+        if remaining <= 0:
+            return self.result("error", error=f"token budget exhausted ({self.metrics.total_tokens} of "
+                                              f"{budget} tokens) after {turn - 1} turns, before finish")
+        time_left = left(self.req.deadline)
+        if time_left <= 1.0:
+            return self.result("error", error=f"the cycle's time limit (cycle_timeout_s) passed after {turn - 1} "
+                                              "turns, before finish")
+        try:
+            raw = self.client.messages.with_raw_response.create(
+                model=self.settings.model, max_tokens=min(constants.MAX_OUTPUT_TOKENS_PER_TURN, remaining),
+                system=system, tools=tool_defs, messages=_with_cache_breakpoint(messages),
+                timeout=min(self.timeout_s, time_left))
+            return parse_reply(raw.text())
+        except anthropic.APIError as exc:
+            return self.result("error", error=_api_error(exc), provider_error=True)
+        except OutOfTime as exc:
+            return self.result("error", error=str(exc))
+        except MalformedReply as exc:
+            return self.result("error", error=f"malformed reply from the Messages API (turn {turn}): {exc}",
+                               provider_error=True)
 
     def _call(self, use: Block, turn: int) -> dict[str, Any]:  # JSON edge: a tool_result block
         """Run one tool call; its result block as the API takes it (a JSON edge), logged."""

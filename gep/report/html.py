@@ -1,4 +1,5 @@
-"""`gep report`'s page: one self-contained HTML file drawn from gep/report/data.py's models.
+"""`gep report`'s page: one self-contained HTML file drawn from gep/report/data.py's models, and written
+whole or not at all (by `gep report` and by the flows' report artifact alike).
 
 The charts are inline SVG written here (no charting library, no script): the page opens offline in any
 browser, weighs a few tens of kB, and needs no dependency. Every text from the store (lessons, reasons,
@@ -10,7 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from html import escape
+from pathlib import Path
 
+from gep.core.errors import GepError
 from gep.report.data import CATEGORIES, CATEGORY_LABELS, Bin, Report, WorkspaceReport
 
 COLORS = {"verified": "#2e7d32", "did_not_hold": "#ef6c00", "committed": "#a5d6a7", "failed": "#c62828",
@@ -323,3 +326,15 @@ def _short(text: str) -> str:
 
 def _anchor(w: WorkspaceReport) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in w.path)
+
+
+def write_page(target: Path, page: str) -> None:
+    """Write ``page`` whole or not at all (a reader never sees half a page)."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(page, encoding="utf-8")
+        tmp.replace(target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise GepError(f"cannot write {target}: {exc.strerror or exc}") from None

@@ -15,16 +15,19 @@ Schema changes are small named forward-only migrations (gep/store/migrations.py)
 write goes through one upsert helper (gep/store/upsert.py), but for `gep feedback`'s two appends, made with
 the sqlite3 module as that helper's insert-unless-the-key-exists makes them (gep/store/quick_write.py).
 
-Layout: full.py (the Store class), base.py (opening, scope, sessions, counters), events.py, objects.py
-(genes, capsules, failed capsules, validation reports), runs.py (runs, state), export.py, memory.py, prune.py,
-copy.py, pool.py (gene statuses, distillation log), behavior.py (behavioural signals), learning.py (feedback,
-lessons and their deletions, verified fixes). Without SQLAlchemy: schema.py (file, table and migration
-names), codec.py, rows.py (the rows both write paths insert), quick.py (the read path of store-only commands:
-the sqlite3 module, read-only, falling back to Store) and quick_write.py (`gep feedback`'s append).
+Layout: full.py (the Store class: every aggregate's mixin), base.py (opening, scope, sessions, counters),
+engine.py (engines, one-line errors), foreign_objects.py (a file holding what gep never creates is refused),
+bindings.py (where each workspace id is bound, per host), events.py, objects.py (genes, capsules, failed
+capsules, validation reports), runs.py (runs, state), learned.py (feedback, lessons and their deletions,
+verified fixes), behavior.py (behavioural signals), retirements.py (gene statuses, distillation log),
+graph_history.py, prune.py, export.py, copy.py (`gep store copy`), migrations.py, upsert.py, tables.py (the
+SQLModel classes). Without SQLAlchemy: schema.py (file, table and migration names), codec.py, rows.py (the
+rows both write paths insert), quick_read.py (the read path of store-only commands: the sqlite3 module,
+read-only, falling back to Store) and quick_write.py (`gep feedback`'s append).
 
 Imports core modules only (tests/test_store_imports.py): the values it keeps are gep/core/learned.py's and
 gep/core/behavior_signal.py's, and what events teach is folded with the arithmetic its caller gives
-(memory.py's MemoryFold: gep.learning.memory_graph.MEMORY_FOLD). It never calls learning, selection or distillation.
+(graph_history.py's MemoryFold: gep.learning.memory_graph.MEMORY_FOLD). It never calls learning, selection or distillation.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The rows both write paths insert, column by column: the full store (learning.py) and the quick writer of
+"""The rows both write paths insert, column by column: the full store (learned.py) and the quick writer of
 `gep feedback EVENT helpful|not_helpful` (quick_write.py) write the same values through one definition."""
 
 from __future__ import annotations
