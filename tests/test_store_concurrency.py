@@ -89,7 +89,8 @@ def test_parallel_writers_keep_counters_cycle_numbers_and_parents_consistent(url
             history = store.memory_history(MEMORY_FOLD)
             # folded and unfolded events together are every event, each counted once
             assert _outcomes(history) == len(events)
-    with Store.for_workspace(homes["bulk"], settings) as bulk:
+    # the writers' gene is theirs: the bulk workspace sees it only with share_genes (issue 45, A07)
+    with Store.for_workspace(homes["bulk"], settings.model_copy(update={"share_genes": True})) as bulk:
         assert bulk.count_events() == 4 * n * 3 + 1 == len(bulk.list_events(limit=10_000))
         assert bulk.get_event("rewritten_by_all").meta.model_extra["by"] in {"w0", "w1", "w2", "w3"}
         assert bulk.get_gene("gene_shared").summary in {"w0", "w1", "w2", "w3"}
