@@ -71,6 +71,10 @@ def committed_fix(ws: Path, env: dict[str, str]) -> EvolutionEvent:
     stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
     done = solidify_pending(CycleRequest(workspace=ws, summary="Fix the mean"), env=env)
     assert done is not None and done.outcome.status == "success" and done.capsule_id, done.meta.failure_reasons
+    # the report runs again and fails on something else: a cycle reads only what the log got since the fix
+    # landed (issue 41), so A's fleet cycle has a new problem to await changes on
+    with (ws / "logs" / "agent.log").open("a") as fh:
+        fh.write(f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} [ERROR] report: KeyError: 'sensor' in stats.load\n")
     return done
 
 
@@ -292,7 +296,8 @@ def test_a_capsule_of_workspace_a_is_reused_by_the_others_with_its_origin(fleet:
 
 
 def test_a_killed_cycle_holds_its_workspace_only_until_the_lease_runs_out(fleet: Fleet):
-    """F's cycle was SIGKILLed holding F's slot: the fleet's cycle on F waited for the lease, then ran, after
+    """F's cycle was SIGKILLed holding F's slot: the fleet's cycle on F got the slot back (a cycle about to wait
+    gives back the slot of a process that is gone, issue 45 D06, else the lease runs out), then ran, after
     recovering the dead one (recorded as interrupted)."""
     from flows.slot import slot_name
 
@@ -300,10 +305,10 @@ def test_a_killed_cycle_holds_its_workspace_only_until_the_lease_runs_out(fleet:
     latest, killed = fleet.histories[f]
     assert killed["outcome"]["status"] == "interrupted"
     started = datetime.fromisoformat(latest["meta"]["at"].replace("Z", "+00:00"))
-    # it waited for the dead cycle's lease, not the default 5 minutes: the server looks for expired leases
-    # every 15 s and the waiting run asks every 5 s at most (70-115 s measured on a busy machine)
+    # it never waited out the default 5 minutes: the dead slot is given back before the run waits (the time
+    # here is the fleet's set-up, 55 s on a busy machine), at worst when the lease runs out (70-115 s)
     waited = (started - fleet.slot_held_at).total_seconds()
-    assert LEASE_S - 2 <= waited <= LEASE_S + 120, waited
+    assert waited <= LEASE_S + 120, waited
     assert latest["outcome"]["status"] == "awaiting_changes"
     with fleet.server.client() as client:
         assert client.read_global_concurrency_limit_by_name(slot_name(f)).active_slots == 0
