@@ -34,8 +34,6 @@ from gep.cycle.stages import CycleState
 
 FAILED = (OutcomeStatus.failed, OutcomeStatus.interrupted)
 
-_TASKS: dict[tuple[str, Any], Task[..., Any]] = {}
-
 
 class Settled:
     """The cycle's state in a Failed task state's data; its repr is one short line (Prefect logs it)."""
@@ -73,13 +71,11 @@ class _SettledLogs(logging.Filter):
 SETTLED_LOGS = _SettledLogs()
 
 
+@functools.cache
 def stage_task(stage: pipeline.Stage) -> Task[..., Any]:
-    """The stage as a task, made once per stage function (building a Task inspects its source)."""
-    key = (stage.name, stage.fn)
-    if key not in _TASKS:
-        # The context holds a lock and a database handle: tasks share it in-process, never cache it.
-        _TASKS[key] = task(name=stage.name, cache_policy=NO_CACHE, persist_result=False)(settling(stage))
-    return _TASKS[key]
+    """The stage as a task, made once per stage (name and function: building a Task inspects its source)."""
+    # The context holds a lock and a database handle: tasks share it in-process, never cache it.
+    return task(name=stage.name, cache_policy=NO_CACHE, persist_result=False)(settling(stage))
 
 
 def settling(stage: pipeline.Stage) -> Callable[[CycleContext, CycleState], CycleState | State]:

@@ -46,6 +46,7 @@ How a gene is chosen:
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -132,16 +133,9 @@ def _compile(pattern: str) -> _Pattern:
     return _Pattern(p, None, (p.lower(),) if p else ())
 
 
-_CACHE: dict[str, _Pattern] = {}
-
-
+@functools.lru_cache(maxsize=4096)  # a gene's patterns are matched against every signal of every cycle
 def _pattern(pattern: str) -> _Pattern:
-    cp = _CACHE.get(pattern)
-    if cp is None:
-        if len(_CACHE) > 4096:
-            _CACHE.clear()
-        cp = _CACHE[pattern] = _compile(pattern)
-    return cp
+    return _compile(pattern)
 
 
 def match_pattern(pattern: str, signal: str, *, exclude_control: bool = True) -> bool:

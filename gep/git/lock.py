@@ -15,7 +15,27 @@ from gep.git.repo import Repo, ensure_gep_dir
 
 LOCK_FILE = "cycle.lock"
 POLL_S = 0.1
-_HELD: set[str] = set()  # workspaces whose lock this process holds
+
+
+class _HeldLocks:
+    """The workspaces whose lock this process holds. Process-wide on purpose: the flock is the process's,
+    whichever thread took it (a fleet runs its cycles in threads), and crash repair (gep/git/crash_repair.py)
+    asks here whether this process holds it, in which case no other live engine is writing in the workspace."""
+
+    def __init__(self) -> None:
+        self._paths: set[str] = set()
+
+    def add(self, repo: Repo) -> None:
+        self._paths.add(str(repo.path))
+
+    def discard(self, repo: Repo) -> None:
+        self._paths.discard(str(repo.path))
+
+    def __contains__(self, repo: Repo) -> bool:
+        return str(repo.path) in self._paths
+
+
+HELD = _HeldLocks()
 
 
 @contextmanager
@@ -30,11 +50,11 @@ def workspace_lock(repo: Repo, timeout_s: float) -> Iterator[None]:
                                  f"gave up after {timeout_s:g}s")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        _HELD.add(str(repo.path))
+        HELD.add(repo)
         try:
             yield
         finally:
-            _HELD.discard(str(repo.path))
+            HELD.discard(repo)
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
@@ -42,4 +62,4 @@ def workspace_lock(repo: Repo, timeout_s: float) -> Iterator[None]:
 
 
 def holds_lock(repo: Repo) -> bool:
-    return str(repo.path) in _HELD
+    return repo in HELD

@@ -165,4 +165,4 @@ class _KeepJudgedFixes:
         """Lessons and feedback stay: they hold their own content and outlive the events they judge."""
 
 
-PRUNE_HOOKS.append(_KeepJudgedFixes())
+PRUNE_HOOKS.register(_KeepJudgedFixes())

@@ -13,7 +13,7 @@ it numbers the cycles. Deleted rows leave free pages behind (SQLite reuses them;
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -46,7 +46,21 @@ class PruneHook(Protocol):
     def pruned(self, s: Session, workspace_id: str, event_ids: Sequence[str]) -> None: ...
 
 
-PRUNE_HOOKS: list[PruneHook] = []
+class PruneHooks:
+    """The hooks every prune runs, registered by the modules of the tables they stand for when imported.
+    Process-wide on purpose: a table's rules hold for every store the process opens."""
+
+    def __init__(self) -> None:
+        self._hooks: list[PruneHook] = []
+
+    def register(self, hook: PruneHook) -> None:
+        self._hooks.append(hook)
+
+    def __iter__(self) -> Iterator[PruneHook]:
+        return iter(tuple(self._hooks))
+
+
+PRUNE_HOOKS = PruneHooks()
 
 
 class PruneReport(BaseModel):

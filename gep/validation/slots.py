@@ -23,8 +23,22 @@ from gep.core.errors import ConfigError
 SLOTS_ENV = "GEP_VALIDATION_SLOTS"
 MAX_SLOTS = 1024
 
-_lock = threading.Lock()
-_slots: dict[int, threading.BoundedSemaphore] = {}  # by count: a changed setting gets its own
+
+
+class _Semaphores:
+    """The process's validation slots, one semaphore per count (a changed setting gets its own). Process-wide
+    on purpose: the slots share this process's CPUs between every cycle it runs (a fleet's threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_count: dict[int, threading.BoundedSemaphore] = {}
+
+    def of(self, count: int) -> threading.BoundedSemaphore:
+        with self._lock:
+            return self._by_count.setdefault(count, threading.BoundedSemaphore(count))
+
+
+SEMAPHORES = _Semaphores()
 
 
 def cpus() -> int:
@@ -53,7 +67,5 @@ def validation_slot(env: Mapping[str, str] | None = None) -> Iterator[None]:
     if count == 0:
         yield
         return
-    with _lock:
-        slot = _slots.setdefault(count, threading.BoundedSemaphore(count))
-    with slot:
+    with SEMAPHORES.of(count):
         yield
