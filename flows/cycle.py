@@ -17,6 +17,7 @@ import asyncio
 import functools
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -35,24 +36,22 @@ from flows.review import ReviewChoice, announced_wait, review_recorder
 from flows.slot import lease_seconds, workspace_slot
 from flows.stage_tasks import run_stage
 from flows.threads import IN_THREAD, in_thread
-from gep.core.errors import ConfigError, GepError, PendingCycleError
+from gep.core.errors import ConfigError, GepError, PendingCycleError, WorkspaceError
 from gep.core.models import EvolutionEvent, OutcomeStatus
 from gep.core.request import CycleRequest, ScheduledRequest
 from gep.core.request import Mutator as Mutator  # the Run form's choices, for `gep serve` and the fleet
 from gep.core.request import Strategy as Strategy
+from gep.core.workspace_id import WorkspaceIdentity, workspace_identity
 from gep.cycle import pipeline
-from gep.cycle.context import CycleContext, open_cycle, reveal_agent_cmd
+from gep.cycle.context import CycleContext, open_cycle
+from gep.cycle.handoff import HANDOFF, Opened, real_agent_cmd
 from gep.cycle.stages import CycleState
 from gep.cycle.state import Approve
+from gep.prefect_api import workspace_key
 from gep.report.cycle_text import solidify_command
 from gep.validation.slots import slot_count
 
 SLOT_TIMEOUT_S = 1800  # how long a run waits for another cycle on the same workspace to finish
-
-
-# The last event each workspace recorded in this process: the CLI reads it from the store when Prefect
-# fails after the outcome was recorded (a server that died mid-run must not turn a success into exit 1).
-RECORDED: dict[str, str] = {}
 
 
 # Told each stage as it starts, when a caller of the flow in this process wants to show progress (gep mcp's
@@ -95,7 +94,9 @@ class FlowHooks(pipeline.Hooks):
     def finished(self, ctx: CycleContext, state: CycleState) -> None:
         if state.event is None:
             return
-        RECORDED[str(ctx.workspace.path)] = state.event.id
+        handoff = HANDOFF.get()
+        if handoff is not None:  # the command that started this run reads it when Prefect fails after it
+            handoff.recorded = state.event.id
         prompt_file = state.result.prompt_file if state.result else None
         if prompt_file and state.event.outcome.status == OutcomeStatus.awaiting_changes:
             get_run_logger().info("prompt written to %s; make the change, then run: %s", prompt_file,
@@ -149,8 +150,33 @@ async def scheduled_cycle(request: ScheduledRequest | SkipJsonSchema[None] = Non
 
 def _for_this_run(request: CycleRequest) -> CycleRequest:
     """The request with this flow run's id, and the agent command the CLI hid from Prefect's records."""
-    return request.model_copy(update={"agent_cmd": reveal_agent_cmd(request.agent_cmd),
+    return request.model_copy(update={"agent_cmd": real_agent_cmd(request.agent_cmd),
                                       "flow_run_id": current_flow_run_id()})
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What this run starts from: what the command that started it in this process opened and checked (its
+    hand-off, gep/cycle/handoff.py), else the workspace's identity; worked out once, it names the slot, scopes
+    the store and keys the run's artifacts."""
+
+    request: CycleRequest
+    resume: bool
+    opened: Opened | None
+    identity: WorkspaceIdentity | None
+    key: str
+
+    @classmethod
+    def of(cls, request: CycleRequest, resume: bool) -> Opening:
+        handoff = HANDOFF.get()
+        opened = handoff.opened_for(request, resume) if handoff is not None else None
+        if opened is not None:
+            return cls(request, resume, opened, None, workspace_key(request.workspace, opened.store.workspace_id))
+        try:
+            identity: WorkspaceIdentity | None = workspace_identity(request.workspace)
+        except (WorkspaceError, OSError):  # no id (not a directory): the path names the slot, opening refuses it
+            identity = None
+        return cls(request, resume, None, identity, workspace_key(request.workspace, identity.id if identity else None))
 
 
 async def run_in_slot(request: CycleRequest, resume: bool = False) -> State:
@@ -162,10 +188,12 @@ async def run_in_slot(request: CycleRequest, resume: bool = False) -> State:
         slot_count()  # GEP_VALIDATION_SLOTS: refused before the cycle starts, not when it validates
     except ConfigError as exc:
         return await refuse(request.workspace, exc)
+    opening = Opening.of(request, resume)
     # The Prefect slot first: an overlapping tick waits visibly in the UI instead of on the file lock.
     try:
-        async with workspace_slot(request.workspace, SLOT_TIMEOUT_S, holder=_run_id(), lease_s=lease_s):
-            final, report = await run_request(request, resume=resume)
+        async with workspace_slot(request.workspace, SLOT_TIMEOUT_S, holder=_run_id(), lease_s=lease_s,
+                                  key=opening.key):
+            final, report = await run_request(opening)
             publishing = asyncio.ensure_future(reporting.publish(report))
     except TimeoutError:
         return Cancelled(message=f"another cycle held {request.workspace} for {SLOT_TIMEOUT_S} s; "
@@ -176,20 +204,21 @@ async def run_in_slot(request: CycleRequest, resume: bool = False) -> State:
     return final
 
 
-async def run_request(request: CycleRequest, resume: bool = False) -> tuple[State, reporting.RunReport]:
+async def run_request(opening: Opening) -> tuple[State, reporting.RunReport]:
     """Open and run the cycle (or finish the pending one) with Prefect hooks: the run's final state, and
     what to publish about it. In a fleet run here, in a thread of its own (flows/threads.py)."""
     if IN_THREAD.get():
-        return await in_thread(blocking_request, request, resume)
-    return blocking_request(request, resume)
+        return await in_thread(blocking_request, opening)
+    return blocking_request(opening)
 
 
-def blocking_request(request: CycleRequest, resume: bool) -> tuple[State, reporting.RunReport]:
+def blocking_request(opening: Opening) -> tuple[State, reporting.RunReport]:
+    request, resume = opening.request, opening.resume
     try:
-        ctx, opened = open_cycle(request, resume=resume)
+        ctx, opened = open_cycle(request, resume=resume, opened=opening.opened, identity=opening.identity)
     except PendingCycleError as exc:
         if request.scheduled:  # a person is working on the pending cycle: ticks wait, they do not fail
-            return skip(request.workspace, [], str(exc))
+            return skip(request.workspace, [], str(exc), opening.key)
         return refuse_report(request.workspace, exc)
     except GepError as exc:
         return refuse_report(request.workspace, exc)
@@ -208,13 +237,13 @@ def blocking_request(request: CycleRequest, resume: bool) -> tuple[State, report
         ctx.close()
     hooks.join()
     if state.skipped is not None:
-        return skip(ctx.workspace.path, state.signals, state.skipped)
+        return skip(ctx.workspace.path, state.signals, state.skipped, opening.key)
     assert state.event is not None
     run = reporting.current_run()
     report = reporting.cycle_report(run[0] if run else None, run[1] if run else [], ctx.workspace.path,
                                     ctx.cycle_number, state.event,
                                     prompt_file=state.result.prompt_file if state.result else None,
-                                    abandoned=abandoned)
+                                    abandoned=abandoned, key=opening.key)
     return states.outcome_state(state.event), report
 
 
@@ -238,11 +267,12 @@ async def refuse(workspace: Path | None, exc: GepError) -> State:
     return final
 
 
-def skip(workspace: Path, signals: list[str], why: str) -> tuple[State, reporting.RunReport]:
+def skip(workspace: Path, signals: list[str], why: str, key: str | None = None) -> tuple[State, reporting.RunReport]:
     """A scheduled tick that did nothing: a Completed run named for it, tagged with its workspace."""
     get_run_logger().info("skipped: %s", why)
     run = reporting.current_run()
-    report = reporting.skip_report(run[0] if run else None, run[1] if run else [], workspace, signals, why)
+    report = reporting.skip_report(run[0] if run else None, run[1] if run else [], workspace, signals, why,
+                                   key=key)
     return states.skipped_state(why), report
 
 

@@ -58,7 +58,7 @@ from flows.report_artifact import publish_fleet
 from flows.threads import IN_THREAD
 from gep.core.errors import ConfigError
 from gep.core.request import CycleRequest, ScheduledRequest
-from gep.cycle.context import hide_agent_cmd, reveal_agent_cmd
+from gep.cycle.handoff import real_agent_cmd, shown_agent_cmd
 from gep.fleet import (
     CYCLE_DEPLOYMENT,
     FLEET_ARTIFACT,
@@ -141,12 +141,13 @@ async def evolve_fleet(
 
 
 def _shown_cmd(agent_cmd: str, here: bool) -> str:
-    """What the cycles' runs get as agent_cmd. A cycle run here gets the real command from this process's
-    memory (it arrives redacted); a dispatched one runs elsewhere and gets only what may be recorded, so a
-    command that needs its secret is refused (ConfigError)."""
+    """What the cycles' runs get as agent_cmd. A cycle run here gets the real command from the hand-off of
+    the command that started the fleet in this process (gep/cycle/handoff.py; it arrives redacted); a
+    dispatched one runs elsewhere and gets only what may be recorded, so a command that needs its secret is
+    refused (ConfigError)."""
     if here:
         return agent_cmd.strip()
-    return hide_agent_cmd(check_agent_cmd(reveal_agent_cmd(agent_cmd) or "")) or ""
+    return shown_agent_cmd(check_agent_cmd(real_agent_cmd(agent_cmd) or "")) or ""
 
 
 async def name_run(client: Any, workspaces: int) -> None:

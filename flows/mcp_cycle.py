@@ -26,7 +26,8 @@ from gep import server
 from gep.core.errors import GepError
 from gep.core.request import CycleRequest, parse_request
 from gep.core.sanitize import redact
-from gep.cycle.context import check_cycle, hide_agent_cmd
+from gep.cycle.context import check_cycle
+from gep.cycle.handoff import handing_off, shown_agent_cmd
 from gep.cycle.pipeline import RECORD, STAGES, Stage
 
 STEPS = len(STAGES) + 1  # the stages, then record
@@ -57,13 +58,13 @@ def api_url() -> str:
 def run(fields: dict[str, Any], out: IO[str]) -> Any:
     """The cycle's event as JSON (or None), run as `gep cycle` runs it."""
     request = parse_request(CycleRequest, fields)
-    check_cycle(request, keep=True)  # the flow's run takes over the opened workspace
-    # the flow run's parameters keep the agent command redacted (the flow reveals it in this process)
-    request = request.model_copy(update={"agent_cmd": hide_agent_cmd(request.agent_cmd)})
+    opened = check_cycle(request)  # handed to the flow's run, which takes it over (gep/cycle/handoff.py)
+    # the flow run's parameters keep the agent command redacted (the hand-off carries the real one)
+    shown = request.model_copy(update={"agent_cmd": shown_agent_cmd(request.agent_cmd)})
     token = STAGE_PROGRESS.set(progress_to(out))
     try:
-        with foreground_run(api_url()):
-            call: Any = evolution_cycle(request=request, return_state=True)  # typed as an awaitable
+        with opened, handing_off(opened, request.agent_cmd), foreground_run(api_url()):
+            call: Any = evolution_cycle(request=shown, return_state=True)  # typed as an awaitable
             state = run_flow(call)
     finally:
         STAGE_PROGRESS.reset(token)

@@ -106,11 +106,12 @@ class RunReport:
 
 def cycle_report(run_id: UUID | None, current_tags: list[str], workspace: Path, cycle_number: int,
                  event: EvolutionEvent, prompt_file: str | None = None,
-                 abandoned: Sequence[EvolutionEvent] = ()) -> RunReport:
+                 abandoned: Sequence[EvolutionEvent] = (), key: str | None = None) -> RunReport:
     """Name, tags and artifacts of a finished cycle, and the update of each run whose cycle this run
-    finished: the one it solidified, the ones it abandoned."""
+    finished: the one it solidified, the ones it abandoned (``key``: the workspace's workspace_key, when the
+    caller has it)."""
     report = RunReport(run_id)
-    key = workspace_key(workspace)
+    key = key or workspace_key(workspace)
     original = _original_run(event, run_id)
     report.name = run_name(cycle_number, event)
     report.tags = run_tags(current_tags, workspace, event, str(event.outcome.status))
@@ -143,12 +144,12 @@ def _original_run(event: EvolutionEvent, run_id: UUID | None) -> UUID | None:
 
 
 def skip_report(run_id: UUID | None, current_tags: list[str], workspace: Path, signals: list[str],
-                reason: str, outcome: str = "skipped") -> RunReport:
+                reason: str, outcome: str = "skipped", key: str | None = None) -> RunReport:
     report = RunReport(run_id)
     report.name = f"{outcome} tick {workspace.name}" if outcome == "skipped" else f"{outcome} {workspace.name}"
     report.tags = run_tags(current_tags, workspace, None, outcome)
     if outcome == "skipped":
-        report.markdown(f"gep-{workspace_key(workspace)}-cycle",
+        report.markdown(f"gep-{key or workspace_key(workspace)}-cycle",
                         f"# Skipped scheduled tick\n\n{reason}\n\n## Signals\n{md_list(signals)}",
                         "Scheduled tick skipped")
     return report

@@ -66,8 +66,8 @@ def lease_seconds(env: Mapping[str, str] | None = None) -> float:
     return value
 
 
-def slot_name(path: Path) -> str:
-    return workspace_slot_name(path)
+def slot_name(path: Path, key: str | None = None) -> str:
+    return workspace_slot_name(path, key)
 
 
 def ensure_limit(name: str, limit: int = 1) -> None:
@@ -93,9 +93,10 @@ class Lease:
 
 @asynccontextmanager
 async def workspace_slot(path: Path, timeout_s: float, holder: UUID | None = None,
-                         lease_s: float = LEASE_S) -> AsyncIterator[None]:
-    """Hold the workspace's slot; TimeoutError when another run held it for ``timeout_s``."""
-    name = slot_name(path)
+                         lease_s: float = LEASE_S, key: str | None = None) -> AsyncIterator[None]:
+    """Hold the workspace's slot (``key``: its workspace_key, when the caller has it); TimeoutError when
+    another run held it for ``timeout_s``."""
+    name = slot_name(path, key)
     # a cycle killed here before (SIGKILL) gave nothing back: its lease would hold the slot for minutes
     await asyncio.to_thread(release_dead_slots, name)
     async with get_client() as client:  # inside a flow run: the run's own client

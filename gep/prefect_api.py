@@ -50,14 +50,15 @@ class FlowRunInfo(BaseModel):
 # ------------------------------------------------------------------ how a workspace is named in Prefect
 
 
-def workspace_key(path: Path | str) -> str:
+def workspace_key(path: Path | str, workspace_id: str | None = None) -> str:
     """A stable slug for the workspace's concurrency limit, artifact keys and deployment names.
 
     Keyed by the workspace's identity, not the path as typed: its id when the store has given it one
-    (kept in the git common dir, survives moves), else its resolved real path."""
+    (kept in the git common dir, survives moves; ``workspace_id`` when the caller has it), else its resolved
+    real path."""
     real = Path(path).expanduser().resolve()
     name = re.sub(r"[^a-z0-9]+", "-", real.name.lower()).strip("-")[:30] or "ws"
-    digest = hashlib.sha1((_workspace_id(real) or str(real)).encode()).hexdigest()[:8]
+    digest = hashlib.sha1((workspace_id or _workspace_id(real) or str(real)).encode()).hexdigest()[:8]
     return f"{name}-{digest}"
 
 
@@ -73,9 +74,10 @@ def _workspace_id(real: Path) -> str | None:
         return None
 
 
-def workspace_slot_name(path: Path | str) -> str:
-    """The name of the workspace's concurrency limit (one cycle at a time: flows/slot.py)."""
-    return f"gep-workspace-{workspace_key(path)}"
+def workspace_slot_name(path: Path | str, key: str | None = None) -> str:
+    """The name of the workspace's concurrency limit (one cycle at a time: flows/slot.py); ``key``: its
+    :func:`workspace_key`, when the caller has it."""
+    return f"gep-workspace-{key or workspace_key(path)}"
 
 
 def workspace_tag(path: Path | str) -> str:

@@ -462,6 +462,62 @@ def test_gep_cycle_opens_the_workspace_and_reads_its_settings_once(prefect_serve
     assert probes == [example_ws.resolve()] and reads == [example_ws.resolve() / "gep.toml"], (probes, reads)
 
 
+@pytest.fixture
+def opens_and_identities(monkeypatch) -> list[str]:
+    """Each store open (each runs the migrations) and each workspace identity worked out in this process,
+    counted around the real functions (every module's reference to workspace_identity is wrapped)."""
+    import gep.core.workspace_id
+    from gep.store.base import StoreBase
+
+    calls: list[str] = []
+    real_open, real_identity = StoreBase.open.__func__, gep.core.workspace_id.workspace_identity
+
+    def counted_open(cls, url):
+        calls.append("open")
+        return real_open(cls, url)
+
+    def counted_identity(workspace):
+        calls.append("identity")
+        return real_identity(workspace)
+
+    monkeypatch.setattr(StoreBase, "open", classmethod(counted_open))
+    for module in [m for m in sys.modules.values() if getattr(m, "workspace_identity", None) is real_identity]:
+        monkeypatch.setattr(module, "workspace_identity", counted_identity)
+    return calls
+
+
+def test_a_cycle_opens_its_store_once_and_works_out_its_identity_once(prefect_server, example_ws: Path,
+                                                                       opens_and_identities: list[str]):
+    """`gep cycle` and `gep solidify` check before Prefect starts and hand what they opened to the flow run
+    (gep/cycle/handoff.py): one store open, one identity, for the check, the slot, the cycle and its report.
+    A run started without a hand-off (a deployment's) opens its own store once and works out the identity
+    once too."""
+    from typer.testing import CliRunner
+
+    from flows.cycle import evolution_cycle
+    from gep.cli.root import app
+
+    result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "prompt"])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert sorted(opens_and_identities) == ["identity", "open"]
+    stats = example_ws / "stats.py"
+    stats.write_text(stats.read_text().replace("(len(values) - 1)", "len(values)"))
+    opens_and_identities.clear()
+    result = CliRunner().invoke(app, ["solidify", "--workspace", str(example_ws), "-m", "Divide by n"])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert "success" in result.stdout and sorted(opens_and_identities) == ["identity", "open"]
+    opens_and_identities.clear()
+    event = event_of_run(run_state(evolution_cycle, request=CycleRequest(workspace=example_ws, mutator="prompt")))
+    assert event is not None and event.outcome.status == "empty"  # the fix above left nothing to do
+    assert sorted(opens_and_identities) == ["identity", "open"]
+
+
+def event_of_run(state):
+    from flows.states import event_of
+
+    return event_of(state)
+
+
 def test_cli_failed_cycle_prints_the_event_and_exits_1(prefect_server, example_ws: Path, tmp_path: Path):
     from typer.testing import CliRunner
 

@@ -138,8 +138,9 @@ def test_recovered_has_one_type() -> None:
 
 
 def test_a_checked_request_is_opened_once_unless_gep_toml_changed(example_ws: Path, monkeypatch) -> None:
-    """`gep cycle` checks, then its run opens the cycle: the check's repository and settings are taken over
-    (one git probe, one gep.toml read), not when gep.toml changed meanwhile, and only once."""
+    """`gep cycle` checks, then hands what the check opened to its run's open_cycle: the repository, the
+    settings (one git probe, one gep.toml read) and the store are taken over, unless gep.toml changed
+    meanwhile; the store stays open for the one who checked (the CLI reads it when Prefect fails)."""
     import gep.core.config
     import gep.git.repo
     from gep.cycle.context import check_cycle, open_cycle
@@ -153,16 +154,17 @@ def test_a_checked_request_is_opened_once_unless_gep_toml_changed(example_ws: Pa
     toml.write_text('validation = ["python -m compileall -q ."]\n')
     request = CycleRequest(workspace=example_ws, mutator="prompt", seed=1)
 
-    def opened() -> tuple[int, int]:
-        ctx, _ = open_cycle(request)
+    def opened(checked=None, req: CycleRequest = request) -> tuple[int, int]:
+        ctx, _ = open_cycle(req, opened=checked)
+        taken = checked is not None and ctx.store is checked.store
+        assert taken == (checked is not None and checked.serves(req, False))
         ctx.close()
         return len(probes), len(reads)
 
-    check_cycle(request, keep=True)
-    assert opened() == (1, 1)
-    assert opened() == (2, 2)  # taken once: a second cycle opens its own
-    check_cycle(request, keep=True)
-    toml.write_text('validation = ["python -m compileall -q ."]\nlock_timeout_s = 5\n')
-    assert opened() == (4, 4)  # gep.toml changed since the check: read again
-    check_cycle(request, keep=False)
-    assert opened() == (6, 6)
+    with check_cycle(request) as checked:
+        assert opened(checked) == (1, 1)
+        assert checked.store.count_events() == 0  # the cycle did not close the store it was handed
+        assert opened() == (2, 2)  # a cycle handed nothing opens its own
+        assert opened(checked, request.model_copy(update={"strategy": "harden"})) == (3, 3)  # another request
+        toml.write_text('validation = ["python -m compileall -q ."]\nlock_timeout_s = 5\n')
+        assert opened(checked) == (4, 4)  # gep.toml changed since the check: read again

@@ -81,14 +81,16 @@ def fleet(
 def _run_here(params: dict[str, Any], agent_cmd: str | None, concurrency: int, verbose: bool) -> int:
     """`gep fleet --here`: the cycles run in this process, which keeps the real command (runs record it
     redacted); the exit status."""
-    from gep.cycle.context import hide_agent_cmd
+    from gep.cycle.handoff import handing_off, shown_agent_cmd
 
     quiet_prefect_console(verbose)
     from flows.fleet_launch import run_here
     from gep.cli.prefect_link import prefect_api_for_run
 
-    params["agent_cmd"] = hide_agent_cmd(agent_cmd.strip() if agent_cmd else "") or ""
-    return run_here(prefect_api_for_run(), {**params, "concurrency": concurrency})
+    real = agent_cmd.strip() if agent_cmd else ""
+    params["agent_cmd"] = shown_agent_cmd(real) or ""
+    with handing_off(agent_cmd=real):  # the real command reaches the fleet's cycles, run in this context
+        return run_here(prefect_api_for_run(), {**params, "concurrency": concurrency})
 
 
 def _dispatch(params: dict[str, Any], agent_cmd: str | None, watch: bool) -> None:

@@ -29,6 +29,8 @@ from gep.core.errors import ConfigError, GepError
 if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from click.exceptions import ClickException, NoArgsIsHelpError
 
+    from gep.cycle.handoff import Opened
+
 
 app = typer.Typer(
     name="gep",
@@ -110,37 +112,34 @@ def _build_cycle_models() -> None:
     build_models()
 
 
-def _run_flow(call: Callable[[], Any], ws: Path, as_json: bool) -> Any:
-    """Run a cycle's flow (``call`` makes the coroutine) against a server; the event it recorded.
+def _run_flow(call: Callable[[], Any], opened: Opened, as_json: bool, agent_cmd: str | None = None) -> Any:
+    """Run a cycle's flow (``call`` makes the coroutine) against a server, handing it what the check
+    ``opened`` (gep/cycle/handoff.py; closed here when the run ends); the event it recorded.
 
     When Prefect fails after the cycle recorded its outcome (the server went away mid-run), the outcome is
     read from the store: a recorded success is never reported as a failure."""
     _quiet_prefect(as_json)
     api_url = prefect_api_for_run()
-    from flows import cycle as flows_cycle
     from flows.runtime import foreground_run, run_flow
     from flows.states import event_of
+    from gep.cycle.handoff import handing_off
 
-    before = flows_cycle.RECORDED.get(str(ws))
-    try:
-        with foreground_run(api_url):
-            state = run_flow(call())
-        if state.is_cancelled():
-            raise GepError(f"the cycle did not run: {state.message}")
-        return event_of(state), api_url
-    except GepError:
-        raise
-    except Exception as exc:  # Prefect failed: the store may already hold the outcome, else re-raised
-        recorded = flows_cycle.RECORDED.get(str(ws))
-        if recorded is None or recorded == before:
+    with opened, handing_off(opened, agent_cmd) as handoff:
+        try:
+            with foreground_run(api_url):
+                state = run_flow(call())
+            if state.is_cancelled():
+                raise GepError(f"the cycle did not run: {state.message}")
+            return event_of(state), api_url
+        except GepError:
             raise
-        with writable_store(ws) as store:
-            event = store.get_event(recorded)
-        if event is None:
-            raise
-        _say(f"Prefect failed after the cycle was recorded ({type(exc).__name__}: {exc}); "
-             "its outcome is read from the store")
-        return event, None
+        except Exception as exc:  # Prefect failed: the store may already hold the outcome, else re-raised
+            event = opened.store.get_event(handoff.recorded) if handoff.recorded else None
+            if event is None:
+                raise
+            _say(f"Prefect failed after the cycle was recorded ({type(exc).__name__}: {exc}); "
+                 "its outcome is read from the store")
+            return event, None
 
 
 MutatorOpt = Annotated[str | None, typer.Option(help="anthropic | command | prompt (default: anthropic when "
@@ -187,7 +186,8 @@ def cycle(
     Exit status: 0 for success, empty or awaiting changes; 1 when the cycle failed; 2 for bad input.
     """
     from gep.core.request import CycleRequest, parse_request
-    from gep.cycle.context import check_cycle, hide_agent_cmd
+    from gep.cycle.context import check_cycle
+    from gep.cycle.handoff import shown_agent_cmd
 
     workspace = workspace_or_here(workspace)
     quiet_prefect_console(verbose)
@@ -196,17 +196,17 @@ def cycle(
     request = parse_request(CycleRequest, dict(
         workspace=workspace, mutator=mutator, strategy=strategy, agent_cmd=agent_cmd,
         abandon_pending=abandon_pending, branch=branch, review=review, seed=seed, llm_signals=llm_signals))
-    check_cycle(request, keep=True)  # the flow's run takes over the opened workspace
+    opened = check_cycle(request)  # handed to the flow's run, which takes it over
     ws = checked_path(workspace)
-    # the flow run's parameters keep the agent command redacted
-    request = request.model_copy(update={"workspace": ws, "agent_cmd": hide_agent_cmd(request.agent_cmd)})
+    # the flow run's parameters keep the agent command redacted (the hand-off carries the real one)
+    shown = request.model_copy(update={"workspace": ws, "agent_cmd": shown_agent_cmd(request.agent_cmd)})
 
     def call() -> Any:
         from flows.cycle import evolution_cycle
 
-        return evolution_cycle(request=request, return_state=True)
+        return evolution_cycle(request=shown, return_state=True)
 
-    event, api_url = _run_flow(call, ws, as_json)
+    event, api_url = _run_flow(call, opened, as_json, request.agent_cmd)
     _print_outcome(event, as_json, ws, api_url)
 
 
@@ -318,7 +318,7 @@ def solidify(
     quiet_prefect_console(verbose)
     _build_cycle_models()
     # nothing awaiting changes: one line, before Prefect starts
-    check_cycle(CycleRequest(workspace=workspace), resume=True, keep=True)
+    opened = check_cycle(CycleRequest(workspace=workspace), resume=True)  # handed to the flow's run
     ws = checked_path(workspace)
 
     def call() -> Any:
@@ -329,7 +329,7 @@ def solidify(
         return solidify_pending(workspace=str(ws), summary=redact(summary or ""), abandon=abandon,
                                 return_state=True)
 
-    event, api_url = _run_flow(call, ws, as_json)
+    event, api_url = _run_flow(call, opened, as_json)
     _print_outcome(event, as_json, ws, api_url)
 
 
@@ -584,11 +584,11 @@ def serve(
         raise ConfigError(f"cannot reach the Prefect server at {configured} (PREFECT_API_URL): "
                           f"{server.START_SERVER}")
     from flows.serve import ServeRequest, serve_workspace
-    from gep.cycle.context import hide_agent_cmd
+    from gep.cycle.handoff import shown_agent_cmd
 
-    # the deployments' parameters keep the agent command redacted; this process runs their flow runs
+    # the deployments' parameters keep the agent command redacted
     request = ServeRequest.checked(ws.path, cron=cron, mutator=mutator, strategy=strategy,
-                                   agent_cmd=hide_agent_cmd(agent_cmd))
+                                   agent_cmd=shown_agent_cmd(agent_cmd))
     url = configured or server.running_api_url()
     if url is None:
         raise ConfigError(f"gep serve needs a running Prefect server: {server.START_SERVER}")

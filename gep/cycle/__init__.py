@@ -1,7 +1,8 @@
 """One evolution cycle, from the request to a recorded outcome.
 
 context.py (opening a cycle: the request checked, the workspace, its settings and store, the lock, crash
-recovery), state.py (what the stages pass along), pipeline.py (the one stage list), stages.py (each
+recovery), handoff.py (what a command checked and opened, handed as a value to the flow run it starts in
+this process), state.py (what the stages pass along), pipeline.py (the one stage list), stages.py (each
 stage), tree.py (where the change is made: a clone or the person's tree), checks.py (what a change must
 pass before it is committed), unsafe_entries.py (entries no change may hold), validate.py (validation and
 the canary in the sandbox), solidify.py (check, then commit and deliver, or end without the change),

@@ -2,7 +2,8 @@
 
 :func:`open_cycle` is the one way in, for a new cycle and for finishing one that awaits changes
 (``resume=True``); :func:`check_cycle` finds what it would refuse without taking the lock or recording
-anything (the CLI calls it before starting Prefect). A refused start stores nothing. The context holds the
+anything, and returns what it opened (the CLI calls it before starting Prefect, and hands that to the flow
+run: gep/cycle/handoff.py). A refused start stores nothing. The context holds the
 cycle's resources only: the clock, the environment and the seed, the settings, the store, the repository
 and the lock, so every stage reads time, settings and randomness from one place and a cycle can be
 replayed; what opening found (recovery notes; finishing: the pending run and its plan) starts the
@@ -24,13 +25,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gep.core.config import CONFIG_FILE, Settings, load_settings
+from gep.core.config import Settings, load_settings
 from gep.core.errors import ConfigError, PendingCycleError, WorkspaceError
 from gep.core.holdout import held_out
 from gep.core.models import CycleRun, utc_now
 from gep.core.request import CycleRequest, chosen
-from gep.core.sanitize import redact_command
+from gep.core.workspace_id import WorkspaceIdentity
 from gep.cycle.abandon import abandon_run, abandoned_line
+from gep.cycle.handoff import Opened, request_key, toml_stamp
 from gep.cycle.recovery import recover_workspace
 from gep.cycle.state import CycleState
 from gep.cycle.tree import CycleTree
@@ -93,25 +95,6 @@ class CycleContext(BaseModel):
 
     def close(self) -> None:
         self.stack.close()
-
-
-_AGENT_CMDS: dict[str, str] = {}  # redacted command line -> the real one, in this process only
-
-
-def hide_agent_cmd(cmd: str | None) -> str | None:
-    """``cmd`` as it may be recorded (a flow run's parameters, which Prefect keeps): redacted. The real line
-    stays in this process, for :func:`reveal_agent_cmd` to hand back to the cycle it starts."""
-    if not cmd:
-        return cmd
-    shown_cmd = redact_command(cmd)
-    if shown_cmd != cmd:
-        _AGENT_CMDS[shown_cmd] = cmd
-    return shown_cmd
-
-
-def reveal_agent_cmd(cmd: str | None) -> str | None:
-    """The command line :func:`hide_agent_cmd` redacted in this process, or ``cmd`` as given."""
-    return _AGENT_CMDS.get(cmd, cmd) if cmd else cmd
 
 
 def new_event_id(now: datetime) -> str:
@@ -195,54 +178,38 @@ def _check_pending(store: Store, repo: Repo, request: CycleRequest, *, resume: b
     return pending
 
 
-# What check_cycle(keep=True) opened, for the open_cycle of the same request in this process (`gep cycle`
-# checks before Prefect starts, then its flow run opens the cycle): the repository is opened and gep.toml
-# read once. Only with the process's own environment, taken once, and only while gep.toml is unchanged
-# (the run may have waited for another cycle's slot meanwhile).
-_CHECKED: dict[tuple[object, ...], tuple[Repo, Settings, tuple[int, ...] | None]] = {}
-
-
-def _toml_stamp(workspace: Path) -> tuple[int, ...] | None:
-    try:
-        st = (workspace / CONFIG_FILE).stat()
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def _checked_key(request: CycleRequest, resume: bool) -> tuple[object, ...]:
-    # what the settings and the check depend on; finishing reads gep.toml without the request's choices
-    chosen_fields = () if resume else (request.mutator, request.strategy, request.agent_cmd, request.branch,
-                                       request.llm_signals)
-    return (request.workspace.expanduser().resolve(), resume, *chosen_fields)
-
-
-def check_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str, str] | None = None,
-                keep: bool = False) -> None:
+def check_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str, str] | None = None) -> Opened:
     """Raise what :func:`open_cycle` would refuse (bad request, unusable workspace, a pending cycle in the
-    way or none to finish), without taking the lock or recording anything. ``keep``: hand the opened
-    workspace and settings to this process's next :func:`open_cycle` of the request."""
+    way or none to finish), without taking the lock or recording anything. What it opened, the store
+    included, is returned for the caller to hand to :func:`open_cycle` (gep/cycle/handoff.py) or close."""
     env = os.environ if env is None else env
     repo, settings = open_workspace(request, env, resume=resume)
-    with Store.for_workspace(repo.path, settings) as store:
+    stamp = toml_stamp(repo.path)  # gep.toml as read: open_cycle reads it again if it changed since
+    store = Store.for_workspace(repo.path, settings)
+    try:
         _check_pending(store, repo, request, resume=resume)
-    if keep and env is os.environ:
-        _CHECKED[_checked_key(request, resume)] = repo, settings, _toml_stamp(repo.path)
+    except BaseException:
+        store.close()
+        raise
+    return Opened(request_key(request, resume), repo, settings, store, stamp)
 
 
 def open_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str, str] | None = None,
-               clock: Clock = utc_now) -> tuple[CycleContext, CycleState]:
+               clock: Clock = utc_now, opened: Opened | None = None,
+               identity: WorkspaceIdentity | None = None) -> tuple[CycleContext, CycleState]:
     """Open a cycle (lock held until ``ctx.close()``): its context, and the state it starts from (what
-    opening did; ``resume``: the cycle awaiting changes, ready for the solidify stage)."""
+    opening did; ``resume``: the cycle awaiting changes, ready for the solidify stage). ``opened``: what
+    :func:`check_cycle` opened for this request, taken over unless gep.toml changed since (its store stays
+    its owner's to close); ``identity``: the workspace's, already worked out."""
     env = os.environ if env is None else env
-    checked = _CHECKED.pop(_checked_key(request, resume), None) if env is os.environ else None
-    if checked is not None and checked[2] == _toml_stamp(checked[0].path):
-        repo, settings = checked[0], checked[1]
+    stack = ExitStack()
+    if opened is not None and opened.serves(request, resume):
+        repo, settings, store = opened.repo, opened.settings, opened.store
     else:
         repo, settings = open_workspace(request, env, resume=resume)
-    store = Store.for_workspace(repo.path, settings)
-    stack = ExitStack()
-    stack.callback(store.close)
+        store = Store.for_workspace(repo.path, settings, identity if identity and identity.path == str(repo.path)
+                                    else None)
+        stack.callback(store.close)
     try:
         stack.enter_context(workspace_lock(repo, settings.lock_timeout_s))
         recovery = recover_workspace(repo, store)

@@ -76,10 +76,12 @@ class StoreBase:
         return store
 
     @classmethod
-    def for_workspace(cls, workspace: Path | str, settings: Settings | None = None) -> Self:
+    def for_workspace(cls, workspace: Path | str, settings: Settings | None = None,
+                      identity: WorkspaceIdentity | None = None) -> Self:
         """The store of ``workspace`` (its ``.gep/gep.db``, or ``settings.database_url`` shared by a fleet),
-        scoped to the workspace's id: every method reads and writes that workspace's rows only."""
-        identity = workspace_identity(workspace)
+        scoped to the workspace's id: every method reads and writes that workspace's rows only. ``identity``:
+        the workspace's, when the caller already worked it out."""
+        identity = identity or workspace_identity(workspace)
         url = settings.database_url if settings and settings.database_url else default_url(workspace)
         store = cls.open(url)
         try:
