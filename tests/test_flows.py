@@ -512,6 +512,26 @@ def test_a_cycle_opens_its_store_once_and_works_out_its_identity_once(prefect_se
     assert sorted(opens_and_identities) == ["identity", "open"]
 
 
+def test_gep_cycle_hands_the_real_agent_command_to_its_run_and_prefect_keeps_it_redacted(
+        prefect_server, example_ws: Path, tmp_path: Path):
+    """The run's parameters (kept by Prefect) carry the agent command redacted; the agent gets the real one,
+    handed over in this process (gep/cycle/handoff.py)."""
+    from typer.testing import CliRunner
+
+    from gep.cli.root import app
+
+    secret = "s3cr3t-Value-0123456789"
+    script = agent(tmp_path, "token", "import sys\n"
+                   f"assert sys.argv[1:] == ['--token={secret}'], sys.argv\n" + FIX_AGENT)
+    result = CliRunner().invoke(app, ["cycle", "--workspace", str(example_ws), "--mutator", "command",
+                                      "--agent-cmd", f"{script} --token={secret}"])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    [event] = events(example_ws)
+    assert event.outcome.status == "success", event.meta.failure_reasons
+    recorded = flow_run(event.meta.flow_run_id).parameters["request"]["agent_cmd"]
+    assert recorded.startswith(script) and secret not in recorded
+
+
 def event_of_run(state):
     from flows.states import event_of
 
