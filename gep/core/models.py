@@ -37,7 +37,7 @@ from gep.core.records import (
     GenePoolRecord,
     HistoryRecord,
     HostFailure,
-    MutatorMetrics,
+    MutatorResult,
     PersonalityRecord,
     PromptSizes,
     ResolvedRecord,
@@ -273,20 +273,6 @@ class ValidationReport(GepModel):
 # ---------------------------------------------------------------- events
 
 
-class MutatorRecord(BaseModel):
-    """What the mutator reported (``meta.mutator_result``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    status: str
-    summary: str = ""
-    rationale: str = ""
-    error: str | None = None
-    metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)
-    output: str = ""
-    prompt_file: str | None = None
-
-
 class EventMeta(BaseModel):
     """What a cycle records beside the GEP fields of its event.
 
@@ -319,7 +305,7 @@ class EventMeta(BaseModel):
     interrupted_at_stage: StrictStr | None = None
     prompt_sizes: PromptSizes | None = None
     mutator: StrictStr | None = None
-    mutator_result: MutatorRecord | None = None
+    mutator_result: MutatorResult | None = None  # what the mutator reported, as it reported it
     failure_reasons: list[str] | None = None
     warnings: list[str] | None = None
     empty_cycle: StrictBool | None = None
@@ -437,6 +423,12 @@ class EvolutionEvent(GepModel):
     @property
     def status(self) -> str:
         return self.outcome.status
+
+    @property
+    def gene_id(self) -> str | None:
+        """The gene the cycle ran: the one place ``genes_used`` (the stored GEP list, one id at most when gep
+        wrote it) is read as a gene."""
+        return self.genes_used[0] if self.genes_used else None
 
     @property
     def is_empty_cycle(self) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from gep.core.models import Capsule, EventMeta, EvolutionEvent, iso
-from gep.core.records import CapsuleOriginRecord, FixCheckRecord, FixCreditRecord, ResolvedRecord
+from gep.core.records import FixCheckRecord, FixCreditRecord, ResolvedRecord
 from gep.cycle.context import CycleContext
 from gep.git.change_scope import change_scope
 from gep.learning.feedback import Observation, implicit_signal
@@ -70,7 +70,7 @@ def apply_verdict(store: Store, verdict: FixVerdict, now: datetime) -> None:
         setattr(capsule, VERDICT_KEY, verdict.verdict)
         store.upsert_capsule(capsule)
     held = verdict.verdict == "verified"
-    gene = event.genes_used[0] if event.genes_used else None
+    gene = event.gene_id
     signals = about(event, verdict)
     signal = implicit_signal(event_id=event.id, gene_id=gene, signals=signals, at=now,
                              observation=Observation.fix_verified if held else Observation.fix_did_not_hold)
@@ -107,7 +107,7 @@ def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
         return
     committed_at = parse_at(event.meta.solidified_at) or ctx.clock()
     credit = credit_of(ctx, event, event.meta.commit)
-    res = resolution_for_commit(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
+    res = resolution_for_commit(event_id=event.id, gene_id=event.gene_id,
                                 signals=credit.addressed, commit_sha=event.meta.commit, committed_at=committed_at,
                                 files=file_marks(ctx.workspace.path, ctx.settings, ctx.clock()),
                                 missed=credit.missed, credited=credit.credited, rerun=credit.rerun)
@@ -153,4 +153,4 @@ def annotate(meta: EventMeta, check: ResolutionCheck | None, capsule: Capsule | 
                                for v in check.verdicts]
     origin = getattr(capsule, "origin", None)  # a StoredCapsule knows the workspace that recorded it
     if origin is not None:
-        meta.capsule_origin = CapsuleOriginRecord.model_validate(origin.model_dump())
+        meta.capsule_origin = origin

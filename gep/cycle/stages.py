@@ -29,7 +29,7 @@ from gep.core.models import (
     iso,
     utc_now,
 )
-from gep.core.records import HistoryRecord, PersonalityRecord, SourcesRecord
+from gep.core.records import SourcesRecord
 from gep.core.request import chosen
 from gep.cycle.abandon import abandon_run, abandoned_line
 from gep.cycle.budget import budget_spent, daily_budget_spent, record_skipped
@@ -208,7 +208,7 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
     state.selection, finished = select_from_store(
         ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
         now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
-    state.selection, state.pool = fall_back_to_auto_gene(
+    state.pool = fall_back_to_auto_gene(
         state.selection, genes=genes, pool=pool, signals=state.signals, store=ctx.store,
         workspace=ctx.workspace.path, settings=ctx.settings)
     state.gene = state.selection.gene
@@ -251,10 +251,8 @@ def draft_event(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
     m.strategy = state.strategy.name if state.strategy else None
     m.selector = state.selection.decision if state.selection else None
     m.mutation = state.mutation
-    # without its state: that is the event's personality_state
-    m.personality = (PersonalityRecord.model_validate(state.persona.model_dump(exclude={"state"}))
-                     if state.persona else None)
-    m.history = HistoryRecord.model_validate(state.history.model_dump())
+    m.personality = state.persona.record if state.persona else None  # its state is the event's personality_state
+    m.history = state.history
     capsule = state.selection.capsule if state.selection else None
     m.capsule_reused = capsule.id if capsule else None
     annotate(m, state.fixes, capsule)
