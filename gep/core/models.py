@@ -45,6 +45,7 @@ from gep.core.records import (
     SourcesRecord,
     ValidationLine,
 )
+from gep.core.stored_path import StoredPath
 
 SCHEMA_VERSION = "1.6.0"
 
@@ -486,7 +487,7 @@ class CycleRun(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     event_id: str
-    workspace: str
+    workspace: StoredPath
     head_sha: str  # the user's HEAD commit when the cycle started
     branch: str | None = None
     # clone: a model or an agent works in its own clone; in_place: prompt mode, a person works in their tree

@@ -146,14 +146,14 @@ class RevertScan(BaseModel):
 
 def scan_reverts(ctx: CycleContext) -> list[FeedbackSignal]:
     """People's reverts of GEP commits since the last scan: ``not_helpful`` for the reverted cycle's gene."""
-    head = ctx.workspace.head()
+    head = ctx.repo.head()
     seen = ctx.store.get_state(REVERT_SCAN, RevertScan) or RevertScan()
     if seen.head == head:
         return []
     try:
-        found = find_reverts(ctx.workspace.path, since=seen.head)
+        found = find_reverts(ctx.repo.path, since=seen.head)
     except FeedbackError:  # the last scanned head is gone (history rewritten): look again (ids dedupe)
-        found = find_reverts(ctx.workspace.path)
+        found = find_reverts(ctx.repo.path)
     added = [s for r in found if (s := record_revert(ctx.store, r, ctx.started_at)) is not None]
     ctx.store.set_state(REVERT_SCAN, RevertScan(head=head))
     return added
