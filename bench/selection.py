@@ -189,7 +189,7 @@ def run(cycles: int, seed: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp, Store.open(f"sqlite:///{tmp}/bench.db") as store:
         for t, (sit, u, v) in enumerate(draws):
             now = start + timedelta(hours=t)
-            hist = [(e.outcome.status, e.genes_used[0] if e.genes_used else "") for e in store.recent_events(10)]
+            hist = [(e.outcome.status, (e.gene_id or "")) for e in store.recent_events(10)]
             signals = list(sit.signals) + history_signals(hist)
             sel, _ = select_from_store(store, genes=GENES, signals=signals, settings=settings,
                                        rng=random.Random(f"{seed}:{t}:select"), now=now)
@@ -419,7 +419,7 @@ def run_engine_shifting(draws: list[Draw], change: int, seed: int, learn: Learni
             if learn is not None:
                 learn.verify(store, now)
             signals = list(d.sit.signals) + history_signals(
-                [(e.outcome.status, e.genes_used[0] if e.genes_used else "") for e in store.recent_events(10)])
+                [(e.outcome.status, (e.gene_id or "")) for e in store.recent_events(10)])
             excluded = _avoided(store, d, signals, after, avoid) if avoid is not None else {}
             sel, _ = select_from_store(store, genes=pool(after), signals=signals, settings=settings,
                                        rng=random.Random(f"{seed}:{t}:select"), now=now, excluded=excluded)

@@ -89,7 +89,7 @@ class FlowHooks(pipeline.Hooks):
         run = reporting.current_run()
         if self.early_label and run is not None:
             self.label_thread = reporting.label_now(reporting.run_name(ctx.cycle_number, event),
-                                                    reporting.run_tags(run[1], ctx.workspace.path, event, None))
+                                                    reporting.run_tags(run[1], ctx.repo.path, event, None))
 
     def finished(self, ctx: CycleContext, state: CycleState) -> None:
         if state.event is None:
@@ -100,7 +100,7 @@ class FlowHooks(pipeline.Hooks):
         prompt_file = state.result.prompt_file if state.result else None
         if prompt_file and state.event.outcome.status == OutcomeStatus.awaiting_changes:
             get_run_logger().info("prompt written to %s; make the change, then run: %s", prompt_file,
-                                  solidify_command(ctx.workspace.path))
+                                  solidify_command(ctx.repo.path))
         if state.event.outcome.status in (OutcomeStatus.failed, OutcomeStatus.interrupted):
             get_run_logger().error("cycle %s %s: %s", state.event.id, state.event.outcome.status,
                                    states.reason(state.event))
@@ -237,10 +237,10 @@ def blocking_request(opening: Opening) -> tuple[State, reporting.RunReport]:
         ctx.close()
     hooks.join()
     if state.skipped is not None:
-        return skip(ctx.workspace.path, state.signals, state.skipped, opening.key)
+        return skip(ctx.repo.path, state.signals, state.skipped, opening.key)
     assert state.event is not None
     run = reporting.current_run()
-    report = reporting.cycle_report(run[0] if run else None, run[1] if run else [], ctx.workspace.path,
+    report = reporting.cycle_report(run[0] if run else None, run[1] if run else [], ctx.repo.path,
                                     ctx.cycle_number, state.event,
                                     prompt_file=state.result.prompt_file if state.result else None,
                                     abandoned=abandoned, key=opening.key)

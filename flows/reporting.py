@@ -37,7 +37,7 @@ GEP_TAG_PREFIXES = ("intent:", "gene:", "outcome:", "workspace:", "cycle-run:")
 
 
 def run_name(cycle_number: int, event: EvolutionEvent) -> str:
-    gene = event.genes_used[0] if event.genes_used else "no-gene"
+    gene = (event.gene_id or "no-gene")
     return f"cycle-{cycle_number:04d} {event.intent} {gene}"
 
 
@@ -45,7 +45,7 @@ def run_tags(current: list[str], workspace: Path, event: EvolutionEvent | None, 
     """The run's own tags (deployment tags kept) with gep's: workspace, intent, gene and outcome."""
     tags = {t for t in current if not t.startswith(GEP_TAG_PREFIXES)} | {workspace_tag(workspace)}
     if event is not None:
-        tags |= {f"intent:{event.intent}", f"gene:{event.genes_used[0] if event.genes_used else 'no-gene'}"}
+        tags |= {f"intent:{event.intent}", f"gene:{(event.gene_id or 'no-gene')}"}
     if outcome and outcome != "running":
         tags.add(f"outcome:{outcome}")
     return sorted(tags)

@@ -63,8 +63,8 @@ def announced_wait(ctx: CycleContext, request: ReviewRequest) -> Iterator[None]:
                       api_url=str(url).rstrip("/") if url else None, subject=request.message.splitlines()[0],
                       files=list(request.changed_files), lines=request.lines)
     announce(ctx.store, wait)
-    here = Path.cwd().resolve() == ctx.workspace.path.resolve()
-    arg = "" if here else f" -w {shlex.quote(str(ctx.workspace.path))}"
+    here = Path.cwd().resolve() == ctx.repo.path.resolve()
+    arg = "" if here else f" -w {shlex.quote(str(ctx.repo.path))}"
     print("\n".join(wait.notice(arg)), file=sys.stderr, flush=True)
     try:
         yield

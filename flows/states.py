@@ -48,7 +48,7 @@ def outcome_state(event: EvolutionEvent, data: bool = True) -> State:
 
 def summary(event: EvolutionEvent) -> str:
     m = event.meta
-    gene = event.genes_used[0] if event.genes_used else "no gene"
+    gene = (event.gene_id or "no gene")
     if event.outcome.status == OutcomeStatus.success:
         return f"{event.id}: {gene} committed {(m.commit or '')[:12]}".strip()
     if event.outcome.status == OutcomeStatus.awaiting_changes:

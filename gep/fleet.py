@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from gep.core.errors import ConfigError
 from gep.core.sanitize import REDACTED, redact_command
+from gep.core.stored_path import StoredPath
 
 CYCLE_DEPLOYMENT = "evolution-cycle/evolve-now"
 SCHEDULED_DEPLOYMENT = "evolution-cycle/scheduled"  # the same cycle for schedules: ticks may be skipped
@@ -26,7 +27,7 @@ TROUBLE = ("Failed", "Crashed", "Cancelled", "Not started")  # states whose mess
 class FleetRow(BaseModel):
     """One workspace's cycle in a fleet run, as the fleet's artifact table shows it."""
 
-    workspace: str
+    workspace: StoredPath
     run_id: str | None = None
     run_name: str = "-"
     link: str | None = None
@@ -97,7 +98,7 @@ def markdown(rows: Sequence[FleetRow], each: str) -> str:
     for r in rows:
         run = f"[{_cell(r.run_name)}]({r.link})" if r.link else _cell(r.run_name)
         took = f"{r.duration_s:.1f} s" if r.duration_s is not None else "-"
-        lines.append(f"| `{_cell(r.workspace)}` | {run} | {_cell(r.state)} | {_cell(r.event_id)} | "
+        lines.append(f"| `{_cell(str(r.workspace))}` | {run} | {_cell(r.state)} | {_cell(r.event_id)} | "
                      f"{_cell(r.outcome)} | {took} |")
-    notes = [f"- `{_cell(r.workspace)}`: {_cell(r.message)}" for r in rows if r.message and r.state in TROUBLE]
+    notes = [f"- `{_cell(str(r.workspace))}`: {_cell(r.message)}" for r in rows if r.message and r.state in TROUBLE]
     return "\n".join(lines + (["", "## Failures", *notes] if notes else []))

@@ -105,7 +105,7 @@ def table_text(rows: Sequence[FleetRow], width: int = WIDTH) -> str:
     table.add_column("time", justify="right", no_wrap=True, min_width=7)
     for r in rows:
         took = f"{r.duration_s:.1f} s" if r.duration_s is not None else "-"
-        table.add_row(_workspace_cell(r.workspace), r.state, r.event_id or "-", took)
+        table.add_row(_workspace_cell(str(r.workspace)), r.state, r.event_id or "-", took)
     console = Console(width=width, force_terminal=False, no_color=True, highlight=False, record=True,
                       file=io.StringIO())
     console.print(table)

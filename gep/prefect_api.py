@@ -24,6 +24,8 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from gep.core.stored_path import StoredPath
+
 TIMEOUT_S = 1.0  # a local server answers in milliseconds; one that does not is treated as absent
 PAGE = 200  # Prefect's default page limit for filter requests
 
@@ -39,7 +41,7 @@ class FlowRunInfo(BaseModel):
     duration_s: float | None = None
     tags: list[str] = []
     start: datetime | None = None
-    workspace: str | None = None  # the run's `workspace` parameter
+    workspace: StoredPath | None = None  # the run's `workspace` parameter
     link: str | None = None
 
     def tag(self, prefix: str) -> str | None:

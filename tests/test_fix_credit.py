@@ -163,7 +163,7 @@ def test_the_fix_event_records_what_it_was_credited_to_and_judged_on(tmp_path: P
                            meta=EventMeta(commit=sha, solidified_at=T0.isoformat()))
     with Store.for_workspace(ws) as store:
         store.add_event(event)
-        ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), workspace=open_repo(ws),
+        ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), repo=open_repo(ws),
                            store=store, event_id="evt_fix", cycle_number=1, seed=1, started_at=T0, clock=lambda: T0)
         remember_commit(ctx, event)
         stored = store.get_event("evt_fix")

@@ -66,8 +66,8 @@ def test_keeps_confident_sourced_signals_and_drops_and_counts_the_rest(fake: Fak
         message(text_block("Never asked: two turns per exchange at most.")),
     ]
     result = run_llm_pass([ex()], settings=Settings(), env=env(fake), now=NOW)
-    assert (result.asked, result.kept) == (1, 2)
-    assert (result.dropped_unsourced, result.dropped_low_confidence, result.dropped_quoting) == (1, 1, 1)
+    assert (result.record.asked, result.record.kept) == (1, 2)
+    assert (result.record.dropped_unsourced, result.record.dropped_low_confidence, result.record.dropped_quoting) == (1, 1, 1)
     assert result.gep_signals == ["user_preference:Wants code without explanatory prose",
                                   "user_pattern:Reviews every change closely"]
     [found] = result.detected
@@ -83,7 +83,7 @@ def test_keeps_confident_sourced_signals_and_drops_and_counts_the_rest(fake: Fak
         "preference", "emotion", "correction", "approval", "style", "pattern", "value", "fear", "defense"}
     assert [json.loads(r["content"]) for r in second.tool_results()] == [{"extracted": True}] * 4
 
-    m = result.metrics
+    m = result.record.metrics
     assert (m.input_tokens, m.output_tokens) == (650, 120) and m.estimated_cost_usd == estimate_cost(m.model, m) > 0
 
 
@@ -103,8 +103,8 @@ def test_the_token_budget_stops_asking_and_says_how_many_were_left(fake: FakeAnt
     settings = Settings(llm_signals_token_budget=1400)
     result = run_llm_pass([ex(), ex(user="second one"), ex(user="third one")], settings=settings,
                           env=env(fake), now=NOW)
-    assert (result.asked, result.skipped_budget, len(fake.requests)) == (1, 2, 1)
-    assert result.metrics.total_tokens == 750
+    assert (result.record.asked, result.record.skipped_budget, len(fake.requests)) == (1, 2, 1)
+    assert result.record.metrics.total_tokens == 750
 
 
 def test_api_errors_and_malformed_calls_are_counted_not_raised(fake: FakeAnthropic) -> None:
@@ -113,8 +113,8 @@ def test_api_errors_and_malformed_calls_are_counted_not_raised(fake: FakeAnthrop
                                                        "confidence": "very"})),
                    message(text_block("ok"))]
     result = run_llm_pass([ex(), ex(user="second one here")], settings=Settings(), env=env(fake), now=NOW)
-    assert result.asked == 2 and len(result.errors) == 1 and "bad request" in result.errors[0]
-    assert result.dropped_malformed == 1
+    assert result.record.asked == 2 and len(result.record.errors) == 1 and "bad request" in result.record.errors[0]
+    assert result.record.dropped_malformed == 1
     assert len(result.detected) == 1  # the failed exchange is not marked: asked again next cycle
 
 
@@ -161,15 +161,15 @@ def test_capture_llm_asks_once_per_exchange_and_records_what_it_keeps(fake: Fake
     session = transcript_exchanges((FIXTURES / "behavior_claude_code.jsonl").read_text(encoding="utf-8"))
     settings = Settings(llm_signals=True, llm_signals_every=0)
     fake.script = _answer_with_a_preference
-    assert capture_llm(tmp_path, [session], settings=Settings(), env=env(fake), now=NOW, cycle_number=1).asked == 0
+    assert capture_llm(tmp_path, [session], settings=Settings(), env=env(fake), now=NOW, cycle_number=1).record.asked == 0
 
     result = capture_llm(tmp_path, [session], settings=settings, env=env(fake), now=NOW, cycle_number=1)
     # the rules found nothing in two exchanges worth asking about ("ok", "lint", "commit" are not)
-    assert result.asked == 2 and result.kept == 2
+    assert result.record.asked == 2 and result.record.kept == 2
     assert [s.type for s in read_signals(tmp_path).signals] == ["preference"] * 2
     assert len(seen(tmp_path, "llm")) == 2
     again = capture_llm(tmp_path, [session], settings=settings, env=env(fake), now=NOW, cycle_number=2)
-    assert again.asked == 0 and len(fake.requests) == 4  # two conversations of two turns, nothing new
+    assert again.record.asked == 0 and len(fake.requests) == 4  # two conversations of two turns, nothing new
 
     periodic = llm_candidates(tmp_path, [session], now=NOW, periodic=True)
     assert {e.user for e in periodic} >= {"Perfect, thanks!", "This is so frustrating!!!"}  # the rules' too

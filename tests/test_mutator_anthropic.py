@@ -69,7 +69,7 @@ def request(ws: Path, settings: Settings | None = None, cycle_id: str = "evt_tes
         gene=g, signals=["log_error", "errsig:ZeroDivisionError"], cycle_id=cycle_id, workspace_name=ws.name,
     ), context_chars=settings.prompt_context_chars)
     forbidden = sorted({*g.constraints.forbidden_paths, ".git", ".gep", *settings.protected_paths})
-    return MutationRequest(workspace=ws, cycle_id=cycle_id, prompt=prompt, gene=g, settings=settings,
+    return MutationRequest(work_tree=ws, cycle_id=cycle_id, prompt=prompt, gene=g, settings=settings,
                            forbidden_paths=forbidden, validation_commands=list(g.validation))
 
 

@@ -74,7 +74,7 @@ def request(ws: Path, settings: Settings, cycle_id: str = "evt_cmd_1") -> Mutati
     g = Gene(id="gene_repair_from_errors", strategy=["Fix the root cause"], validation=["python -m pytest -q"])
     prompt = build_prompt(PromptInput(mutation=Mutation(id="mut_1", category="repair"), gene=g,
                                       signals=["log_error"], cycle_id=cycle_id), context_chars=8000)
-    return MutationRequest(workspace=ws, cycle_id=cycle_id, prompt=prompt, gene=g, settings=settings,
+    return MutationRequest(work_tree=ws, cycle_id=cycle_id, prompt=prompt, gene=g, settings=settings,
                            forbidden_paths=[".git", ".gep"], validation_commands=list(g.validation))
 
 

@@ -19,7 +19,7 @@ def test_prompt_file_written_and_cycle_awaits_changes(example_ws: Path) -> None:
         signals=["log_error"], cycle_id="evt_prompt_1",
         sources={"today_log": f"[ERROR] ZeroDivisionError (key {secret})"}), context_chars=8000)
     before = (example_ws / "stats.py").read_text()
-    req = MutationRequest(workspace=example_ws, cycle_id="evt_prompt_1", prompt=prompt, gene=g,
+    req = MutationRequest(work_tree=example_ws, cycle_id="evt_prompt_1", prompt=prompt, gene=g,
                           settings=Settings(), forbidden_paths=[".git", ".gep"], validation_commands=g.validation)
 
     mutator = get_mutator(None, Settings(), {})  # no API key: prompt mode is the default
@@ -43,7 +43,7 @@ def test_unwritable_prompt_dir_is_an_error_result(repo: Path) -> None:
     g = Gene(id="g")
     prompt = build_prompt(PromptInput(mutation=Mutation(id="m", category="repair"), gene=g, cycle_id="evt_x"),
                           context_chars=8000)
-    req = MutationRequest(workspace=repo, cycle_id="evt_x", prompt=prompt, gene=g, settings=Settings())
+    req = MutationRequest(work_tree=repo, cycle_id="evt_x", prompt=prompt, gene=g, settings=Settings())
     result = get_mutator("prompt", Settings(), {}).apply(req)
     assert result.status == "error" and result.error is not None
     assert result.error.startswith("cannot write the prompt file")

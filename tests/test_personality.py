@@ -60,9 +60,9 @@ def test_update_stats_counts_and_averages_without_mutating_input():
 
 def test_nothing_known_nothing_triggered_keeps_the_state():
     sel = choose()
-    assert sel.state == PersonalityState() and sel.key == DEFAULT_KEY
-    assert sel.known is False and sel.mutations == [] and sel.triggered is None
-    assert choose(stats=PersonalityStats(entries={DEFAULT_KEY: PersonalityStatEntry(success=1)})).known
+    assert sel.state == PersonalityState() and sel.record.key == DEFAULT_KEY
+    assert sel.record.known is False and sel.record.mutations == [] and sel.record.triggered is None
+    assert choose(stats=PersonalityStats(entries={DEFAULT_KEY: PersonalityStatEntry(success=1)})).record.known
 
 
 def test_natural_selection_moves_toward_the_best_known_key():
@@ -74,8 +74,8 @@ def test_natural_selection_moves_toward_the_best_known_key():
             PersonalityStatEntry(success=2, fail=0),  # better p but under 3 samples: not eligible
     })
     sel = choose(stats=stats)
-    assert sel.best_known_key == best
-    assert [(m.param, m.delta, m.reason) for m in sel.mutations] == [
+    assert sel.record.best_known_key == best
+    assert [(m.param, m.delta, m.reason) for m in sel.record.mutations] == [
         ("risk_tolerance", pytest.approx(-0.1), "natural_selection"),
         ("rigor", pytest.approx(0.1), "natural_selection")]
     assert sel.state.rigor == pytest.approx(0.8) and sel.state.risk_tolerance == pytest.approx(0.3)
@@ -84,7 +84,7 @@ def test_natural_selection_moves_toward_the_best_known_key():
     for _ in range(5):
         state = choose(current=state, stats=stats).state
     assert personality_key(state) == best
-    assert choose(current=state, stats=stats).mutations == []
+    assert choose(current=state, stats=stats).record.mutations == []
 
 
 @pytest.mark.parametrize("statuses, mutation, reason", [
@@ -97,25 +97,25 @@ def test_natural_selection_moves_toward_the_best_known_key():
 ])
 def test_failure_streak_triggers_mutations(statuses, mutation, reason):
     sel = choose(recent=events(*statuses, mutation=mutation), signals=["log_error"])
-    assert sel.triggered == reason
+    assert sel.record.triggered == reason
     if reason:
-        assert [(m.param, m.delta) for m in sel.mutations] == [("rigor", pytest.approx(0.1)),
+        assert [(m.param, m.delta) for m in sel.record.mutations] == [("rigor", pytest.approx(0.1)),
                                                                 ("risk_tolerance", pytest.approx(-0.1))]
         assert sel.state.rigor == pytest.approx(0.8)
     else:
-        assert sel.mutations == []
+        assert sel.record.mutations == []
 
 
 def test_drift_and_signals_choose_the_mutation():
     drifted = choose(drift=True)
-    assert drifted.triggered == "drift enabled"
-    assert [m.param for m in drifted.mutations] == ["creativity", "risk_tolerance"]
+    assert drifted.record.triggered == "drift enabled"
+    assert [m.param for m in drifted.record.mutations] == ["creativity", "risk_tolerance"]
     streak = events("failed", "failed", "failed", "failed")
-    assert [m.param for m in choose(recent=streak, signals=["capability_gap"]).mutations] == \
+    assert [m.param for m in choose(recent=streak, signals=["capability_gap"]).record.mutations] == \
         ["creativity", "risk_tolerance"]
-    assert [m.param for m in choose(recent=streak, signals=["protocol_drift"]).mutations] == ["obedience", "rigor"]
+    assert [m.param for m in choose(recent=streak, signals=["protocol_drift"]).record.mutations] == ["obedience", "rigor"]
     saturated = choose(current=PersonalityState(obedience=0.97), recent=streak, signals=["protocol_drift"])
-    assert [m.param for m in saturated.mutations] == ["creativity", "rigor"]
+    assert [m.param for m in saturated.record.mutations] == ["creativity", "rigor"]
 
 
 def test_values_stay_in_bounds_and_at_most_four_changes():
@@ -127,7 +127,7 @@ def test_values_stay_in_bounds_and_at_most_four_changes():
         stats = PersonalityStats(entries={personality_key(target): PersonalityStatEntry(success=9)})
         sel = choose(current=current, stats=stats, recent=streak, seed=i, drift=bool(i % 2),
                      signals=rng.choice([["log_error"], ["capability_gap"], []]))
-        assert len(sel.mutations) <= 4
+        assert len(sel.record.mutations) <= 4
         assert all(0.0 <= getattr(sel.state, t) <= 1.0 for t in TRAITS)
 
 
@@ -135,6 +135,6 @@ def test_ties_between_best_keys_are_broken_by_the_rng_reproducibly():
     a = "rigor=0.9|creativity=0.3|verbosity=0.3|risk_tolerance=0.4|obedience=0.9"
     b = "rigor=0.5|creativity=0.3|verbosity=0.3|risk_tolerance=0.4|obedience=0.9"
     stats = PersonalityStats(entries={a: PersonalityStatEntry(success=5), b: PersonalityStatEntry(success=5)})
-    picks = {choose(stats=stats, seed=s).best_known_key for s in range(30)}
+    picks = {choose(stats=stats, seed=s).record.best_known_key for s in range(30)}
     assert picks == {a, b}
     assert choose(stats=stats, seed=3) == choose(stats=stats, seed=3)

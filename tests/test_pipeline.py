@@ -29,7 +29,7 @@ def test_the_context_holds_resources_and_the_state_what_the_stages_make(example_
     from gep.cycle.context import CycleContext, open_cycle
     from gep.cycle.state import CycleState
 
-    assert set(CycleContext.model_fields) == {"request", "settings", "workspace", "store", "event_id", "cycle_number",
+    assert set(CycleContext.model_fields) == {"request", "settings", "repo", "store", "event_id", "cycle_number",
                                               "seed", "started_at", "clock", "env", "stack", "opened",
                                               "holdout"}  # drawn when the cycle opens, as its seed
     assert {"run", "tree", "notes", "recovered", "approve", "abandoned"} <= set(CycleState.model_fields)

@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from live_prefect import free_port
@@ -53,7 +54,7 @@ def test_runs_are_asked_in_one_post_with_the_credentials(server: str) -> None:
                                      "parameters": {"workspace": "/w"}}]).encode())
     runs = api.read_flow_runs(server, [RUN, "not-a-uuid"], env={"PREFECT_API_KEY": "k-123"})
     assert runs is not None and runs[RUN].state == "Completed" and runs[RUN].duration_s == 1.5
-    assert runs[RUN].workspace == "/w"
+    assert runs[RUN].workspace == Path("/w")
     ((method, path, headers, body),) = Fake.seen
     assert (method, path) == ("POST", "/api/flow_runs/filter")
     assert json.loads(body) == {"flow_runs": {"id": {"any_": [RUN]}}, "limit": 1}

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gep.core.models import BlastRadius, EvolutionEvent, Outcome
-from gep.signals.rules import analyze_recent_history, extract_signals, is_empty_cycle
+from gep.signals.rules import analyze_recent_history, extract_signals, is_empty_cycle, top_gene
 
 
 def ev(
@@ -179,7 +179,7 @@ def test_analysis_fields() -> None:
     assert h.gene_freq == {"g1": 8}
     assert h.suppressed_signals == ["log_error", "errsig"]
     assert h.recent_intents == ["repair"] * 10
-    assert h.top_gene == "g1"
+    assert top_gene(h) == "g1"
 
 
 @pytest.mark.parametrize("events", [None, [], ()])

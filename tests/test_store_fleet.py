@@ -70,8 +70,8 @@ def test_each_workspace_sees_only_its_own_rows(url: str, tmp_path: Path) -> None
             assert {s for e in events for s in e.signals} == {tag}
             assert store.count_events() == n and store.last_event_id() == f"evt_{n - 1}"
             assert store.get_event("evt_0").signals == [tag]
-            assert [r.workspace for r in store.open_runs()] == [tag]
-            assert store.get_run("evt_0").workspace == tag
+            assert [r.workspace for r in store.open_runs()] == [Path(tag)]
+            assert store.get_run("evt_0").workspace == Path(tag)
             assert store.get_state("personality.current", PersonalityState).rigor == pytest.approx(0.1 * n)
             assert [c.summary for c in store.list_capsules()] == [f"{tag} {i}" for i in range(n)]
             assert store.get_capsule("cap_0").summary == f"{tag} 0"

@@ -196,9 +196,9 @@ def _other_runs(url: str, workspace: Path, known: set[str], limit: int) -> list[
     return [r for r in runs if r.id not in known and _same_workspace(r.workspace, real)]
 
 
-def _same_workspace(param: str | None, real: Path) -> bool:
+def _same_workspace(param: Path | None, real: Path) -> bool:
     """Runs of another workspace with the same folder name share the tag: keep this one's."""
-    if not param or "{{" in param:
+    if param is None or "{{" in str(param):
         return True  # a refused run with no usable path: it carries this workspace's tag
     try:
         return Path(param).expanduser().resolve() == real

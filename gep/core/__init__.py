@@ -5,7 +5,8 @@ user asks of one cycle), learned.py (what a workspace learned, as the store keep
 (the behavioural signal, seed 000), asset_json.py (an asset's JSON), learned_text.py (learned text made
 data for agents). Settings and limits: config.py, constants.py, learning_switch.py (which learning
 mechanisms a cycle uses), deadline.py (a cycle's wall-clock limit). Names and errors: errors.py,
-event_ids.py (ids people can type), workspace_id.py, hashing.py (byte-compatible with the reference),
+event_ids.py (ids people can type), workspace_id.py, stored_path.py (a folder in
+a model: a Path, stored as its string), hashing.py (byte-compatible with the reference),
 machine_key.py (this machine's key that seals what the engine wrote), holdout.py (the holdout's draw),
 text_fit.py (lines that fit the terminal). What others write: safe_files.py
 (reading their files), safe_regex.py (their regular expressions), json_safe.py, salvage.py (stored records

@@ -197,7 +197,7 @@ class RunLimits(BaseModel):
     def apply(self, settings: Settings) -> Settings:
         """``settings`` with these limits in place of whatever gep.toml says now."""
         known = {k: v for k, v in self.values.items() if k in WIDENING}
-        return Settings.model_validate({**settings.model_dump(), **known})
+        return Settings.model_validate({**dict(settings), **known})  # validated again: the values are JSON
 
 
 _LIST_FIELDS = {name for name, f in Settings.model_fields.items() if "list" in str(f.annotation)}

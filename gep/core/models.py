@@ -37,7 +37,7 @@ from gep.core.records import (
     GenePoolRecord,
     HistoryRecord,
     HostFailure,
-    MutatorMetrics,
+    MutatorResult,
     PersonalityRecord,
     PromptSizes,
     ResolvedRecord,
@@ -45,6 +45,7 @@ from gep.core.records import (
     SourcesRecord,
     ValidationLine,
 )
+from gep.core.stored_path import StoredPath
 
 SCHEMA_VERSION = "1.6.0"
 
@@ -273,20 +274,6 @@ class ValidationReport(GepModel):
 # ---------------------------------------------------------------- events
 
 
-class MutatorRecord(BaseModel):
-    """What the mutator reported (``meta.mutator_result``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    status: str
-    summary: str = ""
-    rationale: str = ""
-    error: str | None = None
-    metrics: MutatorMetrics = Field(default_factory=MutatorMetrics)
-    output: str = ""
-    prompt_file: str | None = None
-
-
 class EventMeta(BaseModel):
     """What a cycle records beside the GEP fields of its event.
 
@@ -319,7 +306,7 @@ class EventMeta(BaseModel):
     interrupted_at_stage: StrictStr | None = None
     prompt_sizes: PromptSizes | None = None
     mutator: StrictStr | None = None
-    mutator_result: MutatorRecord | None = None
+    mutator_result: MutatorResult | None = None  # what the mutator reported, as it reported it
     failure_reasons: list[str] | None = None
     warnings: list[str] | None = None
     empty_cycle: StrictBool | None = None
@@ -439,6 +426,12 @@ class EvolutionEvent(GepModel):
         return self.outcome.status
 
     @property
+    def gene_id(self) -> str | None:
+        """The gene the cycle ran: the one place ``genes_used`` (the stored GEP list, one id at most when gep
+        wrote it) is read as a gene."""
+        return self.genes_used[0] if self.genes_used else None
+
+    @property
     def is_empty_cycle(self) -> bool:
         """Empty: flagged so, or a recorded 0-file/0-line blast radius (seed 002)."""
         if self.meta.empty_cycle is True:
@@ -494,7 +487,7 @@ class CycleRun(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     event_id: str
-    workspace: str
+    workspace: StoredPath
     head_sha: str  # the user's HEAD commit when the cycle started
     branch: str | None = None
     # clone: a model or an agent works in its own clone; in_place: prompt mode, a person works in their tree

@@ -183,7 +183,7 @@ class CapsuleOriginRecord(BaseModel):
 
     workspace_id: str
     workspace_name: str | None = None
-    own: bool = True
+    own: bool = True  # recorded by the workspace that listed it
 
 
 # ---------------------------------------------------------------- mutator
@@ -210,6 +210,10 @@ class MutatorMetrics(BaseModel):
 
 
 class MutatorResult(BaseModel):
+    """What a mutator reports; the event keeps it as it is (``meta.mutator_result``)."""
+
+    model_config = ConfigDict(extra="allow")  # keys a stored event holds that this version does not know: kept
+
     status: MutatorStatus
     summary: str = ""  # one line; solidify uses it as the commit subject
     rationale: str = ""

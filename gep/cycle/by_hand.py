@@ -63,7 +63,7 @@ def _now_landed(store: Store, event: EvolutionEvent, result: ByHand, marks: list
     store.add_event(event)
     if str(event.outcome.status) != "success" or not event.meta.commit:
         return
-    res = resolution_for_commit(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
+    res = resolution_for_commit(event_id=event.id, gene_id=event.gene_id,
                                 signals=event.signals, commit_sha=event.meta.commit, committed_at=utc_now(),
                                 files=marks)
     if res is not None:

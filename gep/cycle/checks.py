@@ -145,8 +145,6 @@ def protocol_violations(event: EvolutionEvent, gene: Gene, mutation: Mutation) -
         out.append("forbidden_innovate_with_high_risk_personality")
     if event.intent and str(event.intent) != mutation.category.value:
         out.append(f"intent_mismatch_with_mutation:{event.intent}!={mutation.category.value}")
-    if event.genes_used and gene.id not in event.genes_used:
-        out.append(f"gene_mismatch: event used {','.join(event.genes_used)}, solidify got {gene.id}")
     return out
 
 

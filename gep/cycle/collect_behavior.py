@@ -64,7 +64,7 @@ def capture_behavior(workspace: Path, *, settings: Settings, env: Mapping[str, s
         elif settings.llm_signals:
             llm = capture_llm(workspace, sessions, settings=settings, env=env, now=now, cycle_number=cycle_number)
             out.llm_signals = llm.gep_signals
-            out.record.llm = LlmPassRecord.model_validate(llm.model_dump(include=set(LlmPassRecord.model_fields)))
+            out.record.llm = llm.record
     except (Busy, OSError) as exc:
         out.record.errors.append(f"behavioural capture: {type(exc).__name__}: {exc}"[:300])
     return out

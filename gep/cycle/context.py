@@ -58,7 +58,7 @@ class CycleContext(BaseModel):
 
     request: CycleRequest
     settings: Settings
-    workspace: Repo  # the user's repository; sources and genes are read from its tree
+    repo: Repo  # the workspace, opened: sources and genes are read from its tree
     store: Store
     event_id: str
     cycle_number: int
@@ -223,7 +223,7 @@ def open_cycle(request: CycleRequest, *, resume: bool = False, env: Mapping[str,
             state.abandoned.append(run.event_id)
         now = clock()
         seed = request.seed if request.seed is not None else random.SystemRandom().randrange(2**31)
-        ctx = CycleContext(request=request, settings=settings, workspace=repo, store=store,
+        ctx = CycleContext(request=request, settings=settings, repo=repo, store=store,
                            event_id=new_event_id(now), cycle_number=store.count_events() + 1, seed=seed,
                            started_at=now, clock=clock, env=env, stack=stack)
         return with_holdout(ctx), state
@@ -251,7 +251,7 @@ def _resume(request: CycleRequest, repo: Repo, settings: Settings, store: Store,
     if pending.limits is not None:  # what may run is what the cycle started with, not gep.toml now
         settings = pending.limits.apply(settings)
     ctx = CycleContext(request=request.model_copy(update={"branch": pending.branch, "review": pending.review}),
-                       settings=settings, workspace=repo, store=store, event_id=run.event_id,
+                       settings=settings, repo=repo, store=store, event_id=run.event_id,
                        cycle_number=(meta.cycle if meta else None) or 0, seed=(meta.seed if meta else None) or 0,
                        started_at=clock(), clock=clock, env=env, stack=stack)
     if meta is not None and meta.holdout:  # finished as it started: without what was learned

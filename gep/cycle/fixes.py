@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from gep.core.models import Capsule, EventMeta, EvolutionEvent, iso
-from gep.core.records import CapsuleOriginRecord, FixCheckRecord, FixCreditRecord, ResolvedRecord
+from gep.core.records import FixCheckRecord, FixCreditRecord, ResolvedRecord
 from gep.cycle.context import CycleContext
 from gep.git.change_scope import change_scope
 from gep.learning.feedback import Observation, implicit_signal
@@ -41,7 +41,7 @@ def check_fixes(ctx: CycleContext, signals: Sequence[str]) -> ResolutionCheck:
     resolutions = ctx.store.recent_resolutions()
     if not resolutions:
         return ResolutionCheck(signals=list(signals))
-    tails = collect_tails(ctx.workspace.path, ctx.settings, ctx.started_at)
+    tails = collect_tails(ctx.repo.path, ctx.settings, ctx.started_at)
     check = check_resolutions(signals, resolutions, tails, ctx.started_at)
     for res in check.updated:
         ctx.store.save_resolution(res)
@@ -70,7 +70,7 @@ def apply_verdict(store: Store, verdict: FixVerdict, now: datetime) -> None:
         setattr(capsule, VERDICT_KEY, verdict.verdict)
         store.upsert_capsule(capsule)
     held = verdict.verdict == "verified"
-    gene = event.genes_used[0] if event.genes_used else None
+    gene = event.gene_id
     signals = about(event, verdict)
     signal = implicit_signal(event_id=event.id, gene_id=gene, signals=signals, at=now,
                              observation=Observation.fix_verified if held else Observation.fix_did_not_hold)
@@ -85,11 +85,11 @@ def apply_verdict(store: Store, verdict: FixVerdict, now: datetime) -> None:
 
 def credit_of(ctx: CycleContext, event: EvolutionEvent, commit: str) -> Credit:
     """What the committed change addressed: the errors in the logs whose code it touched (gep/learning/fix_credit.py)."""
-    lines = [line.text for tail in collect_tails(ctx.workspace.path, ctx.settings, ctx.clock())
+    lines = [line.text for tail in collect_tails(ctx.repo.path, ctx.settings, ctx.clock())
              if tail.kind != "transcript" for line in tail.lines]
     settled = [r.signal for r in event.meta.resolved or []]
     tests_passed = bool(event.meta.validation_ok) and any("pytest" in v.cmd for v in event.meta.validation or [])
-    return credit_change(event.signals, live_errors(lines), change_scope(ctx.workspace.path, commit),
+    return credit_change(event.signals, live_errors(lines), change_scope(ctx.repo.path, commit),
                          tests_passed=tests_passed, settled=settled)
 
 
@@ -107,9 +107,9 @@ def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
         return
     committed_at = parse_at(event.meta.solidified_at) or ctx.clock()
     credit = credit_of(ctx, event, event.meta.commit)
-    res = resolution_for_commit(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
+    res = resolution_for_commit(event_id=event.id, gene_id=event.gene_id,
                                 signals=credit.addressed, commit_sha=event.meta.commit, committed_at=committed_at,
-                                files=file_marks(ctx.workspace.path, ctx.settings, ctx.clock()),
+                                files=file_marks(ctx.repo.path, ctx.settings, ctx.clock()),
                                 missed=credit.missed, credited=credit.credited, rerun=credit.rerun)
     if res is not None:
         ctx.store.save_resolution(res)
@@ -123,7 +123,7 @@ def mark_read(ctx: CycleContext, event: EvolutionEvent) -> None:
     if event.outcome.status != "success" or not event.meta.commit or event.meta.delivery == "kept":
         return
     at = parse_at(event.meta.solidified_at) or ctx.clock()
-    tails = collect_tails(ctx.workspace.path, ctx.settings, ctx.clock(), warnings=[])
+    tails = collect_tails(ctx.repo.path, ctx.settings, ctx.clock(), warnings=[])
     ctx.store.set_state(READ_MARKS_KEY, marks_of(tails, at))
 
 
@@ -153,4 +153,4 @@ def annotate(meta: EventMeta, check: ResolutionCheck | None, capsule: Capsule | 
                                for v in check.verdicts]
     origin = getattr(capsule, "origin", None)  # a StoredCapsule knows the workspace that recorded it
     if origin is not None:
-        meta.capsule_origin = CapsuleOriginRecord.model_validate(origin.model_dump())
+        meta.capsule_origin = origin

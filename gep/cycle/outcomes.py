@@ -14,7 +14,6 @@ from gep.core.models import (
     EvolutionEvent,
     Gene,
     Mutation,
-    MutatorRecord,
     Outcome,
     OutcomeStatus,
     RunPending,
@@ -55,7 +54,7 @@ def describe_error(exc: BaseException) -> str:
 
 
 def record_mutator_result(event: EvolutionEvent, result: MutatorResult) -> None:
-    event.meta.mutator_result = MutatorRecord.model_validate(result.model_dump())
+    event.meta.mutator_result = result
 
 
 def record_empty(ctx: CycleContext, event: EvolutionEvent, reason: str) -> EvolutionEvent:

@@ -98,7 +98,7 @@ def learn_outcome(store: Store, event: EvolutionEvent, now: datetime) -> None:
         return
     if REJECTED_IN_REVIEW in (event.meta.failure_reasons or []):
         return  # the reviewer's not_helpful and note are the verdict: no implicit 'ignored', no failure lesson
-    gene = event.genes_used[0] if event.genes_used else None
+    gene = event.gene_id
     observation = outcome_observation(event.outcome.status, event.is_empty_cycle)
     signal = implicit_signal(event_id=event.id, gene_id=gene, signals=event.signals, observation=observation,
                              at=now) if observation else None
@@ -146,14 +146,14 @@ class RevertScan(BaseModel):
 
 def scan_reverts(ctx: CycleContext) -> list[FeedbackSignal]:
     """People's reverts of GEP commits since the last scan: ``not_helpful`` for the reverted cycle's gene."""
-    head = ctx.workspace.head()
+    head = ctx.repo.head()
     seen = ctx.store.get_state(REVERT_SCAN, RevertScan) or RevertScan()
     if seen.head == head:
         return []
     try:
-        found = find_reverts(ctx.workspace.path, since=seen.head)
+        found = find_reverts(ctx.repo.path, since=seen.head)
     except FeedbackError:  # the last scanned head is gone (history rewritten): look again (ids dedupe)
-        found = find_reverts(ctx.workspace.path)
+        found = find_reverts(ctx.repo.path)
     added = [s for r in found if (s := record_revert(ctx.store, r, ctx.started_at)) is not None]
     ctx.store.set_state(REVERT_SCAN, RevertScan(head=head))
     return added
@@ -163,9 +163,9 @@ def record_revert(store: Store, revert: RevertFound, now: datetime) -> FeedbackS
     """A person's revert of a cycle's commit: ``not_helpful`` for its gene and a lesson with the revert's words
     (None when the signal was recorded already: a revert counts once, whoever finds it first)."""
     event = store.get_event(revert.event_id)
-    if event is None or not event.genes_used:
+    if event is None or event.gene_id is None:
         return None
-    signal = revert_signal(revert, gene_id=event.genes_used[0], signals=event.signals)
+    signal = revert_signal(revert, gene_id=event.gene_id, signals=event.signals)
     if signal is None or not store.add_feedback(signal):
         return None
     note = f"reverted in {revert.revert_sha[:12]} by {signal.author}: {signal.note or ''}".strip()

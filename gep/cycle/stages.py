@@ -29,7 +29,7 @@ from gep.core.models import (
     iso,
     utc_now,
 )
-from gep.core.records import HistoryRecord, PersonalityRecord, SourcesRecord
+from gep.core.records import SourcesRecord
 from gep.core.request import chosen
 from gep.cycle.abandon import abandon_run, abandoned_line
 from gep.cycle.budget import budget_spent, daily_budget_spent, record_skipped
@@ -86,14 +86,14 @@ NO_GENE = "no gene matched the signals (or every match is banned)"
 
 
 def collect(ctx: CycleContext, state: CycleState) -> CycleState:
-    state.sources = collect_sources(ctx.workspace.path, ctx.settings, now=ctx.started_at)
+    state.sources = collect_sources(ctx.repo.path, ctx.settings, now=ctx.started_at)
     # what was written since the last change landed drives this cycle (gep/signals/unread.py)
     marks = ctx.store.get_state(READ_MARKS_KEY, ReadMarks)
     if marks is not None:
-        tails = collect_tails(ctx.workspace.path, ctx.settings, ctx.started_at, warnings=[])  # warned above
+        tails = collect_tails(ctx.repo.path, ctx.settings, ctx.started_at, warnings=[])  # warned above
         state.sources = unread_sources(state.sources, tails, marks)
     no_llm = daily_budget_spent(ctx) if ctx.settings.llm_signals else None  # the pass spends the day's tokens too
-    state.behavior = capture_behavior(ctx.workspace.path, settings=ctx.settings, env=ctx.env, now=ctx.started_at,
+    state.behavior = capture_behavior(ctx.repo.path, settings=ctx.settings, env=ctx.env, now=ctx.started_at,
                                       cycle_number=ctx.cycle_number, no_llm=no_llm)
     return state
 
@@ -117,9 +117,9 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.signals = state.fixes.signals
     scan_reverts(ctx)
     catch_up(ctx)
-    judge_for_cycle(ctx.workspace.path, ctx.settings, ctx.started_at)  # did what sessions received help?
+    judge_for_cycle(ctx.repo.path, ctx.settings, ctx.started_at)  # did what sessions received help?
     if state.behavior is not None:  # what people said since the last cycle
-        state.signals = use_behavior(state.behavior, corpus=state.signals, workspace=ctx.workspace.path,
+        state.signals = use_behavior(state.behavior, corpus=state.signals, workspace=ctx.repo.path,
                                      store=ctx.store, events=state.events, settings=ctx.settings,
                                      now=ctx.started_at)
     return state
@@ -132,7 +132,7 @@ def keep_live_problems(ctx: CycleContext, state: CycleState) -> list[str]:
                              memory_snippet=s.memory_snippet, user_snippet=s.user_snippet, recent_events=[])
     if not any(x.startswith("errsig:") and x not in state.signals for x in corpus):
         return state.signals
-    tails = collect_tails(ctx.workspace.path, ctx.settings, ctx.started_at)
+    tails = collect_tails(ctx.repo.path, ctx.settings, ctx.started_at)
     return restore_live(state.signals, corpus, tails, state.events)
 
 
@@ -200,17 +200,17 @@ def _reusable_here(store: Store, signals: Sequence[str], settings: Settings) -> 
 
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
-    genes = workspace_genes(ctx.workspace.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
-    pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.workspace.path, settings=ctx.settings)
-    pool.excluded.update(unmet_preconditions(genes, workspace=ctx.workspace.path, signals=state.signals))
+    genes = workspace_genes(ctx.repo.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
+    pool = gene_pool(genes, statuses=ctx.store, workspace=ctx.repo.path, settings=ctx.settings)
+    pool.excluded.update(unmet_preconditions(genes, workspace=ctx.repo.path, signals=state.signals))
     if learning_switch(ctx.settings).on("avoid"):
         pool.excluded.update(avoided_genes(refresh_avoid_list(ctx.store), genes, state.signals, pool.excluded))
     state.selection, finished = select_from_store(
         ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
         now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
-    state.selection, state.pool = fall_back_to_auto_gene(
+    state.pool = fall_back_to_auto_gene(
         state.selection, genes=genes, pool=pool, signals=state.signals, store=ctx.store,
-        workspace=ctx.workspace.path, settings=ctx.settings)
+        workspace=ctx.repo.path, settings=ctx.settings)
     state.gene = state.selection.gene
     current = ctx.store.get_state("personality.current", PersonalityState) or PersonalityState()
     stats = ctx.store.get_state("personality.stats", PersonalityStats) or PersonalityStats()
@@ -251,10 +251,8 @@ def draft_event(ctx: CycleContext, state: CycleState) -> EvolutionEvent:
     m.strategy = state.strategy.name if state.strategy else None
     m.selector = state.selection.decision if state.selection else None
     m.mutation = state.mutation
-    # without its state: that is the event's personality_state
-    m.personality = (PersonalityRecord.model_validate(state.persona.model_dump(exclude={"state"}))
-                     if state.persona else None)
-    m.history = HistoryRecord.model_validate(state.history.model_dump())
+    m.personality = state.persona.record if state.persona else None  # its state is the event's personality_state
+    m.history = state.history
     capsule = state.selection.capsule if state.selection else None
     m.capsule_reused = capsule.id if capsule else None
     annotate(m, state.fixes, capsule)
@@ -272,8 +270,8 @@ def begin(ctx: CycleContext, state: CycleState) -> CycleState:
     model or an agent, the person's own tree (its baseline recorded, nothing changed) in prompt mode."""
     assert state.event is not None
     ctx.store.add_event(state.event)
-    repo = ctx.workspace
-    state.run = CycleRun(event_id=state.event.id, workspace=str(repo.path), head_sha=repo.head(),
+    repo = ctx.repo
+    state.run = CycleRun(event_id=state.event.id, workspace=repo.path, head_sha=repo.head(),
                          branch=(repo.head_ref() or "").removeprefix("refs/heads/") or None, mode=ctx.mode,
                          pid=os.getpid())
     ctx.store.save_run(state.run)  # first: a crash while the tree is made is recovered from this record
@@ -298,7 +296,7 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
         PromptInput(mutation=state.mutation, gene=gene, capsule=state.selection.capsule if state.selection else None,
                     signals=state.signals, recent_events=history, lessons=memory.lines, synthesis=memory.synthesis,
                     sources=state.sources,
-                    workspace_name=ctx.workspace.path.name, cycle_id=event.id, personality=_persona(state),
+                    workspace_name=ctx.repo.path.name, cycle_id=event.id, personality=_persona(state),
                     strategy_name=event.meta.strategy or "", protected_paths=list(ctx.settings.protected_paths)),
         context_chars=ctx.settings.prompt_context_chars)
     event.meta.prompt_sizes = prompt.sizes
@@ -306,7 +304,7 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     mutator = get_mutator(ctx.mutator, ctx.settings, ctx.env)
     event.meta.mutator = mutator.name
     state.result = mutator.apply(MutationRequest(
-        workspace=state.tree.path, state_dir=ctx.workspace.gep_dir, cycle_id=event.id, prompt=prompt, gene=gene,
+        work_tree=state.tree.path, state_dir=ctx.repo.gep_dir, cycle_id=event.id, prompt=prompt, gene=gene,
         settings=bounded(ctx.settings, ctx.deadline), origin=ORIGINS[ctx.mutator], forbidden_paths=forbidden,
         validation_commands=validation_commands(ctx.settings, gene.validation), deadline=ctx.deadline))
     if state.result.status == "awaiting_changes":
@@ -326,7 +324,7 @@ def solidify_stage(ctx: CycleContext, state: CycleState) -> CycleState:
     (``gep solidify --abandon``: give the pending change up, saved as a patch)."""
     assert state.run is not None
     if ctx.request.abandon_pending and state.run.status == "awaiting_changes":
-        event = abandon_run(ctx.workspace, ctx.store, state.run, "abandoned with `gep solidify --abandon`")
+        event = abandon_run(ctx.repo, ctx.store, state.run, "abandoned with `gep solidify --abandon`")
         state.notes.append(abandoned_line(event))
         state.event, state.done = event, True
         return state
@@ -362,7 +360,7 @@ def record(ctx: CycleContext, state: CycleState) -> CycleState:
         update_personality(ctx, state.event)
         learn_from_cycle(ctx, state.event)
     after_cycle(ctx.store, ctx.settings, MEMORY_FOLD, now=ctx.clock())
-    refresh_after_cycle(ctx.workspace.path, ctx.store, ctx.settings, utc_now())  # sessions' time, not the clock
+    refresh_after_cycle(ctx.repo.path, ctx.store, ctx.settings, utc_now())  # sessions' time, not the clock
     return state
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from gep.core.models import CycleRun, EvolutionEvent, Gene, Mutation
-from gep.core.records import GenePoolRecord, MutatorResult
+from gep.core.records import GenePoolRecord, HistoryRecord, MutatorResult
 from gep.cycle.collect_behavior import BehaviorCapture
 from gep.cycle.solidify import ReviewRequest
 from gep.cycle.tree import CycleTree
@@ -20,7 +20,6 @@ from gep.genes.personality import PersonalitySelection
 from gep.genes.selector import Selection
 from gep.genes.strategy import StrategyPreset
 from gep.learning.resolved import ResolutionCheck
-from gep.signals.rules import HistoryAnalysis
 from gep.signals.sources import SourceBundle
 
 Approve = Callable[[ReviewRequest], bool]
@@ -42,7 +41,7 @@ class CycleState(BaseModel):
     events: list[EvolutionEvent] = Field(default_factory=list)  # recent finished cycles, oldest first
     signals: list[str] = Field(default_factory=list)
     fixes: ResolutionCheck | None = None  # earlier fixes against this cycle's signals (gep/cycle/fixes.py)
-    history: HistoryAnalysis = Field(default_factory=HistoryAnalysis)
+    history: HistoryRecord = Field(default_factory=HistoryRecord)
     strategy: StrategyPreset | None = None
     selection: Selection | None = None
     pool: GenePoolRecord | None = None  # genes not selectable here; the automatic gene, when one was needed

@@ -18,6 +18,7 @@ from gep.core.errors import GepError
 from gep.core.event_ids import short_ids
 from gep.core.learned import fix_label
 from gep.core.models import CycleRun, EvolutionEvent
+from gep.core.stored_path import StoredPath
 from gep.cycle.review_wait import ReviewWait, waiting
 from gep.git.indexwrite import pid_alive
 from gep.git.kept import kept_branch
@@ -64,7 +65,7 @@ class LastOutcome(BaseModel):
 
 
 class WorkspaceStatus(BaseModel):
-    workspace: str
+    workspace: StoredPath
     pending: list[PendingCycle] = Field(default_factory=list)
     kept: list[KeptCommit] = Field(default_factory=list)
     server: ServerState | None = None
@@ -104,7 +105,7 @@ def fix_state(event: EvolutionEvent) -> str:
 def workspace_status(workspace: Path, store: Store | None, server: ServerState | None = None,
                      kept_scan: int = KEPT_SCAN) -> WorkspaceStatus:
     """What the workspace waits for and holds now (``store`` None: nothing was ever recorded there)."""
-    out = WorkspaceStatus(workspace=str(workspace), server=server)
+    out = WorkspaceStatus(workspace=workspace, server=server)
     if store is None:
         return out
     events = store.list_events(limit=kept_scan)

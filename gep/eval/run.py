@@ -29,6 +29,7 @@ from gep.core.config import CONFIG_FILE, Settings, load_settings
 from gep.core.errors import GepError
 from gep.core.models import EvolutionEvent
 from gep.core.request import CycleRequest
+from gep.core.stored_path import StoredPath
 from gep.eval.scratch import clone, mirror, scratch_folder
 from gep.eval.stats import mcnemar, ratio_ci
 from gep.eval.tasks import Checker, Task, mine, overlay
@@ -84,7 +85,7 @@ class ArmResult(BaseModel):
 
 
 class EvalReport(BaseModel):
-    workspace: str
+    workspace: StoredPath
     tasks: list[Task]
     arms: dict[str, ArmResult]
     seeds: int
@@ -96,7 +97,7 @@ class EvalReport(BaseModel):
     ratio_ci: tuple[float, float] | None = None
 
     def as_json(self) -> dict[str, object]:  # JSON edge: `gep eval --json`
-        return {"workspace": self.workspace, "seeds": self.seeds,
+        return {"workspace": str(self.workspace), "seeds": self.seeds,
                 "tasks": [t.model_dump(exclude={"start", "log"}) for t in self.tasks],
                 "arms": {a: r.as_json() for a, r in self.arms.items()}, "compared": self.compared,
                 "only_first": self.only_first, "only_second": self.only_second, "p_value": self.p_value,
@@ -265,5 +266,5 @@ def run_eval(plan: Plan, run_cycle: RunCycle, say: Say, env: Mapping[str, str] |
                 say(f"seed {seed + 1}/{plan.seeds}, task {index + 1}/{len(tasks)} ({task.id}: {task.subject[:40]})")
                 for arm in opened:
                     arms[arm.name].results.append(run_task(arm, task, index, plan, checker, run_cycle, say))
-        report = EvalReport(workspace=str(repo.path), tasks=tasks, arms=arms, seeds=plan.seeds)
+        report = EvalReport(workspace=repo.path, tasks=tasks, arms=arms, seeds=plan.seeds)
     return compare(report)

@@ -47,7 +47,10 @@ class PersonalityStats(BaseModel):
     updated_at: str | None = None
 
 
-class PersonalitySelection(PersonalityRecord):
+class PersonalitySelection(BaseModel):
+    """The cycle's personality and how it was chosen (the record the event keeps as ``meta.personality``)."""
+
+    record: PersonalityRecord
     state: PersonalityState
 
 
@@ -189,9 +192,10 @@ def select_personality(
         applied += done
 
     key = personality_key(state)
-    return PersonalitySelection(state=state, key=key, known=key in stats.entries, mutations=applied,
-                                best_known_key=best[0] if best else None,
-                                best_known_score=round(best[1], 6) if best else None, triggered=why)
+    record = PersonalityRecord(key=key, known=key in stats.entries, mutations=applied,
+                               best_known_key=best[0] if best else None,
+                               best_known_score=round(best[1], 6) if best else None, triggered=why)
+    return PersonalitySelection(record=record, state=state)
 
 
 def update_stats(stats: PersonalityStats, key: str, outcome_status: str, score: float | None,

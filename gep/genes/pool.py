@@ -31,24 +31,25 @@ def gene_pool(genes: Sequence[Gene], *, statuses: GeneStatusRepository, workspac
 
 
 def fall_back_to_auto_gene(selection: Selection, *, genes: Sequence[Gene], pool: GenePool, signals: Sequence[str],
-                           store: Store, workspace: Path, settings: Settings) -> tuple[Selection, GenePoolRecord]:
+                           store: Store, workspace: Path, settings: Settings) -> GenePoolRecord:
     """When selection found no gene: the automatic gene for the actionable signals (stored when new), so the
-    cycle runs with it instead of ending empty. Genes banned this cycle or excluded here are not reused."""
+    cycle runs with it instead of ending empty. Genes banned this cycle or excluded here are not reused.
+    ``selection`` is completed in place (its gene and decision), so the cycle carries one selection."""
     record = GenePoolRecord(excluded=dict(pool.excluded))
     if selection.gene is not None:
-        return selection, record
+        return record
     banned = {b.gene_id for b in selection.decision.bans_applied}
     decision = ensure_gene(signals=signals, intent=None, genes=genes, excluded=banned | set(pool.excluded),
                            workspace=workspace, settings=settings, env=command_env(settings))
     gene = decision.gene
     record.auto_gene = AutoGeneRecord(gene_id=gene.id if gene else None, created=decision.created,
                                       reason=decision.reason)
-    decision_record = selection.decision.model_copy(deep=True)
     if gene is None:
-        decision_record.reasons.append(f"no automatic gene: {decision.reason}")
-        return selection.model_copy(update={"decision": decision_record}), record
+        selection.decision.reasons.append(f"no automatic gene: {decision.reason}")
+        return record
     if decision.created:
         store.upsert_gene(gene, source=AUTO_SOURCE)
-    decision_record.selected = gene.id
-    decision_record.reasons.insert(0, decision.reason)
-    return Selection(gene=gene, capsule=selection.capsule, decision=decision_record), record
+    selection.gene = gene
+    selection.decision.selected = gene.id
+    selection.decision.reasons.insert(0, decision.reason)
+    return record

@@ -247,11 +247,11 @@ def _failed_capsule_bans(failed: Sequence[FailedCapsule], signals: Sequence[str]
     window_start = times[-ban_cycles] if 0 < ban_cycles <= len(times) else None
     last_success: dict[str, datetime] = {}
     for ev, at in zip(cycles, times, strict=True):
-        if not ev.genes_used or at is None or ev.outcome.status != "success" or ev.is_empty_cycle:
+        if ev.gene_id is None or at is None or ev.outcome.status != "success" or ev.is_empty_cycle:
             continue
         where = about(ev)
         if where is not None and _overlap(current, view(where)) >= constants.FAILED_CAPSULE_OVERLAP_MIN:
-            gid = ev.genes_used[0]
+            gid = ev.gene_id
             if gid not in last_success or at > last_success[gid]:
                 last_success[gid] = at
 
@@ -290,8 +290,8 @@ def _unheld_fix_bans(events: Sequence[EvolutionEvent], signals: Sequence[str], b
     recorded before fixes were credited: its trigger signals), dated when it ran. Situations are compared by
     their problem, as the memory graph does. Its checks passed, so no failed capsule was written; without this,
     a fix that keeps not holding is only outweighed slowly by the gene's older record."""
-    unheld = [FailedCapsule(id=e.id, gene=e.genes_used[0], trigger=about, created_at=e.meta.at)
-              for e in events if e.genes_used and e.meta.fix_verdict == "did_not_hold"
+    unheld = [FailedCapsule(id=e.id, gene=e.gene_id, trigger=about, created_at=e.meta.at)
+              for e in events if e.gene_id is not None and e.meta.fix_verdict == "did_not_hold"
               and (about := outcome_signals(e)) is not None]
     return _failed_capsule_bans(unheld, signals, events, ban_cycles, source="fix_did_not_hold",
                                 what="fixes that did not hold", view=problem_signals,
@@ -368,7 +368,7 @@ def judged(events: Sequence[EvolutionEvent]) -> list[EvolutionEvent]:
 
 
 def _recent_selections(events: Sequence[EvolutionEvent], n: int) -> list[str]:
-    picks = [e.genes_used[0] for e in _cycles(events) if e.genes_used]
+    picks = [e.gene_id for e in _cycles(events) if e.gene_id is not None]
     return picks[-n:] if n > 0 else []
 
 

@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gep.core.errors import WorkspaceError
+from gep.core.stored_path import StoredPath
 from gep.git.plumbing import Git, shown
 from gep.git.refs import RefRecord, pin, read_refs, record_refs, unpin
 from gep.git.repo import Repo
@@ -50,9 +51,12 @@ class CloneState(BaseModel):
 
 
 class CloneRecord(BaseModel):
+    # the file keeps the key "clone" for the clone's folder: records written before read the same
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+
     event_id: str
-    workspace: str
-    clone: str
+    workspace: StoredPath
+    clone_dir: StoredPath = Field(alias="clone")  # the cycle's isolated clone (a Path, stored as the string)
     baseline: str  # the user's HEAD commit when the cycle started
     base: str  # what the clone's change is measured against: the baseline, or the branch tip after a rebase
     branch: str | None  # refs/heads/<name> HEAD was on at the start; None when detached
@@ -64,7 +68,8 @@ class CloneRecord(BaseModel):
 
     @property
     def path(self) -> Path:
-        return Path(self.clone)
+        """The clone's folder (``clone_dir``), where the change is made."""
+        return self.clone_dir
 
 
 def check_event_id(event_id: str) -> str:
@@ -176,7 +181,7 @@ def open_clone(repo: Repo, event_id: str, env_dirs: Sequence[str] = ()) -> Clone
     try:
         _init_clone(repo, clone, index, baseline, branch)
         links = _env_links(repo, clone, env_dirs)
-        rec = CloneRecord(event_id=event_id, workspace=str(repo.path), clone=str(clone), baseline=baseline,
+        rec = CloneRecord(event_id=event_id, workspace=repo.path, clone_dir=clone, baseline=baseline,
                           base=baseline, branch=branch, user_refs=refs, clone_state=read_clone_state(clone),
                           env_links=links)
         save_record(repo, rec)

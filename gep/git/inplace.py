@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from gep.core.errors import WorkspaceError
+from gep.core.stored_path import StoredPath
 from gep.git.change import Change, FileChange, changed_paths, tree_diff, untracked_changes
 from gep.git.clone import check_event_id
 from gep.git.entries import index_info
@@ -48,7 +49,7 @@ class Fingerprint(BaseModel):
 
 class InPlaceRecord(BaseModel):
     event_id: str
-    workspace: str
+    workspace: StoredPath
     head: str
     head_ref: str | None
     index: str  # commit of the user's index at the baseline (parent: head)
@@ -175,7 +176,7 @@ def begin_in_place(repo: Repo, event_id: str, env_dirs: Sequence[str] = (),
     c_raw = ident.out("commit-tree", raw_tree, "-p", c_snap, input=b"gep: exact bytes of your uncommitted files\n")
     g.run("update-ref", f"refs/gep/baseline/{event_id}", c_raw)
     ignored, complete = fingerprint_ignored(repo, env_dirs)
-    rec = InPlaceRecord(event_id=event_id, workspace=str(repo.path), head=head, head_ref=head_ref, index=c_index,
+    rec = InPlaceRecord(event_id=event_id, workspace=repo.path, head=head, head_ref=head_ref, index=c_index,
                         snapshot=c_snap, raw=c_raw, dirty=dirty, unsaved=unsaved, ignored=ignored,
                         ignored_complete=complete, env_dirs=list(env_dirs), special=[r.path for r in snap.refused])
     path = record_path(repo, event_id)

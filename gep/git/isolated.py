@@ -8,7 +8,6 @@ changes in the clone are found by comparing the clone's refs with those recorded
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from gep.core.errors import GepError, WorkspaceError
 from gep.git.change import Change, FileChange, tree_diff, untracked_changes
@@ -109,7 +108,7 @@ def discard_clone(repo: Repo, rec: CloneRecord, change: Change | None = None) ->
 def close_clone(repo: Repo, rec: CloneRecord, status: str = "landed") -> None:
     """The cycle is over: record the status, delete the clone, drop the pins."""
     rec.status = status  # type: ignore[assignment]
-    if Path(rec.clone).exists():
+    if rec.clone_dir.exists():
         save_record(repo, rec)
     remove_clone(repo, rec.event_id)
 

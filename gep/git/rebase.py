@@ -39,14 +39,14 @@ def _recommit(repo: Repo, tree: str, parent: str, original: str) -> str:
 def move_clone(repo: Repo, rec: CloneRecord, commit: str, new_base: str) -> None:
     """The clone's tracked files to ``commit``'s tree, its HEAD and branch to ``new_base``."""
     _clone, index, _record = clone_paths(repo, rec.event_id)
-    files = Git(rec.path, git_dir=repo.git_dir, work_tree=rec.path, index=index, where=rec.clone)
+    files = Git(rec.path, git_dir=repo.git_dir, work_tree=rec.path, index=index, where=str(rec.clone_dir))
     files.run("read-tree", "--reset", "-u", commit)
     cg = clone_git(rec)
     cg.run("update-ref", "--no-deref", "HEAD", new_base)
     if rec.branch and rec.branch in rec.clone_state.refs:
         cg.run("update-ref", rec.branch, new_base)
     Git(rec.path, git_dir=repo.git_dir, work_tree=rec.path, index=rec.path / ".git" / "index",
-        where=rec.clone).run("read-tree", new_base)
+        where=str(rec.clone_dir)).run("read-tree", new_base)
 
 
 def rebase_onto(repo: Repo, rec: CloneRecord, commit: str, tip: str) -> tuple[str | None, str]:

@@ -196,7 +196,7 @@ def _fix_items(events: Sequence[EvolutionEvent], now: datetime) -> list[ContextI
             continue
         about = f" [on {_clip(_without_time(fixed[0]), PROBLEM_SHOWN)}]" if fixed else ""
         items.append(ContextItem(kind="fix", ref=f"fix:{e.id}", text=_clip(
-            f"Fixed, and the fix held ({e.genes_used[0]}, {e.id}): {what}{about}")))
+            f"Fixed, and the fix held ({e.gene_id}, {e.id}): {what}{about}")))
         if len(items) >= MAX_FIXES_SHOWN:
             break
     return items

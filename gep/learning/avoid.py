@@ -104,10 +104,10 @@ def build_avoid_list(events: Sequence[EvolutionEvent]) -> AvoidList:
     """The avoid-list from the recorded cycles (oldest first): recomputed, so a verdict given later counts."""
     entries: dict[tuple[str, str], AvoidEntry] = {}
     for e in learns_from(events):
-        if not e.genes_used or e.outcome.status not in ("success", "failed"):
+        if e.gene_id is None or e.outcome.status not in ("success", "failed"):
             continue
         for p in judged_problem(e):
-            key = (e.genes_used[0], p)
+            key = (e.gene_id, p)
             for other_key, other in entries.items():
                 if other_key[1] == p and other_key != key:
                     other.since += 1

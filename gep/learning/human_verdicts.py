@@ -75,7 +75,7 @@ def give_feedback(store: VerdictStore, event_id: str, verdict: str, *, now: date
     event = store.get_event(event_id)
     if event is None:
         raise FeedbackError(f"no event {event_id!r} in this workspace (see `gep history`)")
-    signal = explicit_signal(event_id=event.id, gene_id=event.genes_used[0] if event.genes_used else None,
+    signal = explicit_signal(event_id=event.id, gene_id=event.gene_id,
                              signals=worked_on(event), kind=verdict, at=now, note=note, author=author or default_author())
     if store.add_feedback(signal):
         person_lesson(store, event, "helpful" if verdict == "helpful" else "not_helpful", signal.note, now)

@@ -6,7 +6,7 @@ in, a :class:`MemoryAdvice` out.
 
 Fields read from each event:
   - ``signals``                    the situation the cycle saw
-  - ``genes_used[0]``              the gene it used (events without one are skipped)
+  - ``gene_id``                    the gene it used (events without one are skipped)
   - ``outcome.status``/``.score``  success / failed / empty (other statuses carry no outcome and are skipped)
   - ``meta.at``                       when it ran (ISO-8601; a missing or bad timestamp counts as "now": no decay)
   - ``meta.empty_cycle`` and ``blast_radius`` (through ``EvolutionEvent.is_empty_cycle``): a "success"
@@ -230,13 +230,13 @@ def _situation(ev: EvolutionEvent) -> tuple[list[str], str, str, datetime | None
     problem is the one the outcome counts on (gep/learning/problem_key.py ``outcome_signals``: a committed fix's
     judged or credited errors, else the trigger signals), so a fix made in a ``perf_bottleneck`` cycle teaches
     about the error it fixed, not about ``perf_bottleneck``."""
-    if not ev.genes_used:
+    if ev.gene_id is None:
         return None
     kind = outcome_kind(ev)
     about = outcome_signals(ev)
     if kind is None or about is None:
         return None
-    return problem_signals(about), ev.genes_used[0], kind, event_time(ev)
+    return problem_signals(about), ev.gene_id, kind, event_time(ev)
 
 
 def _fade(summary: SituationSummary, factor: float) -> None:

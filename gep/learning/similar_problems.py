@@ -114,6 +114,6 @@ def similar_fixes(events: Sequence[EvolutionEvent], signals: Sequence[str],
 def _line(e: EvolutionEvent, fixed: str, why: str, approach: str) -> str:
     touched = f" Touched: {', '.join((e.meta.changed_files or [])[:3])}." if e.meta.changed_files else ""
     how = f" Approach: {_clip(approach, 240)}" if approach.strip() else ""
-    text = (f"worked on a similar problem ({why}): {e.genes_used[0]}'s fix of [{_clip(fixed, 120)}] held."
+    text = (f"worked on a similar problem ({why}): {e.gene_id}'s fix of [{_clip(fixed, 120)}] held."
             f"{touched}{how}")
     return _clip(redact(text), LINE_CHARS)

@@ -117,7 +117,7 @@ class _Session:
         self.timeout_s = timeout_s
         self.req = req
         self.settings = req.settings
-        self.tools = WorkspaceTools(req.workspace, forbidden_paths=req.forbidden_paths,
+        self.tools = WorkspaceTools(req.work_tree, forbidden_paths=req.forbidden_paths,
                                     validation_commands=req.validation_commands, settings=req.settings,
                                     gene_id=req.gene.id, cycle_id=req.cycle_id, origin=req.origin)
         self.metrics = MutatorMetrics(model=req.settings.model)

@@ -27,8 +27,9 @@ from gep.validation.sandbox import ChangeOrigin
 class MutationRequest(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    workspace: Path  # where the change is made: the cycle's clone, or (prompt mode) the person's tree
-    state_dir: Path | None = None  # the engine's .gep/ (the prompt file goes there); default: workspace/.gep
+    # where the change is made: the cycle's clone (``clone_dir``), or (prompt mode) the workspace itself
+    work_tree: Path
+    state_dir: Path | None = None  # the engine's .gep/ (the prompt file goes there); default: work_tree/.gep
     origin: ChangeOrigin = "model"  # who makes the change: the sandbox of the model's run_validation tool
     cycle_id: str
     prompt: GepPrompt
@@ -72,7 +73,7 @@ def prompt_path(state_dir: Path, cycle_id: str) -> Path:
 def write_prompt_file(req: MutationRequest) -> Path:
     """Write ``.gep/prompts/<cycle>.md`` in the engine's own directory (the user's, never inside a clone,
     where it would be part of the change) and return its path."""
-    path = prompt_path(req.state_dir or Path(req.workspace) / GEP_DIR, req.cycle_id)
+    path = prompt_path(req.state_dir or Path(req.work_tree) / GEP_DIR, req.cycle_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_markdown(req.prompt), encoding="utf-8")
     return path

@@ -124,7 +124,7 @@ class CommandMutator:
         except OSError as exc:
             return MutatorResult(status="error", error=one_line(f"cannot write the prompt file: {exc}"))
         env = agent_env(self.env, GEP_PROMPT_FILE=str(prompt_file), GEP_CYCLE_ID=req.cycle_id,
-                        GEP_WORKSPACE=str(req.workspace))
+                        GEP_WORKSPACE=str(req.work_tree))
         cut = left(req.deadline) < req.settings.agent_timeout_s  # the cycle's own limit comes first
         timeout = max(1.0, min(req.settings.agent_timeout_s, left(req.deadline)))
         limit = constants.AGENT_OUTPUT_CHARS
@@ -133,7 +133,7 @@ class CommandMutator:
             try:
                 # own process group (a timeout kills the agent's children too); dies with the cycle, so a
                 # kill -9 of the cycle never leaves an agent editing a workspace that recovery restores
-                proc = subprocess.Popen(self.argv, cwd=req.workspace, env=env, stdin=stdin, stdout=out,
+                proc = subprocess.Popen(self.argv, cwd=req.work_tree, env=env, stdin=stdin, stdout=out,
                                         stderr=err, start_new_session=True, preexec_fn=die_with_parent(os.getpid()))
             except OSError as exc:
                 return MutatorResult(status="error", prompt_file=str(prompt_file),

@@ -22,9 +22,9 @@ class PromptMutator:
             return MutatorResult(status="error", error=redact(f"cannot write the prompt file: {exc}"))
         return MutatorResult(
             status="awaiting_changes",
-            summary=f"prompt written to {_shown(path, req.workspace)}",
+            summary=f"prompt written to {_shown(path, req.work_tree)}",
             rationale="make the change the prompt describes, then run "
-                      f"`gep solidify --workspace {req.workspace}` to validate and commit it (or `gep solidify --abandon` to "
+                      f"`gep solidify --workspace {req.work_tree}` to validate and commit it (or `gep solidify --abandon` to "
                       "give it up, saved as a patch)",
             prompt_file=str(path),
         )

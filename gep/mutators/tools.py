@@ -149,9 +149,9 @@ def _bounded(text: str, limit: int, what: str) -> str:
 class WorkspaceTools:
     """The tools of one mutation session. ``call`` never raises for anything the model sends."""
 
-    def __init__(self, workspace: Path, *, forbidden_paths: list[str], validation_commands: list[str],
+    def __init__(self, work_tree: Path, *, forbidden_paths: list[str], validation_commands: list[str],
                  settings: Settings, gene_id: str | None, cycle_id: str, origin: ChangeOrigin = "model") -> None:
-        self.root = Path(workspace).resolve()
+        self.root = Path(work_tree).resolve()
         self.origin: ChangeOrigin = origin  # whose change the checks run on: the sandbox's policy
         self.forbidden = sorted({*forbidden_paths, *ALWAYS_FORBIDDEN})
         self.validation_commands = list(validation_commands)

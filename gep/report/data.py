@@ -222,7 +222,7 @@ def from_events(workspace: Path, events: Sequence[EvolutionEvent],
 def cycle_of(n: int, e: EvolutionEvent) -> Cycle:
     host = host_reason(e)
     return Cycle(n=n, event_id=e.id, at=parse_at(e.meta.at), status=str(e.outcome.status),
-                 category=category(e, host), gene=e.genes_used[0] if e.genes_used else None,
+                 category=category(e, host), gene=e.gene_id,
                  families=sorted({family(s) for s in e.signals}), host_reason=host)
 
 

@@ -134,7 +134,7 @@ def status(workspace: Path) -> Status:
         prompt = e.meta.mutator_result.prompt_file if e.meta.mutator_result else None
         pending = Pending(id=short_id(e.id), gene=",".join(e.genes_used) or "-", prompt_file=prompt,
                           next="make the change, then `gep solidify` (or `gep solidify --abandon`)")
-    return mark(Status(workspace=str(workspace), cycles=len(ids), pending=pending,
+    return mark(Status(workspace=workspace, cycles=len(ids), pending=pending,
                        kept_branches=_kept_branches(workspace), server=server.status().line()))
 
 

@@ -230,7 +230,7 @@ def record(workspace: Path, detected: Sequence[Detected], *, pass_: Pass = "rule
                 if counts[d.source] >= MAX_PER_DAY:
                     report.capped += 1
                     continue
-                stored = StoredSignal.model_validate({**sig.model_dump(), "source": d.source, "key": d.key})
+                stored = StoredSignal(**{**dict(sig), "source": d.source, "key": d.key})  # the signal, and where from
                 stored.mac = seal(stored.sealed_body())  # gep wrote it: trusted as context (machine_key.py)
                 counts[d.source] += 1
                 out.setdefault(day, []).append(stored.model_dump_json(exclude_none=True))

@@ -96,9 +96,10 @@ class LlmSignal(BaseModel):
     confidence: float = Field(ge=0, le=1)
 
 
-class LlmPassResult(LlmPassRecord):
-    """The pass's counts, tokens and cost (what the event records), and what it found."""
+class LlmPassResult(BaseModel):
+    """What the pass found, and its counts, tokens and cost (``record``: what the event keeps)."""
 
+    record: LlmPassRecord = Field(default_factory=LlmPassRecord)
     detected: list[Detected] = Field(default_factory=list)  # core-type signals, per exchange (to record)
     gep_signals: list[str] = Field(default_factory=list)
 
@@ -204,14 +205,14 @@ def _keep(raw: Mapping[str, Any], user_sent: str, result: LlmPassResult) -> LlmS
     try:
         sig = LlmSignal.model_validate(raw)
     except ValidationError:
-        result.dropped_malformed += 1
+        result.record.dropped_malformed += 1
         return None
     if sig.confidence <= CONFIDENCE_MIN:
-        result.dropped_low_confidence += 1
+        result.record.dropped_low_confidence += 1
     elif len(_squash(sig.source)) < 2 or _squash(sig.source) not in _squash(user_sent):
-        result.dropped_unsourced += 1
+        result.record.dropped_unsourced += 1
     elif _copies_message(sig.content, user_sent):
-        result.dropped_quoting += 1
+        result.record.dropped_quoting += 1
     else:
         return sig
     return None
@@ -224,14 +225,14 @@ def _ask(client: anthropic.Anthropic, model: str, ex: TranscriptExchange, budget
     messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": text}]}]  # JSON edge: API
     kept: list[LlmSignal] = []
     for _turn in range(MAX_TURNS):
-        left = budget - result.metrics.total_tokens
+        left = budget - result.record.metrics.total_tokens
         if left <= MAX_OUTPUT_TOKENS:
             break
         # the conversation is kept as the JSON the API exchanges (reply blocks go back as they came)
         raw = client.messages.with_raw_response.create(model=model, max_tokens=MAX_OUTPUT_TOKENS, system=SYSTEM,
                                                        tools=[TOOL], messages=cast("list[MessageParam]", messages))
         reply, history = parse_reply(raw.text())
-        _account(result.metrics, reply)
+        _account(result.record.metrics, reply)
         uses = [b for b in reply.content if b.type == "tool_use"]
         for use in uses:
             if use.name == "extract_signal" and len(kept) < MAX_PER_EXCHANGE:
@@ -250,7 +251,7 @@ def run_llm_pass(exchanges: Sequence[TranscriptExchange], *, settings: Settings,
                  now: datetime, max_retries: int = 2) -> LlmPassResult:
     """Ask Claude about ``exchanges`` (see the module docstring) within ``settings.llm_signals_token_budget``."""
     result = LlmPassResult()
-    result.metrics.model = settings.model
+    result.record.metrics.model = settings.model
     if not exchanges:
         return result
     import anthropic  # deferred: ~2 s of import, for its error types (the client comes from gep/core/claude.py)
@@ -260,20 +261,20 @@ def run_llm_pass(exchanges: Sequence[TranscriptExchange], *, settings: Settings,
     for i, ex in enumerate(exchanges):
         # a request costs at least its text (about 3 characters a token) and the reply it may write
         estimate = (len(SYSTEM) + len(ex.agent[-AGENT_CHARS:]) + len(ex.user[:USER_CHARS])) // 3 + MAX_OUTPUT_TOKENS
-        if result.metrics.total_tokens + estimate > budget:
-            result.skipped_budget = len(exchanges) - i
+        if result.record.metrics.total_tokens + estimate > budget:
+            result.record.skipped_budget = len(exchanges) - i
             break
-        result.asked += 1
+        result.record.asked += 1
         try:
             kept = _ask(client, settings.model, ex, budget, result)
         except anthropic.APIError as exc:
-            result.errors.append(redact(f"{type(exc).__name__}: {exc}")[:200])
+            result.record.errors.append(redact(f"{type(exc).__name__}: {exc}")[:200])
             continue
         except MalformedReply as exc:
-            result.errors.append(f"malformed reply: {exc}")
+            result.record.errors.append(f"malformed reply: {exc}")
             continue
         _collect(ex, kept, now, result)
-    result.metrics.estimated_cost_usd = estimate_cost(result.metrics.model, result.metrics)
+    result.record.metrics.estimated_cost_usd = estimate_cost(result.record.metrics.model, result.record.metrics)
     return result
 
 
@@ -283,7 +284,7 @@ def _collect(ex: TranscriptExchange, kept: Sequence[LlmSignal], now: datetime, r
             for s in kept if s.type in CORE_TYPES]
     result.detected.append(Detected(key=exchange_key(ex), source=ex.source, session_id=ex.session_id,
                                     ts=ex.ts or now, signals=core))
-    result.kept += len(kept)
+    result.record.kept += len(kept)
     for s in kept:
         mapped = gep_signal(s)
         if mapped not in result.gep_signals:

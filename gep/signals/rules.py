@@ -176,17 +176,13 @@ class _Counter:
 # ---------------------------------------------------------------- history
 
 
-class HistoryAnalysis(HistoryRecord):
-    """What the last events say about loops (the reference's ``analyzeRecentHistory``)."""
-
-    @property
-    def top_gene(self) -> str | None:
-        """The most used gene of the last 8 events (first in key order on ties)."""
-        best, best_count = None, 0
-        for gene in _js_key_order(self.gene_freq):
-            if gene not in _INHERITED and self.gene_freq[gene] > best_count:
-                best, best_count = gene, self.gene_freq[gene]
-        return best
+def top_gene(history: HistoryRecord) -> str | None:
+    """The most used gene of the last 8 events (first in key order on ties)."""
+    best, best_count = None, 0
+    for gene in _js_key_order(history.gene_freq):
+        if gene not in _INHERITED and history.gene_freq[gene] > best_count:
+            best, best_count = gene, history.gene_freq[gene]
+    return best
 
 
 def _signal_key(signal: str) -> str:
@@ -235,11 +231,11 @@ def _tail_run(events: list[Mapping[str, Any]], pred: Callable[[Mapping[str, Any]
     return n
 
 
-def analyze_recent_history(events: Iterable[Any] | None) -> HistoryAnalysis:
-    """Loop indicators over the last ``HISTORY_WINDOW`` events (oldest first)."""
+def analyze_recent_history(events: Iterable[Any] | None) -> HistoryRecord:
+    """Loop indicators over the last ``HISTORY_WINDOW`` events (oldest first): what the event records."""
     recent = [_event_dict(e) for e in list(events or [])[-constants.HISTORY_WINDOW :]]
     if not recent:
-        return HistoryAnalysis()
+        return HistoryRecord()
     tail = recent[-constants.HISTORY_TAIL :]
     signal_freq, gene_freq = _Counter(), _Counter()
     for ev in tail:
@@ -249,7 +245,7 @@ def analyze_recent_history(events: Iterable[Any] | None) -> HistoryAnalysis:
         for g in genes if isinstance(genes, list) else []:
             gene_freq.add(_js_string(g))
     failures = sum(1 for ev in tail if _is_failed(ev))
-    return HistoryAnalysis(
+    return HistoryRecord(
         suppressed_signals=[k for k, n in signal_freq.numeric_items() if n >= constants.SUPPRESS_MIN_COUNT],
         recent_intents=[_js_string(ev["intent"]) if _js_truthy(ev.get("intent")) else "unknown" for ev in recent],
         consecutive_repair_count=_tail_run(recent, _is_repair),
@@ -478,7 +474,7 @@ def _add_missing(signals: list[str], *names: str) -> None:
     signals.extend(name for name in names if name not in signals)
 
 
-def _history_signals(signals: list[str], history: HistoryAnalysis) -> list[str]:
+def _history_signals(signals: list[str], history: HistoryRecord) -> list[str]:
     """The corpus signals after the loop rules: suppression, repair and empty loops, streaks."""
     if history.suppressed_signals:
         kept = [s for s in signals if _signal_key(s) not in history.suppressed_signals]
@@ -498,9 +494,9 @@ def _history_signals(signals: list[str], history: HistoryAnalysis) -> list[str]:
         signals.append(f"consecutive_failure_streak_{failures}")
         if failures >= constants.FAILURE_LOOP_MIN:
             signals.append("failure_loop_detected")
-            top_gene = history.top_gene
-            if top_gene:
-                signals.append("ban_gene:" + top_gene)
+            top = top_gene(history)
+            if top:
+                signals.append("ban_gene:" + top)
     if history.recent_failure_ratio >= constants.HIGH_FAILURE_RATIO:
         signals += ["high_failure_ratio", "force_innovation_after_repair_loop"]
     return signals or ["stable_success_plateau"]

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from gep.store.codec import as_read_json, asset_json, stamp
     from gep.store.engine import default_url, make_engine
     from gep.store.full import Store
-    from gep.store.objects import CapsuleOrigin, StoredCapsule
+    from gep.store.objects import StoredCapsule
     from gep.store.prune import PRUNE_HOOKS, PRUNE_KEEP_EVENTS, PruneHook, PruneReport, after_cycle
     from gep.store.runs import OPEN_RUN_STATUSES
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 # must not pay for SQLAlchemy and SQLModel (~0.4 s) by importing this package's light modules.
 _WHERE = {
     "OPEN_RUN_STATUSES": "runs", "PRUNE_HOOKS": "prune", "PRUNE_KEEP_EVENTS": "prune", "UNSCOPED": "base",
-    "CapsuleOrigin": "objects", "PruneHook": "prune", "PruneReport": "prune", "Store": "full",
+    "PruneHook": "prune", "PruneReport": "prune", "Store": "full",
     "StoredCapsule": "objects", "after_cycle": "prune", "as_read_json": "codec", "asset_json": "codec",
     "default_url": "engine", "make_engine": "engine", "stamp": "codec",
 }
@@ -63,6 +63,6 @@ def __getattr__(name: str) -> object:
     return value
 
 
-__all__ = ["OPEN_RUN_STATUSES", "PRUNE_HOOKS", "PRUNE_KEEP_EVENTS", "UNSCOPED", "CapsuleOrigin", "PruneHook",
+__all__ = ["OPEN_RUN_STATUSES", "PRUNE_HOOKS", "PRUNE_KEEP_EVENTS", "UNSCOPED", "PruneHook",
            "PruneReport", "Store", "StoredCapsule", "after_cycle", "as_read_json", "asset_json", "default_url",
            "make_engine", "stamp"]

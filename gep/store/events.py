@@ -29,7 +29,7 @@ class _Columns(TypedDict):
 
 def _columns(event: EvolutionEvent, flow_run_id: str | None) -> _Columns:
     return {"intent": str(event.intent), "status": event.outcome.status,
-            "gene_id": event.genes_used[0] if event.genes_used else None,
+            "gene_id": event.gene_id,
             "flow_run_id": flow_run_id or event.meta.flow_run_id}
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, PrivateAttr
 from sqlmodel import Session, col, select
 
 from gep.core.models import Capsule, FailedCapsule, Gene, ValidationReport, iso, utc_now
+from gep.core.records import CapsuleOriginRecord
 from gep.store.base import UNSCOPED, StoreBase
 from gep.store.codec import load, stored_text
 from gep.store.engine import store_errors
@@ -29,21 +30,13 @@ M = TypeVar("M", bound=BaseModel)
 ObjectRow = CapsuleRow | FailedCapsuleRow | ValidationReportRow
 
 
-class CapsuleOrigin(BaseModel):
-    """The workspace that recorded a capsule (so an event can say where a reused capsule came from)."""
-
-    workspace_id: str
-    workspace_name: str | None = None
-    own: bool = True  # recorded by the workspace that listed it
-
-
 class StoredCapsule(Capsule):
     """A capsule as the store lists it, with its origin: not a field, so never stored or exported."""
 
-    _origin: CapsuleOrigin | None = PrivateAttr(default=None)
+    _origin: CapsuleOriginRecord | None = PrivateAttr(default=None)  # what the event records of a reused one
 
     @property
-    def origin(self) -> CapsuleOrigin | None:
+    def origin(self) -> CapsuleOriginRecord | None:
         return self._origin
 
 
@@ -132,8 +125,8 @@ class ObjectsMixin(StoreBase):
         return dict(rows)
 
     def _origin(self, capsule: StoredCapsule, workspace_id: str, name: str | None) -> StoredCapsule:
-        capsule._origin = CapsuleOrigin(workspace_id=workspace_id, workspace_name=name,
-                                        own=workspace_id == self.workspace_id)
+        capsule._origin = CapsuleOriginRecord(workspace_id=workspace_id, workspace_name=name,
+                                              own=workspace_id == self.workspace_id)
         return capsule
 
     @store_errors

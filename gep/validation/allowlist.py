@@ -45,13 +45,13 @@ class Refused(Exception):
 @dataclass(frozen=True)
 class _Ctx:
     settings: Settings
-    workspace: Path | None  # resolved; None: paths are checked lexically
+    work_tree: Path | None  # where the command runs (the clone, or the workspace), resolved; None: lexically
 
 
-def check_argv(argv: Sequence[str], settings: Settings, workspace: Path | None = None) -> str | None:
-    """None when ``argv`` may run in ``workspace``; otherwise why not, naming the rule."""
+def check_argv(argv: Sequence[str], settings: Settings, work_tree: Path | None = None) -> str | None:
+    """None when ``argv`` may run in ``work_tree``; otherwise why not, naming the rule."""
     try:
-        _check(list(argv), _Ctx(settings, workspace.resolve() if workspace else None))
+        _check(list(argv), _Ctx(settings, work_tree.resolve() if work_tree else None))
     except Refused as exc:
         return str(exc)
     return None
@@ -103,17 +103,17 @@ def inside(piece: str, ctx: _Ctx) -> bool:
     """Whether a path-like ``piece`` stays inside the workspace (lexically when it is unknown)."""
     if piece.startswith("~"):
         return False
-    if ctx.workspace is None:
+    if ctx.work_tree is None:
         norm = os.path.normpath(piece)
         return not (piece.startswith("/") or norm == ".." or norm.startswith("../"))
-    target = (ctx.workspace / piece).resolve()
-    return target == ctx.workspace or ctx.workspace in target.parents
+    target = (ctx.work_tree / piece).resolve()
+    return target == ctx.work_tree or ctx.work_tree in target.parents
 
 
 def _check_paths(arg: str, ctx: _Ctx) -> None:
     for piece in _pieces(arg):
         suspicious = piece.startswith(("/", "~", "\\")) or ".." in PurePosixPath(piece).parts
-        if (suspicious or ctx.workspace is not None) and not inside(piece, ctx):
+        if (suspicious or ctx.work_tree is not None) and not inside(piece, ctx):
             raise Refused("path-outside", f"'{piece}' (in '{arg}') is outside the workspace")
 
 
@@ -258,7 +258,7 @@ def _pytest_plugin(name: str, ctx: _Ctx) -> None:
     if name.startswith("no:"):
         return
     rel = name.replace(".", "/")
-    if ctx.workspace is not None and any((ctx.workspace / p).is_file() for p in (f"{rel}.py", f"{rel}/__init__.py")):
+    if ctx.work_tree is not None and any((ctx.work_tree / p).is_file() for p in (f"{rel}.py", f"{rel}/__init__.py")):
         return
     raise Refused("pytest-plugin", f"pytest -p {name} loads a plugin from outside the workspace "
                                    "(only -p no:<name> or a module of the workspace)")
@@ -357,12 +357,12 @@ def _make_has_makefile(files: list[str], directory: str, ctx: _Ctx) -> None:
     for f in files:
         if not inside(os.path.join(directory, f), ctx):
             raise Refused("make-file-outside", f"make -f {f}: the makefile is outside the workspace")
-    if ctx.workspace is None or files:
+    if ctx.work_tree is None or files:
         return
-    if not any((ctx.workspace / directory / name).is_file() for name in MAKEFILES):
+    if not any((ctx.work_tree / directory / name).is_file() for name in MAKEFILES):
         raise Refused("make-no-makefile", "make needs a Makefile in the workspace")
     for name in MAKEFILES:
-        p = ctx.workspace / directory / name
+        p = ctx.work_tree / directory / name
         if p.is_file() and not inside(os.path.join(directory, name), ctx):
             raise Refused("make-file-outside", f"{name} links outside the workspace")
 
