@@ -107,6 +107,11 @@ def test_mcp_gep_status_answers_what_gep_status_says(tmp_path: Path, monkeypatch
     assert [(p["id"], p["state"]) for p in said["pending"]] == [("cccccc", "awaiting_review")]
     assert said["pending"][0]["commands"][0].startswith("gep approve cccccc")
     assert [k["command"] for k in said["kept"]] == ["gep land bbbbbb"] and said["last"]["id"] == "bbbbbb"
+    from gep.api import read_store
+
+    with read_store(ws) as quick:  # the quick store answered itself (no fall-back to the full one)
+        assert [r.event_id for r in quick.open_runs()] == [waits] and [w.event_id for w in waiting(quick)] == [waits]
+        assert getattr(quick, "_full", "full") is None
 
 
 def test_gep_status_on_a_new_workspace_and_as_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
