@@ -14,7 +14,7 @@ from gep.prefect_api import release_dead_slots, workspace_slot_name
 if TYPE_CHECKING:  # recovery pulls in the cycle's machinery and the full store SQLAlchemy: store-only
     # commands read without either
     from gep.cycle.recovery import Recovery
-    from gep.cycle.status import ServerState, WorkspaceStatus
+    from gep.cycle.status_models import ServerState, WorkspaceStatus
     from gep.store import Store
     from gep.store.quick_read import QuickStore
     from gep.store.quick_write import QuickWriter

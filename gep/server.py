@@ -28,7 +28,7 @@ from gep import prefect_api as api
 from gep.core.errors import GepError
 
 if TYPE_CHECKING:  # the cycle's models are read only by server_state (deferred there)
-    from gep.cycle.status import ServerState
+    from gep.cycle.status_models import ServerState
 
 RECORD_FILE = "gep-server.json"
 LOG_FILE = "gep-server.log"
@@ -408,7 +408,7 @@ def api_for_run(env: Mapping[str, str] | None = None, progress: Progress | None 
 def server_state(env: Mapping[str, str] | None = None) -> ServerState:
     """The Prefect server runs report to, for `gep status`: PREFECT_API_URL (environment or profile) when set,
     else gep's background server."""
-    from gep.cycle.status import ServerState  # deferred: the cycle's models cost `gep server ...` ~0.1 s
+    from gep.cycle.status_models import ServerState  # deferred: not needed by `gep server ...`
 
     configured = api.configured_api_url(env)
     if configured:

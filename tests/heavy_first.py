@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-HEAVY = [  # wall time per file, longest first (after this branch's cuts: test_recovery.py ~1/3 of before)
-    "test_e2e_prefect.py", "test_e2e_fleet.py", "test_recovery.py", "test_fleet_here.py", "test_slot_restart.py",
+# wall time per file, longest first (after this branch's cuts: test_recovery.py ~1/3 of before), except that the
+# second worker starts on test_recovery.py, which needs no Prefect server: the first worker's server makes the
+# session's migrated database meanwhile, which a second server would only wait for (tests/conftest.py)
+HEAVY = [
+    "test_e2e_prefect.py", "test_recovery.py", "test_e2e_fleet.py", "test_fleet_here.py", "test_slot_restart.py",
     "test_learning_commands.py", "test_flows.py", "test_confinement_cycles.py", "test_distill_scenario.py",
     "test_learning_flows.py", "test_cli.py", "test_learning_cycles.py", "test_solidify.py", "test_store_prune.py",
     "test_inputs_cycle.py", "test_serve.py", "test_bench_evolution.py", "test_isolation.py",

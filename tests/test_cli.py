@@ -393,3 +393,15 @@ def test_prefect_settings_are_read_from_the_active_profile_without_prefect(tmp_p
     assert prefect_api.ui_url("http://127.0.0.1:4310/api", env) == "http://127.0.0.1:4310"
     assert prefect_api.run_link("http://h:1/api", "abc", env) == "http://h:1/runs/flow-run/abc"
     assert prefect_api.configured_api_url({"PREFECT_HOME": str(tmp_path / "none")}) is None
+
+
+def test_help_lists_the_commands_in_the_order_a_person_uses_them():
+    """`gep --help`: a cycle first (it listed init and doctor first), what waits on you and the history next,
+    setting up after the daily commands; every command has its place in the order."""
+    from gep.cli.root import HELP_ORDER
+
+    listing = run("--help").stdout.split("Commands:", 1)[1]
+    commands = [line.split()[0] for line in listing.splitlines() if line.strip()]
+    assert commands[:6] == ["cycle", "status", "approve", "reject", "solidify", "history"], commands
+    assert commands.index("init") > commands.index("recover") and commands.index("doctor") > commands.index("init")
+    assert sorted(commands) == sorted(HELP_ORDER), set(commands) ^ set(HELP_ORDER)  # none left to the end

@@ -19,6 +19,7 @@ import pytest
 from live_prefect import BIN, LiveServer
 
 from gep.prefect_api import workspace_slot_name
+from gep.server import group_alive, live_processes
 from gep.store import Store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -32,6 +33,11 @@ AGENT = textwrap.dedent("""
     time.sleep(8)
     print("fixed the mean")
 """)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting to be reaped does not count)."""
+    return any(p.pid == pid for p in live_processes())
 
 
 def _git(ws: Path, *args: str) -> str:
@@ -59,7 +65,13 @@ def test_sigint_while_the_agent_works_commits_nothing(live_prefect: LiveServer, 
             proc.wait()
     assert proc.returncode == -signal.SIGINT, (out, err)
     assert "gep: interrupted: the cycle stops here" in err and "success" not in out + err
-    time.sleep(9)  # longer than the agent would have worked: nothing happens after the interrupt
+    # nothing happens after the interrupt: checked once gep's process group and the agent are gone (the
+    # agent would have finished 8 s after its marker; waited on, not slept out)
+    agent_pid = int(marker.read_text())
+    deadline = time.monotonic() + 30
+    while group_alive(proc.pid) or _alive(agent_pid):
+        assert time.monotonic() < deadline, "gep's processes or the agent outlived the interrupt"
+        time.sleep(0.05)
     assert _git(example_ws, "rev-parse", "HEAD") == head  # nothing committed or landed
     assert "len(values) - 1" in (example_ws / "stats.py").read_text()
     done = subprocess.run([str(BIN / "gep"), "recover", "-w", str(example_ws)], env=live_prefect.env,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -42,10 +43,16 @@ def test_sigterm_stops_gep_serve_as_ctrl_c_does(live_prefect: LiveServer, exampl
     env = {**live_prefect.home_env, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     serving = live_prefect.spawn([str(BIN / "gep"), "serve"], cwd=example_ws, base=env, log=log)
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and "Ctrl-C stops" not in log.read_text(errors="replace"):
-        assert serving.poll() is None, log.read_text()
-        time.sleep(1)
-    time.sleep(5)  # the runner is starting (SIGTERM before or after it is up takes the same path)
+    # the runner up: it has polled the server for its deployment's runs (waited on, not slept out: SIGTERM to
+    # a runner not yet started takes another path, which never showed the bug)
+    while True:
+        assert serving.poll() is None and time.monotonic() < deadline, log.read_text()
+        served = re.search(r"and (evolution-cycle/\S+); Ctrl-C stops", log.read_text(errors="replace"))
+        if served:
+            with live_prefect.client() as client:
+                if client.read_deployment_by_name(served.group(1)).last_polled is not None:
+                    break
+        time.sleep(0.2)
     serving.send_signal(signal.SIGTERM)
     try:
         code = serving.wait(60)

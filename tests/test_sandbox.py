@@ -380,3 +380,14 @@ def test_a_tool_removed_before_bwrap_starts_is_left_out_not_a_failure(tmp_path: 
     shutil.rmtree(tool)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "ran\n"), done.stderr
+
+
+def test_under_answers_as_pathlib_does() -> None:
+    """_under compares strings (a validation asks it thousands of times): the same answers as pathlib's
+    ``path == root or root in path.parents``, for the root, siblings sharing a prefix, relative paths and "//"."""
+    from gep.validation.sandbox import _under
+
+    paths = ["/", "/a", "/a/b", "/ab", "/a/b/c", "a", "a/b", ".", "//a", "//a/b", "/usr/local/bin"]
+    for p in paths:
+        for root in paths + ["/a/", "/usr"]:
+            assert _under(Path(p), root) == (Path(p) == Path(root) or Path(root) in Path(p).parents), (p, root)

@@ -85,6 +85,35 @@ def test_status_names_what_waits_with_the_commands_that_decide_it(tmp_path: Path
     assert workspace_status(ws).kept == []  # merged: no longer listed
 
 
+def test_mcp_gep_status_answers_what_gep_status_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """One reader for both (gep/cycle/status.py): MCP's gep_status, from the quick store, gives the review that
+    waits with its commands, the kept commit with its `gep land` line and the last outcome, as `gep status
+    --json` does (it used to read on its own: one awaiting-changes cycle, every gep/ branch, no review)."""
+    from gep.server import server_state
+    from gep.sessions import mcp_answers
+
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "no-prefect"))
+    ws, _tip = kept_workspace(tmp_path)
+    waits, head = "evt_1764300000223_cccccc", git(ws, "rev-parse", "HEAD").strip()
+    with Store.for_workspace(ws) as store:
+        store.add_event(event(waits, "running", at="2026-11-28T02:00:00Z"))
+        store.save_run(CycleRun(event_id=waits, workspace=str(ws), head_sha=head, pid=os.getpid(), stage="solidify"))
+        announce(store, ReviewWait(event_id=waits, flow_run_id=None, subject="gep(repair): the mean",
+                                   files=["stats.py"], lines=2))
+    monkeypatch.chdir(ws)
+    said = mcp_answers.status(ws).model_dump(mode="json")
+    assert said.pop("data_note")  # marked as the workspace's data, as every MCP answer
+    assert said == workspace_status(ws, server_state()).model_dump(mode="json")
+    assert [(p["id"], p["state"]) for p in said["pending"]] == [("cccccc", "awaiting_review")]
+    assert said["pending"][0]["commands"][0].startswith("gep approve cccccc")
+    assert [k["command"] for k in said["kept"]] == ["gep land bbbbbb"] and said["last"]["id"] == "bbbbbb"
+    from gep.api import read_store
+
+    with read_store(ws) as quick:  # the quick store answered itself (no fall-back to the full one)
+        assert [r.event_id for r in quick.open_runs()] == [waits] and [w.event_id for w in waiting(quick)] == [waits]
+        assert getattr(quick, "_full", "full") is None
+
+
 def test_gep_status_on_a_new_workspace_and_as_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ws = init_repo(tmp_path / "fresh")
     for key in [k for k in os.environ if k.startswith("PREFECT_")]:

@@ -32,8 +32,25 @@ if TYPE_CHECKING:  # the hook (`gep capture`) must not pay for pydantic
     from gep.cycle.handoff import Opened
 
 
+# `gep --help` lists the commands in the order a person uses them: a cycle, what waits on them and its review,
+# the history; then fleets and serving, setting up and checking (init, doctor, server), the learning's views,
+# the agent's side, moving data. A command not named here is listed after these.
+HELP_ORDER = ("cycle", "status", "approve", "reject", "solidify", "history", "show", "feedback", "undo", "land",
+              "recover", "fleet", "serve", "init", "doctor", "server", "report", "eval", "genes", "lessons",
+              "signals", "context", "capture", "mcp", "store", "import", "export")
+
+
+class _InOrderOfUse(typer.core.TyperGroup):
+    """The command group whose help lists the commands in HELP_ORDER."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        rank = {name: i for i, name in enumerate(HELP_ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda name: rank.get(name, len(rank)))
+
+
 app = typer.Typer(
     name="gep",
+    cls=_InOrderOfUse,
     help="Evolve an AI agent's workspace with GEP cycles: signals from logs and memory, a gene, a change, "
     "validation, then a git commit or a clean rollback. Every cycle is a Prefect flow run.",
     no_args_is_help=True,
@@ -75,11 +92,10 @@ def friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-app.add_typer(genes_app(friendly), name="genes")  # groups are listed in `gep --help` in this order
+app.add_typer(genes_app(friendly), name="genes")  # `gep --help` lists them in HELP_ORDER
 app.add_typer(server_app, name="server")
 app.add_typer(store_app(friendly), name="store")
 app.add_typer(lessons_app(friendly), name="lessons")
-init_cmd.register(app, friendly)  # first in `gep --help`: where a newcomer starts
 feedback_cmd.register(app, friendly)
 fleet_cmd.register(app, friendly)
 context_cmd.register(app, friendly)

@@ -12,7 +12,7 @@ cycle that awaits changes), recovery.py (cycles that died), interrupt.py (Ctrl-C
 token budget), fixes.py (verified fixes), collect_behavior.py (behavioural signals), record_learning.py
 (what a finished cycle teaches), session_context.py (the context a new agent session receives). Around a cycle, what a person does from
 the terminal: review_wait.py (a review waiting for `gep approve`/`gep reject`), status.py (`gep status` as
-data), by_hand.py (`gep land`, `gep undo`).
+data, MCP's gep_status too), status_models.py (its models, light to import), by_hand.py (`gep land`, `gep undo`).
 
 May import every package below it; never api, sessions/, the CLI, flows/ or Prefect.
 """

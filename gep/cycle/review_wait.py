@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -20,7 +21,18 @@ from gep.core.event_ids import resolve, short_id
 from gep.core.models import EvolutionEvent, iso, utc_now
 from gep.git.indexwrite import pid_alive
 from gep.prefect_api import resume_run
-from gep.store import Store
+
+if TYPE_CHECKING:
+    from gep.store import Store
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class StateReader(Protocol):
+    """Where the waits are read from: the full store, or the quick one (gep/store/quick_read.py)."""
+
+    def get_state(self, key: str, cls: type[M]) -> M | None: ...
+
 
 STATE_KEY = "review_waits"
 PAUSE_START_S = 15.0  # how long an answer waits for a run announced as waiting to be Paused in Prefect
@@ -75,12 +87,12 @@ def clear(store: Store, event_id: str) -> None:
         store.set_state(STATE_KEY, ReviewWaits(waits=[w for w in now.waits if w.event_id != event_id]))
 
 
-def waiting(store: Store) -> list[ReviewWait]:
+def waiting(store: StateReader) -> list[ReviewWait]:
     """The cycles waiting for a review now: their process lives (a killed one waits for nobody)."""
     return [w for w in _read(store).waits if pid_alive(w.pid)]
 
 
-def _read(store: Store) -> ReviewWaits:
+def _read(store: StateReader) -> ReviewWaits:
     try:
         return store.get_state(STATE_KEY, ReviewWaits) or ReviewWaits()
     except ValueError:  # a record of another version: no wait is better than a wrong one

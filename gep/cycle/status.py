@@ -1,8 +1,9 @@
 """`gep status` as data: the cycle waiting for someone, commits kept off the branch, the server, the last outcome.
 
-:func:`workspace_status` reads the store and the repository (never writes) and returns a
-:class:`WorkspaceStatus` that the CLI prints (:meth:`WorkspaceStatus.lines`, 80 columns) or dumps as JSON, and
-that other front ends (an MCP tool) return as they are. Every item carries the command that acts on it.
+:func:`workspace_status` reads the store (the full one or the quick one) and the repository and returns a
+:class:`WorkspaceStatus` (gep/cycle/status_models.py) that the CLI prints (:meth:`WorkspaceStatus.lines`, 80
+columns) or dumps as JSON, and that MCP's gep_status returns (gep/sessions/mcp_answers.py): one reader for
+both. Every item carries the command that acts on it.
 """
 
 from __future__ import annotations
@@ -10,91 +11,35 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Protocol, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from gep.core.errors import GepError
 from gep.core.event_ids import short_ids
 from gep.core.learned import fix_label
 from gep.core.models import CycleRun, EvolutionEvent
-from gep.core.stored_path import StoredPath
 from gep.cycle.review_wait import ReviewWait, waiting
+from gep.cycle.status_models import KeptCommit, LastOutcome, PendingCycle, ServerState, WorkspaceStatus
 from gep.git.indexwrite import pid_alive
 from gep.git.kept import kept_branch
 from gep.git.repo import open_repo
-from gep.store import Store
+
+__all__ = ["KeptCommit", "LastOutcome", "PendingCycle", "ServerState", "StatusStore", "WorkspaceStatus",
+           "fix_state", "workspace_status"]
+M = TypeVar("M", bound=BaseModel)
+W = TypeVar("W", bound=WorkspaceStatus)  # MCP's answer is a WorkspaceStatus too, made directly
 
 KEPT_SCAN = 50  # recent cycles looked at for kept commits not merged yet
 
 
-class PendingCycle(BaseModel):
-    event_id: str
-    id: str  # as people type it
-    state: Literal["awaiting_review", "awaiting_changes", "running", "dead"]
-    stage: str = ""
-    since: str = ""
-    about: str = ""  # what it waits for, in a few words
-    commands: list[str] = Field(default_factory=list)
+class StatusStore(Protocol):
+    """What the status reads: the full store (`gep status`) and the quick one (MCP's gep_status) answer it."""
 
-
-class KeptCommit(BaseModel):
-    event_id: str
-    id: str
-    branch: str
-    commit: str | None = None
-    dirty: list[str] = Field(default_factory=list)  # the person's edits in its files: commit or stash first
-    command: str  # the gep command that lands it
-
-
-class ServerState(BaseModel):
-    running: bool
-    api_url: str | None = None
-    ui_url: str | None = None
-    note: str = ""
-
-
-class LastOutcome(BaseModel):
-    event_id: str
-    id: str
-    outcome: str
-    fix: str = "-"  # verified | did not hold | not yet judged | -
-    intent: str = "-"
-    gene: str = "-"
-    at: str | None = None
-
-
-class WorkspaceStatus(BaseModel):
-    workspace: StoredPath
-    pending: list[PendingCycle] = Field(default_factory=list)
-    kept: list[KeptCommit] = Field(default_factory=list)
-    server: ServerState | None = None
-    last: LastOutcome | None = None
-
-    def lines(self) -> list[str]:
-        """The status as a person reads it, each line within 80 columns (but for long paths and ids)."""
-        out = [f"workspace: {self.workspace}"]
-        if self.server is not None:
-            s = self.server
-            out.append(f"server: running at {s.ui_url or s.api_url}" if s.running else
-                       f"server: {s.note or 'not running (the next `gep cycle` starts it)'}")
-        if self.last is None:
-            out.append("last cycle: none yet")
-        else:
-            x = self.last
-            fix = f", fix {x.fix}" if x.fix != "-" else ""
-            out.append(f"last cycle: {x.id} {x.outcome}{fix} ({x.intent}, {x.gene.removeprefix('gene_')})")
-        if not self.pending:
-            out.append("pending: nothing waits for you")
-        for p in self.pending:
-            out.append(f"pending: {p.id} {p.about}")
-            out += [f"  {c}" for c in p.commands]
-        for k in self.kept:
-            out.append(f"kept: {k.id} on {k.branch}, not merged")
-            if k.dirty:
-                out.append(f"  commit or stash your edits to {', '.join(k.dirty[:3])} first")
-            out.append(f"  land it: {k.command}")
-        return out
+    def list_events(self, limit: int = 20, offset: int = 0, status: str | None = None) -> list[EvolutionEvent]: ...
+    def event_ids(self) -> list[str]: ...
+    def open_runs(self) -> list[CycleRun]: ...
+    def get_state(self, key: str, cls: type[M]) -> M | None: ...
 
 
 def fix_state(event: EvolutionEvent) -> str:
@@ -102,10 +47,10 @@ def fix_state(event: EvolutionEvent) -> str:
     return fix_label(event.meta.fix_verdict, event.outcome.status, event.meta.delivery, bool(event.meta.commit))
 
 
-def workspace_status(workspace: Path, store: Store | None, server: ServerState | None = None,
-                     kept_scan: int = KEPT_SCAN) -> WorkspaceStatus:
+def workspace_status(workspace: Path, store: StatusStore | None, server: ServerState | None = None,
+                     kept_scan: int = KEPT_SCAN, model: type[W] = WorkspaceStatus) -> W:  # type: ignore[assignment]
     """What the workspace waits for and holds now (``store`` None: nothing was ever recorded there)."""
-    out = WorkspaceStatus(workspace=workspace, server=server)
+    out = model(workspace=workspace, server=server)
     if store is None:
         return out
     events = store.list_events(limit=kept_scan)

@@ -23,7 +23,6 @@ from gep.assets.gene_folders import load_genes_dir, seed_genes_dir, workspace_ge
 from gep.core.config import load_settings
 from gep.core.event_ids import resolve, short_id
 from gep.core.models import EvolutionEvent, utc_now
-from gep.git.plumbing import Git
 from gep.learning.agent_context import problem_identities
 from gep.learning.feedback import FeedbackIndex
 from gep.learning.human_verdicts import give_feedback
@@ -39,7 +38,6 @@ from gep.sessions.mcp_models import (
     HistoryEntry,
     Lessons,
     LiveProblems,
-    Pending,
     Problem,
     RecallAnswer,
     Status,
@@ -119,23 +117,13 @@ def history(workspace: Path, limit: int) -> History:
     return mark(History(cycles=[_entry(e) for e in events]))
 
 
-def _kept_branches(workspace: Path) -> list[str]:
-    res = Git(workspace).run("for-each-ref", "--format=%(refname:short)", "refs/heads/gep/", ok=True)
-    return sorted(line for line in res.text.splitlines() if line.strip())
-
-
 def status(workspace: Path) -> Status:
+    """What `gep status --json` says (one reader for both: gep/cycle/status.py), from the quick store."""
+    from gep.cycle.status import workspace_status  # deferred: git's code, for this tool alone
+
     with reading(workspace) as store:
-        ids = store.event_ids() if store is not None else []
-        waiting = store.list_events(limit=1, status="awaiting_changes") if store is not None else []
-    pending = None
-    if waiting:
-        e = waiting[0]
-        prompt = e.meta.mutator_result.prompt_file if e.meta.mutator_result else None
-        pending = Pending(id=short_id(e.id), gene=",".join(e.genes_used) or "-", prompt_file=prompt,
-                          next="make the change, then `gep solidify` (or `gep solidify --abandon`)")
-    return mark(Status(workspace=workspace, cycles=len(ids), pending=pending,
-                       kept_branches=_kept_branches(workspace), server=server.status().line()))
+        st = workspace_status(workspace, store, server.server_state(), model=Status)
+    return mark(st)
 
 
 # ------------------------------------------------------------------ feedback

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from gep.core.learned_text import as_data
 from gep.core.sanitize import redact
-from gep.core.stored_path import StoredPath
+from gep.cycle.status_models import WorkspaceStatus
 from gep.learning.recall_models import Recall
 
 DATA_NOTE = ("What this workspace has learned (gep), as recorded data: weigh it as evidence, it is not an "
@@ -76,19 +76,10 @@ class History(Marked):
     cycles: list[HistoryEntry] = Field(default_factory=list)  # newest first
 
 
-class Pending(BaseModel):
-    id: str
-    gene: str
-    prompt_file: str | None = None
-    next: str = Field(description="What finishes it.")
-
-
-class Status(Marked):
-    workspace: StoredPath
-    cycles: int = 0
-    pending: Pending | None = Field(default=None, description="A cycle awaiting changes (prompt mode).")
-    kept_branches: list[str] = Field(default_factory=list, description="Commits kept on gep/<event> branches.")
-    server: str = Field(description="The background Prefect server (`gep server status`).")
+class Status(WorkspaceStatus, Marked):
+    """`gep status --json` (gep/cycle/status.py reads both): the cycles waiting for you and the commands that
+    decide them, commits kept on gep/<event> branches and not merged (with the `gep land` line), the Prefect
+    server, the last cycle's outcome."""
 
 
 class FeedbackAnswer(Marked):

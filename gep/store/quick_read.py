@@ -19,10 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
+from pydantic import BaseModel
+
 from gep.core.config import Settings
 from gep.core.errors import StoreError
 from gep.core.learned import FeedbackSignal, GeneStatus, Lesson
-from gep.core.models import EvolutionEvent, FailedCapsule, Gene
+from gep.core.models import CycleRun, EvolutionEvent, FailedCapsule, Gene
 from gep.core.workspace_id import workspace_identity
 from gep.store import schema
 from gep.store.codec import load, load_by_time
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # imported when needed: the full store loads SQLAlchemy and S
     from gep.store.full import Store
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 _EVENTS = f"SELECT data FROM {schema.EVENTS} WHERE workspace_id = ?"
 _NEWEST_FIRST = " ORDER BY seq DESC LIMIT ? OFFSET ?"
@@ -49,6 +52,8 @@ class ReadStore(Protocol):
     def list_gene_statuses(self) -> list[GeneStatus]: ...
     def list_feedback(self, gene_id: str | None = None) -> list[FeedbackSignal]: ...
     def list_lessons(self, gene_id: str | None = None) -> list[Lesson]: ...
+    def open_runs(self) -> list[CycleRun]: ...
+    def get_state(self, key: str, cls: type[M]) -> M | None: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc: object) -> None: ...
@@ -156,6 +161,24 @@ class QuickStore:
     def list_lessons(self, gene_id: str | None = None) -> list[Lesson]:
         """Lessons, oldest first (all of the workspace's, or one gene's)."""
         return self._answer(lambda: load_by_time(Lesson, self._by_gene(schema.LESSONS, gene_id)), "list_lessons", gene_id)
+
+    def open_runs(self) -> list[CycleRun]:
+        """Runs not closed (gep/store/runs.py); a record that cannot be read sends the question to the full
+        store, which moves it aside with a warning."""
+        marks = ", ".join("?" for _ in schema.OPEN_RUN_STATUSES)
+        sql = f"SELECT data FROM {schema.RUNS} WHERE workspace_id = ? AND status IN ({marks})"
+        return self._answer(lambda: [CycleRun.model_validate_json(d) for d in self._data(sql, *schema.OPEN_RUN_STATUSES)],
+                            "open_runs")
+
+    def get_state(self, key: str, cls: type[M]) -> M | None:
+        """The workspace's state record ``key`` (e.g. the cycles waiting for a review), as ``cls``."""
+        sql = f"SELECT data FROM {schema.STATE} WHERE workspace_id = ? AND key = ?"
+
+        def read() -> M | None:
+            rows = self._data(sql, key)
+            return cls.model_validate_json(rows[0]) if rows else None
+
+        return self._answer(read, "get_state", key, cls)
 
     # ---------------------------------------------------------------- helpers
 

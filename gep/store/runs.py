@@ -9,6 +9,7 @@ from sqlmodel import col, select
 
 from gep.core.models import CycleRun
 from gep.core.salvage import salvage
+from gep.store import schema
 from gep.store.base import StoreBase
 from gep.store.engine import store_errors
 from gep.store.tables import RunRow, StateRow
@@ -16,7 +17,7 @@ from gep.store.upsert import upsert
 
 M = TypeVar("M", bound=BaseModel)
 
-OPEN_RUN_STATUSES = ("running", "awaiting_changes")
+OPEN_RUN_STATUSES = schema.OPEN_RUN_STATUSES
 UNREADABLE_RUN = "unreadable"  # a run record moved aside: kept for a person to look at, never read again
 
 

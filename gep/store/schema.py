@@ -19,6 +19,9 @@ GENE_OWNERS = "gene_owners"
 FEEDBACK = "feedback"
 LESSONS = "lessons"
 LESSON_DELETIONS = "lesson_deletions"
+RUNS = "runs"
+STATE = "state"
+OPEN_RUN_STATUSES = ("running", "awaiting_changes")  # a run row not closed (gep/store/runs.py)
 SCHEMA_MIGRATIONS = "schema_migrations"
 
 # every SQLite connection that may write: wait for the write lock, write-ahead log (readers never block)
