@@ -1,0 +1,97 @@
+"""A fix that only moved the problem does not hold (issue 41): a change that swallows an exception makes its
+error line go, and the function it changed then warns about itself. Real git repositories and a real store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from conftest import git, init_repo
+
+from gep.core.config import Settings
+from gep.core.models import EventMeta, EvolutionEvent, Outcome
+from gep.core.request import CycleRequest
+from gep.cycle.context import CycleContext
+from gep.cycle.fixes import check_fixes, remember_commit
+from gep.git import open_repo
+from gep.learning.resolved import ResolutionCheck
+from gep.store import Store
+
+BILLING = '''def total_invoice(pair):
+    total, count = pair
+    return total / count
+'''
+SWALLOWED = '''def total_invoice(pair):
+    try:
+        total, count = pair
+        return total / count
+    except Exception:
+        return None
+'''
+FIXED = '''def total_invoice(pair):
+    total, count = pair
+    return total / count if count else 0.0
+'''
+T0 = datetime(2026, 11, 28, 2, 0, tzinfo=UTC)
+ERR = "ERROR app.billing: ZeroDivisionError: division by zero in app.billing.total_invoice"
+WARN = "WARNING app.billing: total_invoice returned no result"
+SLOW = "WARNING app.job: request took 6.2s, slow response from upstream"
+
+
+def _at(t: datetime) -> str:
+    return f"{t:%Y-%m-%dT%H:%M:%S}.5Z"
+
+
+def _cycle(tmp_path: Path, body: str, after: list[str], before: tuple[str, ...] = ()) -> tuple[
+        ResolutionCheck, str | None]:
+    """The error logged, a change to ``body`` committed and remembered, ``after`` logged, the next cycle's check."""
+    ws = tmp_path / "ws"
+    (ws / "app").mkdir(parents=True)
+    (ws / "logs").mkdir()
+    (ws / ".gitignore").write_text("logs/\n")
+    init_repo(ws, {"app/__init__.py": "", "app/billing.py": BILLING})
+    log = ws / "logs" / "job.log"
+    early = T0 - timedelta(hours=1)
+    log.write_text("".join(f"{_at(early)} {x}\n" for x in (ERR, *before)))
+    (ws / "app" / "billing.py").write_text(body)
+    git(ws, "commit", "-qam", "change")
+    sha = git(ws, "rev-parse", "HEAD").strip()
+    signal = f"errsig:{_at(early)} {ERR}"
+    event = EvolutionEvent(id="evt_fix", genes_used=["gene_quiet"], signals=[signal],
+                           outcome=Outcome(status="success", score=0.8),
+                           meta=EventMeta(commit=sha, solidified_at=T0.isoformat()))
+    later = T0 + timedelta(hours=1)
+    with Store.for_workspace(ws) as store:
+        store.add_event(event)
+        ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), workspace=open_repo(ws),
+                           store=store, event_id="evt_fix", cycle_number=1, seed=1, started_at=T0, clock=lambda: T0)
+        remember_commit(ctx, event)
+        new = "".join(f"{_at(later + timedelta(seconds=i))} {x}\n" for i, x in enumerate(after))
+        with log.open("a") as fh:
+            fh.write(new)
+        check = check_fixes(ctx.model_copy(update={"started_at": later, "clock": lambda: later}),
+                            ["perf_bottleneck"], recent=new)
+        judged = store.get_event("evt_fix")
+    assert judged is not None
+    return check, judged.meta.fix_verdict
+
+
+def test_a_swallowed_error_that_now_warns_did_not_hold_and_drives_repair(tmp_path: Path) -> None:
+    check, verdict = _cycle(tmp_path, SWALLOWED, [WARN, SLOW])
+    assert verdict == "did_not_hold"
+    [v] = check.verdicts
+    assert any("total_invoice returned no result" in s for s in v.live_signals)
+    # the warning carries no error word: the log rules never name it, the verdict does, while it shows
+    assert [s for s in check.signals if "returned no result" in s] == [
+        f"errsig:{_at(T0 + timedelta(hours=1))} {WARN}"]
+
+
+def test_a_real_fix_with_unrelated_warnings_is_verified(tmp_path: Path) -> None:
+    check, verdict = _cycle(tmp_path, FIXED, [SLOW])
+    assert verdict == "verified"
+    assert not any("returned no result" in s for s in check.signals)
+
+
+def test_a_warning_the_function_logged_before_the_change_is_no_new_shape(tmp_path: Path) -> None:
+    check, verdict = _cycle(tmp_path, FIXED, [WARN, SLOW], before=(WARN,))
+    assert verdict == "verified"
