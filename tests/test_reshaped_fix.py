@@ -14,7 +14,9 @@ from gep.core.request import CycleRequest
 from gep.cycle.context import CycleContext
 from gep.cycle.fixes import check_fixes, remember_commit
 from gep.git import open_repo
+from gep.learning.corrections import record_corrections
 from gep.learning.resolved import ResolutionCheck
+from gep.signals.sources import TranscriptExchange
 from gep.store import Store
 
 BILLING = '''def total_invoice(pair):
@@ -95,3 +97,42 @@ def test_a_real_fix_with_unrelated_warnings_is_verified(tmp_path: Path) -> None:
 def test_a_warning_the_function_logged_before_the_change_is_no_new_shape(tmp_path: Path) -> None:
     check, verdict = _cycle(tmp_path, FIXED, [WARN, SLOW], before=(WARN,))
     assert verdict == "verified"
+
+
+def _remembered(tmp_path: Path, store: Store) -> tuple[EvolutionEvent, CycleContext]:
+    ws = tmp_path / "ws"
+    event = EvolutionEvent(id="evt_quiet", genes_used=["gene_quiet"], signals=[f"errsig:{ERR}"],
+                           outcome=Outcome(status="success", score=0.8),
+                           meta=EventMeta(commit=git(ws, "rev-parse", "HEAD").strip(), solidified_at=T0.isoformat()))
+    store.add_event(event)
+    ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), workspace=open_repo(ws),
+                       store=store, event_id="evt_quiet", cycle_number=1, seed=1, started_at=T0, clock=lambda: T0)
+    remember_commit(ctx, event)
+    return event, ctx
+
+
+def _exchange(text: str, at: datetime) -> TranscriptExchange:
+    return TranscriptExchange(source="claude_code", session_id="s1", agent="I'll fix the input handling instead.",
+                              user=text, ts=at)
+
+
+def test_a_correction_naming_what_a_change_touched_is_not_helpful_for_its_gene_once(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "app").mkdir(parents=True)
+    init_repo(ws, {"app/__init__.py": "", "app/billing.py": BILLING, "app/users.py": "def load_user(x):\n    return x\n"})
+    (ws / "app" / "billing.py").write_text(SWALLOWED)
+    git(ws, "commit", "-qam", "swallow")
+    later = T0 + timedelta(hours=1)
+    named = _exchange("No, that's wrong: total_invoice in app/billing.py now swallows the error and returns None.",
+                      later)
+    other = _exchange("No, that's wrong: load_user in app/users.py drops the name.", later)
+    with Store.for_workspace(ws) as store:
+        event, _ctx = _remembered(tmp_path, store)
+        fixes = store.recent_resolutions()
+        assert record_corrections(store, [other], [event], fixes) == []  # names nothing the change touched
+        found = record_corrections(store, [named, named], [event], fixes)
+        record_corrections(store, [named.model_copy(update={"ts": later + timedelta(hours=1)})], [event], fixes)
+        feedback = store.list_feedback("gene_quiet")
+    assert [f.event_id for f in found] == ["evt_quiet"]
+    assert [(f.event_id, str(f.kind.value), f.author) for f in feedback] == [
+        ("evt_quiet", "not_helpful", "behavioural signal (correction)")]

@@ -124,7 +124,8 @@ def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
                                 signals=credit.addressed, commit_sha=event.meta.commit, committed_at=committed_at,
                                 files=file_marks(ctx.workspace.path, ctx.settings, ctx.clock()),
                                 missed=credit.missed, credited=credit.credited, rerun=credit.rerun,
-                                touched=touched_functions(scope))
+                                touched=touched_functions(scope),
+                                touched_files=[f.path for f in scope.files] if scope is not None else [])
     if res is not None:
         ctx.store.save_resolution(res)
         event.meta.fix_credit = FixCreditRecord(addressed=res.signals, credited=res.credited, missed=res.missed)

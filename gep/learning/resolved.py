@@ -152,7 +152,7 @@ def line_shows(identity: str, line: str) -> bool:
 def resolution_for_commit(*, event_id: str, gene_id: str | None, signals: Sequence[str], commit_sha: str,
                           committed_at: datetime, files: Sequence[FileMark], missed: Sequence[str] = (),
                           credited: Sequence[str] = (), rerun: Sequence[str] = (),
-                          touched: Sequence[str] = ()) -> Resolution | None:
+                          touched: Sequence[str] = (), touched_files: Sequence[str] = ()) -> Resolution | None:
     """The record to keep when a cycle's change is committed (None when it addressed no problem).
     ``signals``: what it addressed (gep/learning/fix_credit.py: the errors it touched; else its trigger signals)."""
     addressed = list(dict.fromkeys(s for s in signals if is_addressable(s)))
@@ -160,7 +160,8 @@ def resolution_for_commit(*, event_id: str, gene_id: str | None, signals: Sequen
         return None
     return Resolution(event_id=event_id, gene_id=gene_id, signals=addressed, commit_sha=commit_sha,
                       committed_at=committed_at, files=list(files), missed=list(missed), credited=list(credited),
-                      rerun=[s for s in rerun if s in addressed], touched=list(touched))
+                      rerun=[s for s in rerun if s in addressed], touched=list(touched),
+                      touched_files=list(touched_files))
 
 
 def _is_old(line: TailLine, tail: FileTail, res: Resolution, marks: dict[str, FileMark]) -> bool:
