@@ -131,7 +131,8 @@ def test_a_correction_naming_what_a_change_touched_is_not_helpful_for_its_gene_o
         fixes = store.recent_resolutions()
         assert record_corrections(store, [other], [event], fixes) == []  # names nothing the change touched
         found = record_corrections(store, [named, named], [event], fixes)
-        record_corrections(store, [named.model_copy(update={"ts": later + timedelta(hours=1)})], [event], fixes)
+        assert record_corrections(store, [named.model_copy(update={"ts": later + timedelta(hours=1)})], [event],
+                                  fixes) == []  # counted once
         feedback = store.list_feedback("gene_quiet")
     assert [f.event_id for f in found] == ["evt_quiet"]
     assert [(f.event_id, str(f.kind.value), f.author) for f in feedback] == [

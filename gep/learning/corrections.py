@@ -87,12 +87,13 @@ def not_helpful_signal(ex: TranscriptExchange, event: EvolutionEvent, named: str
 
 def record_corrections(store: object, corrections: Sequence[TranscriptExchange], events: Sequence[EvolutionEvent],
                        fixes: Sequence[Resolution]) -> list[ApprovalFeedback]:
-    """Count each correction that names a recent change as ``not_helpful`` for its gene; what was found."""
+    """Count each correction that names a recent change as ``not_helpful`` for its gene; what was newly
+    recorded (a change already counted is not listed again)."""
     repo = feedback_repository(store)
     out: list[ApprovalFeedback] = []
     for ex, event, named in corrected_changes(corrections, events, fixes):
-        if repo is not None:
-            repo.add_feedback(not_helpful_signal(ex, event, named))
+        if repo is not None and not repo.add_feedback(not_helpful_signal(ex, event, named)):
+            continue  # counted when a cycle first read it
         assert ex.ts is not None
         out.append(ApprovalFeedback(event_id=event.id, gene_id=event.genes_used[0], at=iso(ex.ts),
                                     recorded=repo is not None))
