@@ -137,3 +137,35 @@ def test_a_correction_naming_what_a_change_touched_is_not_helpful_for_its_gene_o
     assert [f.event_id for f in found] == ["evt_quiet"]
     assert [(f.event_id, str(f.kind.value), f.author) for f in feedback] == [
         ("evt_quiet", "not_helpful", "behavioural signal (correction)")]
+
+
+def test_a_cycle_reading_a_session_records_the_correction_as_not_helpful(tmp_path: Path) -> None:
+    """Collect and extract, as a cycle runs them, over a real transcript: the correction reaches the feedback."""
+    import json
+
+    from gep.cycle.collect_behavior import capture_behavior, use_behavior
+
+    ws = tmp_path / "ws"
+    (ws / "app").mkdir(parents=True)
+    init_repo(ws, {"app/__init__.py": "", "app/billing.py": BILLING})
+    (ws / "app" / "billing.py").write_text(SWALLOWED)
+    git(ws, "commit", "-qam", "swallow")
+    at = T0 + timedelta(minutes=30)
+    said = "No, that's wrong: total_invoice in app/billing.py now swallows the error and returns None."
+    turns = [("user", "Please look at the nightly job."), ("assistant", "I made total_invoice return None."),
+             ("user", said), ("assistant", "You're right, I'll fix the input handling instead.")]
+    (ws / "sessions").mkdir()
+    (ws / "sessions" / "s1.jsonl").write_text("".join(json.dumps(
+        {"type": role, "timestamp": (at + timedelta(seconds=i)).isoformat(), "message": {"role": role, "content": text}})
+        + "\n" for i, (role, text) in enumerate(turns)))
+    settings = Settings(transcript_max_age_hours=0)
+    now = T0 + timedelta(hours=1)
+    with Store.for_workspace(ws) as store:
+        event, _ctx = _remembered(tmp_path, store)
+        capture = capture_behavior(ws, settings=settings, env={}, now=now, cycle_number=2)
+        use_behavior(capture, corpus=["stable_success_plateau"], workspace=ws, store=store, events=[event],
+                     settings=settings, now=now)
+        feedback = store.list_feedback("gene_quiet")
+    assert [f.event_id for f in capture.record.corrected] == ["evt_quiet"]
+    assert [(f.kind.value, f.note) for f in feedback] == [
+        ("not_helpful", "a person corrected the agent about app/billing.py, which this change touched")]
