@@ -155,6 +155,11 @@ class Resolution(BaseModel):
     missed: list[str] = Field(default_factory=list)
     credited: list[str] = Field(default_factory=list)  # errors it touched that did not trigger the cycle
     rerun: list[str] = Field(default_factory=list)  # failing tests its own validation ran again and passed
+    # the functions the change touched: a problem line written after it that names one of them and was never
+    # logged before is the problem in another shape (a swallowed error's warning), not a fix
+    touched: list[str] = Field(default_factory=list)
+    touched_files: list[str] = Field(default_factory=list)  # the files it changed (a person's correction names them)
+    reshaped: list[str] = Field(default_factory=list)  # those new problem lines (identities), once judged
     status: FixStatus = "pending"
     checked_at: datetime | None = None
 

@@ -306,5 +306,7 @@ class BehaviorRecord(BaseModel):
     signals: list[str] = Field(default_factory=list)  # the GEP signals they added to the cycle
     llm: LlmPassRecord | None = None
     approvals: list[ApprovalFeedback] = Field(default_factory=list)
+    # corrections naming what a GEP change touched, counted as not_helpful for it (gep/learning/corrections.py)
+    corrected: list[ApprovalFeedback] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)  # capture problems (the cycle went on without them)
     warnings: list[InputWarning] = Field(default_factory=list)  # signal files skipped (a FIFO, a device ...)

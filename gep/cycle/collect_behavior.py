@@ -23,11 +23,12 @@ from gep.core.config import Settings
 from gep.core.models import EvolutionEvent
 from gep.core.records import BehaviorRecord, InputWarning, LlmPassRecord
 from gep.learning.approval import record_approvals
+from gep.learning.corrections import is_correction, record_corrections
 from gep.learning.memory_graph import parse_at
 from gep.signals.behavior import StoredSignal, gep_signals
 from gep.signals.behavior_log import Busy, capture_sessions, read_signals
 from gep.signals.claude_pass import capture_llm
-from gep.signals.sources import SKIPPED_RECORDS, collect_exchanges
+from gep.signals.sources import SKIPPED_RECORDS, TranscriptExchange, collect_exchanges
 from gep.store import Store
 
 PLATEAU = "stable_success_plateau"  # the log rules' "nothing to do", which a person's words contradict
@@ -39,6 +40,8 @@ class BehaviorCapture(BaseModel):
     record: BehaviorRecord = Field(default_factory=BehaviorRecord)
     written: list[StoredSignal] = Field(default_factory=list)
     llm_signals: list[str] = Field(default_factory=list)
+    # the exchanges that correct the agent (in memory only: matched against what GEP changes touched)
+    corrections: list[TranscriptExchange] = Field(default_factory=list)
 
 
 def capture_behavior(workspace: Path, *, settings: Settings, env: Mapping[str, str], now: datetime,
@@ -53,6 +56,7 @@ def capture_behavior(workspace: Path, *, settings: Settings, env: Mapping[str, s
     sessions = collect_exchanges(workspace, settings, now, warnings=seen)
     out.record.warnings += [w for w in seen if w.reason.endswith(SKIPPED_RECORDS)]
     out.record.exchanges = sum(len(s.exchanges) for s in sessions)
+    out.corrections = [ex for s in sessions for ex in s.exchanges if is_correction(ex)]
     try:
         report = capture_sessions(workspace, sessions, now=now)
         out.written = report.written
@@ -99,4 +103,6 @@ def use_behavior(capture: BehaviorCapture, *, corpus: Sequence[str], workspace: 
     record.stored = store.add_behavior_signals(said)
     record.signals = list(dict.fromkeys([*gep_signals(said), *capture.llm_signals]))
     record.approvals = record_approvals(store, said, events)
+    if capture.corrections:  # recorded in every arm, as approvals are; only its use is gated (learning_switch)
+        record.corrected = record_corrections(store, capture.corrections, events, store.recent_resolutions())
     return merge_signals(corpus, record.signals)

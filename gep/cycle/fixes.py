@@ -16,7 +16,7 @@ from datetime import datetime
 from gep.core.models import Capsule, EventMeta, EvolutionEvent, iso
 from gep.core.records import FixCheckRecord, FixCreditRecord, ResolvedRecord
 from gep.cycle.context import CycleContext
-from gep.git.change_scope import change_scope
+from gep.git.change_scope import ChangeScope, change_scope
 from gep.learning.feedback import Observation, implicit_signal
 from gep.learning.fix_credit import Credit, credit_change, live_errors
 from gep.learning.lessons import LessonInput, build_lesson, record_lesson
@@ -36,13 +36,14 @@ from gep.store import Store
 VERDICT_KEY = "fix_verdict"  # also kept on the fix's capsule (an extra field: capsules keep unknown fields)
 
 
-def check_fixes(ctx: CycleContext, signals: Sequence[str]) -> ResolutionCheck:
-    """This cycle's signals with resolved ones dropped; verdicts on earlier fixes recorded as they fall."""
+def check_fixes(ctx: CycleContext, signals: Sequence[str], recent: str = "") -> ResolutionCheck:
+    """This cycle's signals with resolved ones dropped; verdicts on earlier fixes recorded as they fall.
+    ``recent``: the log lines this cycle reads (a problem a fix only moved still shows there)."""
     resolutions = ctx.store.recent_resolutions()
     if not resolutions:
         return ResolutionCheck(signals=list(signals))
     tails = collect_tails(ctx.repo.path, ctx.settings, ctx.started_at)
-    check = check_resolutions(signals, resolutions, tails, ctx.started_at)
+    check = check_resolutions(signals, resolutions, tails, ctx.started_at, recent=recent)
     for res in check.updated:
         ctx.store.save_resolution(res)
     for verdict in check.verdicts:
@@ -83,14 +84,25 @@ def apply_verdict(store: Store, verdict: FixVerdict, now: datetime) -> None:
         record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
 
 
-def credit_of(ctx: CycleContext, event: EvolutionEvent, commit: str) -> Credit:
+def credit_of(ctx: CycleContext, event: EvolutionEvent, scope: ChangeScope | None) -> Credit:
     """What the committed change addressed: the errors in the logs whose code it touched (gep/learning/fix_credit.py)."""
     lines = [line.text for tail in collect_tails(ctx.repo.path, ctx.settings, ctx.clock())
              if tail.kind != "transcript" for line in tail.lines]
     settled = [r.signal for r in event.meta.resolved or []]
     tests_passed = bool(event.meta.validation_ok) and any("pytest" in v.cmd for v in event.meta.validation or [])
-    return credit_change(event.signals, live_errors(lines), change_scope(ctx.repo.path, commit),
-                         tests_passed=tests_passed, settled=settled)
+    return credit_change(event.signals, live_errors(lines), scope, tests_passed=tests_passed, settled=settled)
+
+
+def touched_functions(scope: ChangeScope | None) -> list[str]:
+    """The functions a change touched, outside its tests (a new warning naming one is its problem moved)."""
+    if scope is None:
+        return []
+    return list(dict.fromkeys(f for c in scope.files if not _is_test(c.path) for f in c.functions))
+
+
+def _is_test(path: str) -> bool:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "/tests/" in "/" + path
 
 
 def about(event: EvolutionEvent, verdict: FixVerdict) -> list[str]:
@@ -106,11 +118,14 @@ def remember_commit(ctx: CycleContext, event: EvolutionEvent) -> None:
     if event.outcome.status != "success" or not event.meta.commit or event.meta.delivery == "kept":
         return
     committed_at = parse_at(event.meta.solidified_at) or ctx.clock()
-    credit = credit_of(ctx, event, event.meta.commit)
+    scope = change_scope(ctx.repo.path, event.meta.commit)
+    credit = credit_of(ctx, event, scope)
     res = resolution_for_commit(event_id=event.id, gene_id=event.gene_id,
                                 signals=credit.addressed, commit_sha=event.meta.commit, committed_at=committed_at,
                                 files=file_marks(ctx.repo.path, ctx.settings, ctx.clock()),
-                                missed=credit.missed, credited=credit.credited, rerun=credit.rerun)
+                                missed=credit.missed, credited=credit.credited, rerun=credit.rerun,
+                                touched=touched_functions(scope),
+                                touched_files=[f.path for f in scope.files] if scope is not None else [])
     if res is not None:
         ctx.store.save_resolution(res)
         event.meta.fix_credit = FixCreditRecord(addressed=res.signals, credited=res.credited, missed=res.missed)

@@ -112,7 +112,7 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.signals = keep_live_problems(ctx, state)
     # an error a committed fix resolved does not drive repair again from old lines; people's reverts and
     # outcomes recorded outside the stages are learned before selection reads the scores
-    state.fixes = (check_fixes(ctx, state.signals) if learning_switch(ctx.settings).on("verdicts")
+    state.fixes = (check_fixes(ctx, state.signals, recent=s.today_log) if learning_switch(ctx.settings).on("verdicts")
                    else ResolutionCheck(signals=state.signals))
     state.signals = state.fixes.signals
     scan_reverts(ctx)

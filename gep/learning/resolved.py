@@ -23,7 +23,17 @@ that showed the error grew past where the commit marked it; for a problem no old
 or, with nothing new yet, every problem it is judged on is a failing test its own validation ran again and
 passed); **did_not_hold** as soon as one comes back. Until then it stays pending ("committed, not yet judged"): the
 same old lines with nothing new prove nothing. A verified fix whose trigger comes back later turns
-did_not_hold then. Pure: signals, resolutions and file tails in.
+did_not_hold then.
+
+**A problem that changed shape is not fixed.** A change that swallows an exception makes its error line go,
+and the function then logs something else: a warning that it "returned no result", another error. So a fix
+also does not hold when a log line written after it, at warning or error level, names a function the change
+touched (``Resolution.touched``) and no line before the commit had that text: the problem moved, it did not
+go. The verdict lists that line (``errsig:<line>``) among its live signals, and while the new lines of this
+cycle (``recent``) still show it, it drives repair like the error it replaced (it is not in the log rules'
+error signals: a warning carries no error word).
+
+Pure: signals, resolutions and file tails in.
 """
 
 from __future__ import annotations
@@ -53,6 +63,10 @@ FIX_VERDICT_KEY = "fix_verdict"
 
 _LEAD_TIME = re.compile(r"^\s*\[?\d{4}-\d{2}-\d{2}[T ][\d:.,]+\s?(?:Z|UTC|[+-]\d{2}:?\d{2})?\]?\s*")
 _COUNT = re.compile(r"^recurring_errsig\(\d+x\):")
+# a line that reports a problem: its level (text or a JSON field) or an error word
+_PROBLEM_LINE = re.compile(r"\b(?:warn(?:ing)?|error|critical|fatal|exception|traceback)\b", re.I)
+_NAME_MIN = 4  # shorter function names ("get", "run") name too many unrelated lines
+_SIGNAL_CHARS = 260  # an errsig signal's line, as the log rules clip it
 _SNIPPET_HEAD = 40
 
 
@@ -137,7 +151,8 @@ def line_shows(identity: str, line: str) -> bool:
 
 def resolution_for_commit(*, event_id: str, gene_id: str | None, signals: Sequence[str], commit_sha: str,
                           committed_at: datetime, files: Sequence[FileMark], missed: Sequence[str] = (),
-                          credited: Sequence[str] = (), rerun: Sequence[str] = ()) -> Resolution | None:
+                          credited: Sequence[str] = (), rerun: Sequence[str] = (),
+                          touched: Sequence[str] = (), touched_files: Sequence[str] = ()) -> Resolution | None:
     """The record to keep when a cycle's change is committed (None when it addressed no problem).
     ``signals``: what it addressed (gep/learning/fix_credit.py: the errors it touched; else its trigger signals)."""
     addressed = list(dict.fromkeys(s for s in signals if is_addressable(s)))
@@ -145,7 +160,8 @@ def resolution_for_commit(*, event_id: str, gene_id: str | None, signals: Sequen
         return None
     return Resolution(event_id=event_id, gene_id=gene_id, signals=addressed, commit_sha=commit_sha,
                       committed_at=committed_at, files=list(files), missed=list(missed), credited=list(credited),
-                      rerun=[s for s in rerun if s in addressed])
+                      rerun=[s for s in rerun if s in addressed], touched=list(touched),
+                      touched_files=list(touched_files))
 
 
 def _is_old(line: TailLine, tail: FileTail, res: Resolution, marks: dict[str, FileMark]) -> bool:
@@ -195,6 +211,42 @@ class _Seen(BaseModel):
     missed: dict[str, str]  # signal -> identity, for the trigger errors the change did not touch
     live: set[str]  # identities that occur in lines written after the commit
     new_lines: int
+    reshaped: dict[str, str] = Field(default_factory=dict)  # identity -> line: the problem in another shape
+
+
+def _names_touched(res: Resolution) -> re.Pattern[str] | None:
+    names = sorted({f for f in res.touched if len(f) >= _NAME_MIN and f.isidentifier()})
+    if not names:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, names)) + r")(?!\w)")
+
+
+def _reshaped(tails: Sequence[FileTail], res: Resolution, known: Iterable[str]) -> dict[str, str]:
+    """The problem lines (warning or error) of the logs, written after the commit, that name a function the
+    change touched and whose text no line before the commit had: identity -> the latest such line. ``known``:
+    the fix's own problems (their coming back is judged as such, not as a new shape)."""
+    names = _names_touched(res)
+    if names is None:
+        return {}
+    marks = {m.path: m for m in res.files}
+    known = [k for k in known if k not in GENERIC]
+    old: set[str] = set()
+    new: dict[str, str] = {}
+    for tail in tails:
+        if tail.kind == "transcript":
+            continue
+        for line in tail.lines:
+            if not _PROBLEM_LINE.search(line.text) or not names.search(line.text):
+                continue
+            ident = signal_identity(_as_signal(line.text))
+            if ident is None:
+                continue
+            if _is_old(line, tail, res, marks):
+                old.add(ident)
+            elif not any(_occurs(k, _norm(line.text)) for k in known):
+                new.pop(ident, None)
+                new[ident] = line.text
+    return {i: t for i, t in new.items() if i not in old}
 
 
 def _seen(res: Resolution, tails: Sequence[FileTail], current: set[str]) -> _Seen:
@@ -208,7 +260,8 @@ def _seen(res: Resolution, tails: Sequence[FileTail], current: set[str]) -> _See
     if generic:
         emitted = set(new.signals())
         live |= {i for i in generic if i in emitted}
-    return _Seen(res=res, identities=ids, missed=missed, live=live, new_lines=len(new.lines))
+    reshaped = _reshaped(tails, res, [*ids.values(), *missed.values()]) if res.status != "did_not_hold" else {}
+    return _Seen(res=res, identities=ids, missed=missed, live=live, new_lines=len(new.lines), reshaped=reshaped)
 
 
 def _verdict(seen: _Seen, tails: Sequence[FileTail]) -> FixVerdict | None:
@@ -219,6 +272,7 @@ def _verdict(seen: _Seen, tails: Sequence[FileTail]) -> FixVerdict | None:
     specific = {s: i for s, i in seen.identities.items() if is_specific(s)}
     judged = specific or seen.missed or seen.identities
     live = [s for s, i in judged.items() if i in seen.live]
+    live += [_as_signal(line) for line in seen.reshaped.values()]  # the problem in another shape
     ran = seen.new_lines
     evidence: Literal["new_lines", "rerun"] = "new_lines"
     if live and res.status != "did_not_hold":
@@ -233,6 +287,11 @@ def _verdict(seen: _Seen, tails: Sequence[FileTail]) -> FixVerdict | None:
         return None
     return FixVerdict(event_id=res.event_id, gene_id=res.gene_id, commit_sha=res.commit_sha, verdict=verdict,
                       live_signals=live, judged=list(judged), new_lines=ran, evidence=evidence)
+
+
+def _as_signal(line: str) -> str:
+    """A log line as the log rules would name the error it shows (``errsig:<line>``, clipped)."""
+    return "errsig:" + " ".join(line.split())[:_SIGNAL_CHARS]
 
 
 def _normed(tail: FileTail, line: TailLine) -> list[str]:
@@ -267,10 +326,12 @@ def _ref(signal: str, res: Resolution) -> ResolvedSignal:
 
 
 def check_resolutions(signals: Sequence[str], resolutions: Sequence[Resolution], tails: Sequence[FileTail],
-                      now: datetime) -> ResolutionCheck:
+                      now: datetime, recent: str = "") -> ResolutionCheck:
     """Drop the signals fixes resolved, keep those that came back, and judge each fix (see the module doc).
 
-    ``resolutions``: the recent ones (say the last 20), any order; those that did not hold are ignored."""
+    ``resolutions``: the recent ones (say the last 20), any order; those that did not hold are ignored but for
+    the new shape of their problem. ``recent``: the log lines this cycle reads (written since it last looked):
+    a problem in a new shape that still shows there is added to the signals."""
     active = sorted((r for r in resolutions if r.status != "did_not_hold"), key=lambda r: r.committed_at)
     current = {i for s in signals if (i := signal_identity(s)) is not None}
     seen = [_seen(r, tails, current) for r in active]
@@ -297,8 +358,29 @@ def check_resolutions(signals: Sequence[str], resolutions: Sequence[Resolution],
         verdict = _verdict(x, tails)
         if verdict is not None:
             out.verdicts.append(verdict)
-            out.updated.append(x.res.model_copy(update={"status": verdict.verdict, "checked_at": now}))
+            update: dict[str, object] = {"status": verdict.verdict, "checked_at": now}
+            if x.reshaped:
+                update["reshaped"] = list(x.reshaped)
+            out.updated.append(x.res.model_copy(update=update))
+    _add_reshaped(out, [*(r for r in resolutions if r.status == "did_not_hold"), *out.updated], recent)
     return out
+
+
+def _add_reshaped(out: ResolutionCheck, resolutions: Sequence[Resolution], recent: str) -> None:
+    """A problem a fix only moved (a new line naming the function it changed) drives repair while the lines
+    this cycle reads show it: the log rules do not name it when it carries no error word."""
+    shapes = {i for r in resolutions for i in r.reshaped}
+    if not shapes or not recent.strip():
+        return
+    have = {signal_identity(s) for s in out.signals}
+    for line in reversed(recent.splitlines()):  # the latest occurrence names it
+        signal = _as_signal(line)
+        ident = signal_identity(signal)
+        if ident in shapes and ident not in have:
+            out.signals.append(signal)
+            have.add(ident)
+    if len(out.signals) > 1 and EMPTY_FALLBACK in out.signals:
+        out.signals.remove(EMPTY_FALLBACK)
 
 
 def _add_new_errors(out: ResolutionCheck, newest: Resolution, tails: Sequence[FileTail]) -> None:
