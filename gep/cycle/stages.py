@@ -56,6 +56,7 @@ from gep.cycle.session_context import refresh_after_cycle
 from gep.cycle.solidify import SolidifyInput, solidify
 from gep.cycle.state import CycleState
 from gep.cycle.tree import CycleTree, tree_edited
+from gep.genes.distiller import rejected_capsules
 from gep.genes.mutation import build_mutation
 from gep.genes.personality import PersonalityStats, select_personality
 from gep.genes.pool import fall_back_to_auto_gene, gene_pool
@@ -184,18 +185,22 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     # from feedback; the loop rules only read the last few events
     memory = store.memory_history(MEMORY_FOLD)
     finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
+    feedback = store.list_feedback()
+    capsules = _reusable_here(store, signals, settings, rejected=rejected_capsules(memory.events, feedback))
     selection = select_gene_and_capsule(
-        genes=genes, capsules=_reusable_here(store, signals, settings),
-        failed_capsules=store.list_failed_capsules(),
+        genes=genes, capsules=capsules, failed_capsules=store.list_failed_capsules(),
         signals=signals, recent_events=finished, settings=settings, rng=rng, now=now, drift=drift,
-        excluded=excluded, feedback=FeedbackIndex(store.list_feedback()), summaries=memory.summaries)
+        excluded=excluded, feedback=FeedbackIndex(feedback), summaries=memory.summaries)
     return selection, finished
 
 
-def _reusable_here(store: Store, signals: Sequence[str], settings: Settings) -> list[Capsule]:
-    """Capsules selection may reuse: fixes that held, and (problem memory on) only those for this problem."""
+def _reusable_here(store: Store, signals: Sequence[str], settings: Settings, rejected: set[str]) -> list[Capsule]:
+    """Capsules selection may reuse: fixes that held, and (problem memory on) only those for this problem, or
+    else a verified fix of the same kind of problem, never one a person rejected."""
     capsules = reusable(store.list_capsules())
-    return for_this_problem(capsules, signals) if learning_switch(settings).on("problem_memory") else capsules
+    if not learning_switch(settings).on("problem_memory"):
+        return capsules
+    return for_this_problem(capsules, signals, rejected)
 
 
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
