@@ -62,6 +62,18 @@ def test_similar_means_same_error_family_or_same_file_never_the_same_problem_or_
     assert similar_fixes([_verified(ZERO_A, "did_not_hold")], ["log_error", ZERO_B]) == []
 
 
+
+def test_a_loggers_package_is_not_a_shared_file() -> None:
+    """A line's logger (``app.billing:``) names the package too: every error of the package shared "app", so
+    an unrelated fix was "a similar problem (same file: app)". The files the fix changed decide."""
+    fixed = [_verified("errsig:2026-11-20T01:02:03Z ERROR app.billing: IndexError: list index out of range in "
+                       "app.billing.first_item")]
+    now = "errsig:2026-11-21T01:02:03Z ERROR app.config: KeyError: 'timeout' in app.config.load"
+    assert similar_fixes(fixed, ["log_error", now]) == []
+    in_billing = "errsig:2026-11-21T01:02:03Z ERROR app.billing: KeyError: 'currency' in app.billing.format_money"
+    assert similar_fixes(fixed, ["log_error", in_billing])[0].startswith(
+        "worked on a similar problem (same file: billing)")
+
 def _lessons(event: EvolutionEvent) -> str:
     prompt = Path(event.meta.mutator_result.prompt_file).read_text()  # type: ignore[union-attr]
     assert "## Lessons from earlier cycles" in prompt, prompt[:2000]
