@@ -57,6 +57,19 @@ def _select(store: Store) -> str | None:
     return sel.capsule.id if sel.capsule else None
 
 
+def test_a_fix_whose_function_still_complains_in_the_log_is_no_example() -> None:
+    """A change that swallowed the error makes its line go (the verdict says verified), and the function then
+    says it failed in other words: its capsule is not offered to the twin."""
+    swallowed = Capsule(id="cap_swallow", gene="gene_repair", trigger=["log_error", TWIN], fix_verdict="verified",
+                        diff=" def resolve_score(cfg):\n-    return cfg['retries']\n+    try:\n+        return "
+                             "cfg['retries']\n+    except Exception:\n+        return None\n")
+    signals = ["log_error", NOW_LINE]
+    quiet = "2026-03-02T08:20:01.000Z INFO app.job: job finished in 3.1s, resolve_score ran 40 times\n"
+    assert [c.id for c in for_this_problem([swallowed], signals, log=quiet)] == ["cap_swallow"]
+    warned = quiet + "2026-03-02T08:20:02.000Z WARNING app.users: resolve_score returned no result\n"
+    assert for_this_problem([swallowed], signals, log=warned) == []
+
+
 def test_the_cycle_offers_the_twins_verified_capsule_unless_a_person_rejected_it(tmp_path: Path) -> None:
     with Store.open(f"sqlite:///{tmp_path}/g.db") as store:
         event = EvolutionEvent(id="evt_twin", signals=["log_error", TWIN], genes_used=["gene_repair"],

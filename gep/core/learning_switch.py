@@ -18,7 +18,8 @@ Mechanisms (a new one is added to ``gep.core.config.LearningMechanism`` and gate
   drift            the stochastic pick among the top genes (off: always the best)
   dominance_cap    a gene picked too often yields to the next best
   avoid            the avoid-list: a gene that failed twice on a problem left out there, "do not" lines (gep/learning/avoid.py)
-  problem_memory   lessons recalled by problem whatever the gene, capsules reused for the same problem only
+  problem_memory   lessons recalled by problem whatever the gene, what worked on similar problems, capsules
+                   reused for the same problem (else a verified fix of the same kind of problem)
   context          what agent sessions receive (the SessionStart hook, `gep context`: gep/learning/agent_context.py)
 """
 

@@ -20,6 +20,7 @@ one a person said did not help is never offered that way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
@@ -83,11 +84,11 @@ def merge_recalled(first: Sequence[Recalled], then: Sequence[Recalled], limit: i
 
 
 def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str],
-                     rejected: Collection[str] = frozenset()) -> list[Capsule]:
+                     rejected: Collection[str] = frozenset(), log: str = "") -> list[Capsule]:
     """Capsules offered for reuse on this problem: those of the same problem (or, when it names none, a similar
     situation); a capsule from another error is not an example of how to fix this one. None of them: the one
-    verified fix of a problem of the same kind (:func:`of_the_same_kind`). ``rejected``: capsules of cycles
-    a person said did not help, never offered."""
+    verified fix of a problem of the same kind (:func:`of_the_same_kind`; ``log``: the log lines read this
+    cycle). ``rejected``: capsules of cycles a person said did not help, never offered."""
     capsules = [c for c in capsules if c.id not in rejected]
     situation = situation_key_signals(signals)
     problem = problem_of(situation)
@@ -97,20 +98,36 @@ def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str],
         mine = problem_of(trigger)
         if (problem & mine) if (problem or mine) else jaccard(trigger, situation) >= constants.SIGNAL_KEY_JACCARD_MIN:
             out.append(c)
-    return out or of_the_same_kind(capsules, signals)
+    return out or of_the_same_kind(capsules, signals, log)
 
 
 def _words(line: str) -> set[str]:
     return set((learning_key(line) or "").split())
 
 
-def of_the_same_kind(capsules: Sequence[Capsule], signals: Sequence[str]) -> list[Capsule]:
+_COMPLAINS = re.compile(r"\b(?:WARN(?:ING)?|ERROR|CRITICAL|FATAL|[A-Z]\w*(?:Error|Exception))\b")
+_DEF = re.compile(r"\b(?:def|function|func|fn)\s+([A-Za-z_]\w*)\s*\(")
+
+
+def still_complains(capsule: Capsule, log: str) -> bool:
+    """Whether a function the capsule's change touched (a ``def`` its diff shows) is named by a warning or an
+    error in ``log``: a change that swallowed an error makes its line go, and the function then logs that it
+    failed in other words ("<function> returned no result"). Such a fix is no example to follow."""
+    names = set(_DEF.findall(capsule.diff or ""))
+    if not names or not log:
+        return False
+    words = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+    return any(_COMPLAINS.search(line) and words.search(line) for line in log.splitlines())
+
+
+def of_the_same_kind(capsules: Sequence[Capsule], signals: Sequence[str], log: str = "") -> list[Capsule]:
     """The capsule of a verified fix of another problem of the same kind as this cycle's first error that has
     one (the same exception class: a ``KeyError`` fixed in one function is an example for a ``KeyError`` in
     another), as a list of one: among several, the one whose error line reads most like this one, then the
-    newest. A fix not yet judged, or that did not hold, is never offered (its approach did not make the
-    problem go)."""
-    verified = [c for c in capsules if (c.model_extra or {}).get(FIX_VERDICT_KEY) == "verified"]
+    newest. A fix not yet judged, one that did not hold (its approach did not make the problem go), or one
+    whose function still complains in ``log`` (:func:`still_complains`) is never offered."""
+    verified = [c for c in capsules if (c.model_extra or {}).get(FIX_VERDICT_KEY) == "verified"
+                and not still_complains(c, log)]
     for now in error_lines(signals):
         kind, key = family(now), learning_key(now)
         if kind is None:
