@@ -51,8 +51,8 @@ def test_a_verified_fix_of_the_same_kind_is_offered_when_this_problem_has_no_cap
     assert for_this_problem(kinds[:1], signals) == []
 
 
-def _select(store: Store) -> str | None:
-    sel, _ = select_from_store(store, genes=GENES, signals=["log_error", NOW_LINE], settings=Settings(),
+def _select(store: Store, settings: Settings | None = None) -> str | None:
+    sel, _ = select_from_store(store, genes=GENES, signals=["log_error", NOW_LINE], settings=settings or Settings(),
                                rng=random.Random(1), now=NOW)
     return sel.capsule.id if sel.capsule else None
 
@@ -80,3 +80,15 @@ def test_the_cycle_offers_the_twins_verified_capsule_unless_a_person_rejected_it
         assert _select(store) == "cap_twin"
         give_feedback(store, event.id, "not_helpful", now=NOW - timedelta(hours=1), author="ana")
         assert _select(store) is None
+
+
+def test_capsules_stay_scoped_to_the_problem_with_problem_memory_off(tmp_path: Path) -> None:
+    """Scoping a capsule to its problem (or its kind) belongs to capsules, not to the lessons by problem: with
+    ``problem_memory`` off, a capsule of another kind of error is still not offered (it was, before)."""
+    other = _cap("cap_other", _err("IndexError: list index out of range in app.users.first_item"), "verified")
+    with Store.open(f"sqlite:///{tmp_path}/g.db") as store:
+        store.upsert_capsule(other)
+        assert _select(store, Settings(learning_off=["problem_memory"])) is None
+        store.upsert_capsule(_cap("cap_twin", TWIN, "verified"))
+        assert _select(store, Settings(learning_off=["problem_memory"])) == "cap_twin"
+        assert _select(store, Settings(learning_off=["capsules"])) is None

@@ -13,13 +13,13 @@ Mechanisms (a new one is added to ``gep.core.config.LearningMechanism`` and gate
   bans             bans from recent failures, failed capsules, fixes that did not hold and the memory graph
   verdicts         fix verdicts: a resolved error dropped from the signals, verdicts on earlier fixes recorded
   lessons          lessons and the synthesis request in the prompt
-  capsules         a stored capsule reused (selection and prompt)
+  capsules         a stored capsule reused (selection and prompt): this problem's, else a verified fix of
+                   the same kind of problem (gep/learning/lessons_by_problem.py)
   recent_outcomes  the "recent outcomes" of earlier cycles in the prompt
   drift            the stochastic pick among the top genes (off: always the best)
   dominance_cap    a gene picked too often yields to the next best
   avoid            the avoid-list: a gene that failed twice on a problem left out there, "do not" lines (gep/learning/avoid.py)
-  problem_memory   lessons recalled by problem whatever the gene, what worked on similar problems, capsules
-                   reused for the same problem (else a verified fix of the same kind of problem)
+  problem_memory   lessons recalled by problem whatever the gene, and what worked on similar problems
   context          what agent sessions receive (the SessionStart hook, `gep context`: gep/learning/agent_context.py)
 """
 

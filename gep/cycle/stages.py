@@ -187,7 +187,7 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     memory = store.memory_history(MEMORY_FOLD)
     finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
     feedback = store.list_feedback()
-    capsules = _reusable_here(store, signals, settings, rejected_capsules(memory.events, feedback), log)
+    capsules = _reusable_here(store, signals, rejected_capsules(memory.events, feedback), log)
     selection = select_gene_and_capsule(
         genes=genes, capsules=capsules, failed_capsules=store.list_failed_capsules(),
         signals=signals, recent_events=finished, settings=settings, rng=rng, now=now, drift=drift,
@@ -195,14 +195,11 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     return selection, finished
 
 
-def _reusable_here(store: Store, signals: Sequence[str], settings: Settings, rejected: set[str],
-                   log: str) -> list[Capsule]:
-    """Capsules selection may reuse: fixes that held, and (problem memory on) only those for this problem, or
-    else a verified fix of the same kind of problem, never one a person rejected."""
-    capsules = reusable(store.list_capsules())
-    if not learning_switch(settings).on("problem_memory"):
-        return capsules
-    return for_this_problem(capsules, signals, rejected, log)
+def _reusable_here(store: Store, signals: Sequence[str], rejected: set[str], log: str) -> list[Capsule]:
+    """Capsules selection may reuse (the ``capsules`` mechanism, gated in the selector): fixes that held, for this
+    problem, or else a verified fix of the same kind of problem; never one a person rejected. Part of capsules
+    whatever ``problem_memory`` says: a capsule of another error offered as the example is no help (issue 41)."""
+    return for_this_problem(reusable(store.list_capsules()), signals, rejected, log)
 
 
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
