@@ -14,7 +14,8 @@ engine's verdicts. A task counts as a verified fix when its problem's code is re
 
 Arms: ``full`` (the engine as it ships); ``off`` (``learning = "off"``: the plain engine); ``fresh`` (the full
 engine with an empty store before every cycle); ``no_<mechanism>`` (``learning_off = [mechanism]``) for each
-mechanism of gep/core/learning_switch.py but ``context`` (agent sessions only); ``reference_prompt`` (no lessons,
+mechanism of gep/core/learning_switch.py but ``context`` (agent sessions only); ``with_<mechanism>``
+(``learning_on = [mechanism]``) for an experimental one, off in ``full``; ``reference_prompt`` (no lessons,
 recent outcomes, capsule, avoid lines or session context: the prompt the reference builds).
 Suites (docs/evaluation.md, "The suites"): ``classic``, ``kinds``, ``lesson``, ``capsule``, ``feedback``, each
 built for a mechanism; ``--mechanism-arms`` adds each suite's own ablation arms there. The unit of analysis is
@@ -59,10 +60,12 @@ AGENT = Path(__file__).resolve().parent / "evolution_agent.py"
 # every mechanism of gep/core/learning_switch.py that reaches a cycle; "context" only reaches agent sessions (the
 # SessionStart hook), which the scripted agent does not have, so its arm would equal full and is not run
 MECHANISMS = ("memory_graph", "feedback", "bans", "verdicts", "lessons", "capsules", "recent_outcomes", "drift",
-              "dominance_cap", "avoid", "problem_memory")
+              "dominance_cap", "avoid")
+EXPERIMENTAL = ("problem_memory",)  # off in full (gep.core.learning_switch.EXPERIMENTAL): its arm switches it on
 ARMS: dict[str, dict[str, str]] = {
     "full": {}, "off": {"GEP_LEARNING": "off"}, "fresh": {},
     **{f"no_{m}": {"GEP_LEARNING_OFF": m} for m in MECHANISMS},
+    **{f"with_{m}": {"GEP_LEARNING_ON": m} for m in EXPERIMENTAL},
     "reference_prompt": {"GEP_LEARNING_OFF": "lessons,recent_outcomes,capsules,avoid,context"},
 }
 TARGET_RATIO, TARGET_COST, TARGET_P = 1.3, 0.7, 0.01
@@ -380,7 +383,7 @@ def report(results: dict[str, list[RunResult]], out: Any = None) -> dict[str, An
 
 # the arms that switch off the mechanism each suite is built to exercise (docs/evaluation.md, "The suites")
 SUITE_ARMS = {"classic": ("no_verdicts",), "kinds": ("no_memory_graph",), "lesson": ("no_lessons", "no_recent_outcomes"),
-              "capsule": ("no_capsules", "no_problem_memory"), "feedback": ("no_feedback",)}
+              "capsule": ("no_capsules", "with_problem_memory"), "feedback": ("no_feedback",)}
 
 
 def plan(args: argparse.Namespace, arms: Sequence[str], suites: Sequence[str], root: Path, agent: str | None,

@@ -244,13 +244,17 @@ def test_the_agents_draws_repeat_whatever_the_cycles_id(tmp_path: Path, monkeypa
 
 def test_an_arm_per_learning_mechanism() -> None:
     from gep.core.config import Settings
-    from gep.core.learning_switch import MECHANISMS, learning_switch
+    from gep.core.learning_switch import EXPERIMENTAL, MECHANISMS, learning_switch
 
-    # every mechanism a cycle uses has its ablation arm ("context" reaches agent sessions only)
-    assert {f"no_{m}" for m in MECHANISMS if m != "context"} <= set(evolution.ARMS)
+    # every mechanism a cycle uses has its ablation arm ("context" reaches agent sessions only); an experimental
+    # one, off in full, has the arm that switches it on
+    assert {f"no_{m}" for m in MECHANISMS if m != "context" and m not in EXPERIMENTAL} <= set(evolution.ARMS)
+    assert {f"with_{m}" for m in EXPERIMENTAL} <= set(evolution.ARMS)
     for arm, env in evolution.ARMS.items():
-        off = env.get("GEP_LEARNING_OFF", "")
-        assert all(m in MECHANISMS for m in off.split(",") if m), arm
+        named = env.get("GEP_LEARNING_OFF", "") + "," + env.get("GEP_LEARNING_ON", "")
+        assert all(m in MECHANISMS for m in named.split(",") if m), arm
+    on = Settings(learning_on=evolution.ARMS["with_problem_memory"]["GEP_LEARNING_ON"].split(","))
+    assert learning_switch(on).on("problem_memory") and not learning_switch(Settings()).on("problem_memory")
     ref = Settings(learning_off=evolution.ARMS["reference_prompt"]["GEP_LEARNING_OFF"].split(","))
     assert {"lessons", "context", "avoid"} <= learning_switch(ref).off
 

@@ -14,7 +14,7 @@ from test_selector import NOW, SIGNALS, _failed, event, gene
 from gep import CycleRequest, run_cycle
 from gep.core.config import Settings, load_settings
 from gep.core.errors import ConfigError
-from gep.core.learning_switch import MECHANISMS, PLAIN_ENGINE, learning_switch
+from gep.core.learning_switch import EXPERIMENTAL, MECHANISMS, PLAIN_ENGINE, learning_switch
 from gep.core.models import Capsule, EvolutionEvent
 from gep.genes.selector import Selection, select_gene_and_capsule
 from gep.learning.feedback import FeedbackIndex, explicit_signal
@@ -35,9 +35,14 @@ def pick(off: list[str], *, events=(), failed=(), capsules=(), feedback=None, se
 def test_settings_read_from_gep_toml_and_the_environment(tmp_path: Path) -> None:
     (tmp_path / "gep.toml").write_text('learning = "off"\n')
     assert learning_switch(load_settings(tmp_path, env={})).off == set(MECHANISMS) - set(PLAIN_ENGINE)
-    assert learning_switch(load_settings(env={})).off == set()
+    # an experimental mechanism is off unless named in learning_on (issue 41: problem memory showed no effect)
+    assert learning_switch(load_settings(env={})).off == set(EXPERIMENTAL) == {"problem_memory"}
+    assert learning_switch(load_settings(env={"GEP_LEARNING_ON": "problem_memory"})).off == set()
+    (tmp_path / "gep.toml").write_text('learning_on = ["problem_memory"]\nlearning_off = ["problem_memory"]\n')
+    assert learning_switch(load_settings(tmp_path, env={})).off == {"problem_memory"}  # off wins
     assert learning_switch(load_settings(env={"GEP_LEARNING": "off"})).off == set(MECHANISMS) - set(PLAIN_ENGINE)
-    assert learning_switch(load_settings(env={"GEP_LEARNING_OFF": "lessons, drift"})).off == {"lessons", "drift"}
+    assert learning_switch(load_settings(env={"GEP_LEARNING_OFF": "lessons, drift"})).off == {
+        "lessons", "drift", *EXPERIMENTAL}
     with pytest.raises(ConfigError, match="learning_off"):
         load_settings(env={"GEP_LEARNING_OFF": "lesons"})
     with pytest.raises(ConfigError, match="learning"):

@@ -20,6 +20,8 @@ from gep.learning.lessons import LessonCategory, LessonInput, build_lesson
 from gep.learning.lessons_by_problem import for_this_problem, recall_problem
 
 pytestmark = pytest.mark.timeout(300)
+# problem memory is experimental, off by default (issue 41): these tests switch it on
+PROBLEM_MEMORY_ON = {"gep.toml": 'learning_on = ["problem_memory"]\n'}
 T0 = datetime(2026, 11, 28, 1, 0, tzinfo=UTC)
 
 
@@ -63,7 +65,7 @@ def test_validations_failing_lines_are_what_a_lesson_keeps() -> None:
 def test_a_lesson_written_on_a_problem_is_in_the_next_prompt_whichever_gene_is_picked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     venv_first(monkeypatch)
-    ws = agent_workspace(tmp_path / "ws")
+    ws = agent_workspace(tmp_path / "ws", PROBLEM_MEMORY_ON)
     wrong = ("import pathlib, sys; sys.stdin.read(); p = pathlib.Path('stats.py'); "
              f"p.write_text(p.read_text().replace({BUG!r}, '(len(values) + 1)'))")
     failed = run_cycle(CycleRequest(workspace=ws, mutator="command", seed=1,

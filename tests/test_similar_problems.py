@@ -29,6 +29,8 @@ from gep.learning.lessons_by_problem import recall_problem
 from gep.learning.similar_problems import similar_fixes
 
 pytestmark = pytest.mark.timeout(300)
+# problem memory is experimental, off by default (issue 41): these tests switch it on
+PROBLEM_MEMORY_ON = {"gep.toml": 'learning_on = ["problem_memory"]\n'}
 
 ZERO_A = "errsig:2026-11-20T01:02:03Z [ERROR] job: ZeroDivisionError: division by zero in app.billing.total_invoice"
 ZERO_B = "errsig:2026-11-21T01:02:03Z [ERROR] job: ZeroDivisionError: division by zero in app.stats.mean_rate"
@@ -62,6 +64,18 @@ def test_similar_means_same_error_family_or_same_file_never_the_same_problem_or_
     assert similar_fixes([_verified(ZERO_A, "did_not_hold")], ["log_error", ZERO_B]) == []
 
 
+
+def test_a_loggers_package_is_not_a_shared_file() -> None:
+    """A line's logger (``app.billing:``) names the package too: every error of the package shared "app", so
+    an unrelated fix was "a similar problem (same file: app)". The files the fix changed decide."""
+    fixed = [_verified("errsig:2026-11-20T01:02:03Z ERROR app.billing: IndexError: list index out of range in "
+                       "app.billing.first_item")]
+    now = "errsig:2026-11-21T01:02:03Z ERROR app.config: KeyError: 'timeout' in app.config.load"
+    assert similar_fixes(fixed, ["log_error", now]) == []
+    in_billing = "errsig:2026-11-21T01:02:03Z ERROR app.billing: KeyError: 'currency' in app.billing.format_money"
+    assert similar_fixes(fixed, ["log_error", in_billing])[0].startswith(
+        "worked on a similar problem (same file: billing)")
+
 def _lessons(event: EvolutionEvent) -> str:
     prompt = Path(event.meta.mutator_result.prompt_file).read_text()  # type: ignore[union-attr]
     assert "## Lessons from earlier cycles" in prompt, prompt[:2000]
@@ -76,7 +90,7 @@ def _log(ws: Path, message: str, minutes: float) -> None:
 def test_a_verified_fix_is_named_in_a_similar_problems_prompt_and_not_in_an_unrelated_ones(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     venv_first(monkeypatch)
-    ws = agent_workspace(tmp_path / "ws")
+    ws = agent_workspace(tmp_path / "ws", PROBLEM_MEMORY_ON)
     fixed = committed_fix(ws)  # problem A: mean() returns the wrong value (AssertionError), fixed by hand
     with (ws / LOG).open("a") as fh:  # the code ran again without the error: evidence the fix held
         fh.write(f"{later(0.5).astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')} INFO report: mean ok\n")
@@ -109,7 +123,7 @@ def test_a_verified_fix_is_named_in_a_similar_problems_prompt_and_not_in_an_unre
 def test_a_persons_note_reaches_the_next_prompt_on_the_same_problem_whichever_gene_is_picked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     venv_first(monkeypatch)
-    ws = agent_workspace(tmp_path / "ws")
+    ws = agent_workspace(tmp_path / "ws")  # problem memory off: a person's word still
     fixed = committed_fix(ws)
     note = "the mean must skip None readings; token sk-ant-api03-" + "x" * 40
     said = CliRunner().invoke(app, ["feedback", fixed.id, "not_helpful", "--note", note, "--workspace", str(ws)])

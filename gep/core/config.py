@@ -95,6 +95,9 @@ class Settings(BaseModel):
     # dominance cap; nothing learned reaches selection or the prompt); learning_off switches single mechanisms off
     learning: Literal["on", "off"] = "on"
     learning_off: list[LearningMechanism] = Field(default_factory=list)
+    # experimental mechanisms (learning_switch.EXPERIMENTAL: not shown to help in their evaluation world) are off
+    # unless named here (issue 41)
+    learning_on: list[LearningMechanism] = Field(default_factory=list)
     # share of cycles and of agent sessions drawn at random to run without what was learned (learning "off", no
     # session context), marked meta.holdout: `gep report` measures learning's effect here from them (gep/eval/effect.py)
     holdout: Share = 0.0

@@ -200,9 +200,11 @@ def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> 
     recalled = recall(lessons, gene_id=gene.id, signals=signals, now=now, limit=s.lesson_limit,
                       recency_weight=s.lesson_recency_weight)
     use = learning_switch(s)
-    if use.on("problem_memory"):  # what was tried on this problem by any gene comes first (gep/learning/lessons_by_problem.py)
-        problem = recall_problem(ctx.store.list_lessons(), signals=signals, now=now, limit=s.lesson_limit)
-        recalled = merge_recalled(problem, recalled, s.lesson_limit)
+    # what was tried on this problem by any gene comes first (gep/learning/lessons_by_problem.py); problem memory
+    # off (experimental, issue 41), a person's word on this problem still does, whichever gene is picked
+    every = [x for x in ctx.store.list_lessons() if use.on("problem_memory") or x.category == LessonCategory.person]
+    problem = recall_problem(every, signals=signals, now=now, limit=s.lesson_limit)
+    recalled = merge_recalled(problem, recalled, s.lesson_limit)
     avoid = avoid_lines(ctx.store, signals) if use.on("avoid") else []  # short "do not" lines first (gep/learning/avoid.py)
     # then what worked on similar problems elsewhere in the workspace (gep/learning/similar_problems.py)
     similar = similar_fixes(ctx.store.recent_events(SIMILAR_EVENTS), signals, lambda e: _approach(ctx.store, e)) \

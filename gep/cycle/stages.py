@@ -56,6 +56,7 @@ from gep.cycle.session_context import refresh_after_cycle
 from gep.cycle.solidify import SolidifyInput, solidify
 from gep.cycle.state import CycleState
 from gep.cycle.tree import CycleTree, tree_edited
+from gep.genes.distiller import rejected_capsules
 from gep.genes.mutation import build_mutation
 from gep.genes.personality import PersonalityStats, select_personality
 from gep.genes.pool import fall_back_to_auto_gene, gene_pool
@@ -176,26 +177,29 @@ def gate(ctx: CycleContext, state: CycleState) -> CycleState:
 
 def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[str], settings: Settings,
                       rng: random.Random, now: datetime, drift: bool = False,
-                      excluded: Mapping[str, str] | None = None) -> tuple[Selection, list[EvolutionEvent]]:
+                      excluded: Mapping[str, str] | None = None, log: str = "") -> tuple[Selection, list[EvolutionEvent]]:
     """The selector fed from the store as every cycle feeds it (bench/selection.py calls it too): the memory
     graph's whole history, reusable capsules, failed capsules and the feedback scores. Also returns the
-    finished events it read (the personality stage reads them too)."""
+    finished events it read (the personality stage reads them too). ``log``: the log lines this cycle read
+    (a capsule whose function still complains there is not offered as another problem's example)."""
     # selection learns from the whole history (memory graph: summaries of folded events, then the events) and
     # from feedback; the loop rules only read the last few events
     memory = store.memory_history(MEMORY_FOLD)
     finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
+    feedback = store.list_feedback()
+    capsules = _reusable_here(store, signals, rejected_capsules(memory.events, feedback), log)
     selection = select_gene_and_capsule(
-        genes=genes, capsules=_reusable_here(store, signals, settings),
-        failed_capsules=store.list_failed_capsules(),
+        genes=genes, capsules=capsules, failed_capsules=store.list_failed_capsules(),
         signals=signals, recent_events=finished, settings=settings, rng=rng, now=now, drift=drift,
-        excluded=excluded, feedback=FeedbackIndex(store.list_feedback()), summaries=memory.summaries)
+        excluded=excluded, feedback=FeedbackIndex(feedback), summaries=memory.summaries)
     return selection, finished
 
 
-def _reusable_here(store: Store, signals: Sequence[str], settings: Settings) -> list[Capsule]:
-    """Capsules selection may reuse: fixes that held, and (problem memory on) only those for this problem."""
-    capsules = reusable(store.list_capsules())
-    return for_this_problem(capsules, signals) if learning_switch(settings).on("problem_memory") else capsules
+def _reusable_here(store: Store, signals: Sequence[str], rejected: set[str], log: str) -> list[Capsule]:
+    """Capsules selection may reuse (the ``capsules`` mechanism, gated in the selector): fixes that held, for this
+    problem, or else a verified fix of the same kind of problem; never one a person rejected. Part of capsules
+    whatever ``problem_memory`` says: a capsule of another error offered as the example is no help (issue 41)."""
+    return for_this_problem(reusable(store.list_capsules()), signals, rejected, log)
 
 
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
@@ -207,7 +211,7 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
         pool.excluded.update(avoided_genes(refresh_avoid_list(ctx.store), genes, state.signals, pool.excluded))
     state.selection, finished = select_from_store(
         ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
-        now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded)
+        now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded, log=state.sources.today_log)
     state.pool = fall_back_to_auto_gene(
         state.selection, genes=genes, pool=pool, signals=state.signals, store=ctx.store,
         workspace=ctx.repo.path, settings=ctx.settings)

@@ -11,11 +11,17 @@ them is its whole signal set, compared by the memory graph's similarity rule. A 
 problem when it shares a specific signal with now, or (no specific signal either side) when its situation is
 similar. Recalled: the strongest and the most recent first, each lesson that contradicts another shown next
 to it, within the prompt's lesson budget (characters).
+
+Capsules follow the problem too: one is offered for reuse on its own problem; a problem with none gets the
+capsule of a verified fix of a problem of the same kind (the same exception class in another function, issue
+41): the twin's fix is the example the next agent can follow. A fix not verified, one that did not hold, or
+one a person said did not help is never offered that way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from gep.core import constants
@@ -24,7 +30,9 @@ from gep.learning.feedback import situation_key_signals
 from gep.learning.lessons import Lesson, Recalled, heads, marker
 from gep.learning.memory_graph import jaccard
 from gep.learning.problem_key import SPECIFIC as SPECIFIC  # named here too
-from gep.learning.problem_key import specific_identities
+from gep.learning.problem_key import learning_key, specific_identities
+from gep.learning.resolved import FIX_VERDICT_KEY
+from gep.learning.similar_problems import error_lines, family
 
 
 def problem_of(situation: Sequence[str]) -> set[str]:
@@ -75,9 +83,13 @@ def merge_recalled(first: Sequence[Recalled], then: Sequence[Recalled], limit: i
     return out[:max(0, limit)]
 
 
-def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str]) -> list[Capsule]:
-    """Capsules offered for reuse only on the same problem (or, when it names none, a similar situation): a
-    capsule from another error is not an example of how to fix this one."""
+def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str],
+                     rejected: Collection[str] = frozenset(), log: str = "") -> list[Capsule]:
+    """Capsules offered for reuse on this problem: those of the same problem (or, when it names none, a similar
+    situation); a capsule from another error is not an example of how to fix this one. None of them: the one
+    verified fix of a problem of the same kind (:func:`of_the_same_kind`; ``log``: the log lines read this
+    cycle). ``rejected``: capsules of cycles a person said did not help, never offered."""
+    capsules = [c for c in capsules if c.id not in rejected]
     situation = situation_key_signals(signals)
     problem = problem_of(situation)
     out = []
@@ -86,4 +98,50 @@ def for_this_problem(capsules: Sequence[Capsule], signals: Sequence[str]) -> lis
         mine = problem_of(trigger)
         if (problem & mine) if (problem or mine) else jaccard(trigger, situation) >= constants.SIGNAL_KEY_JACCARD_MIN:
             out.append(c)
-    return out
+    return out or of_the_same_kind(capsules, signals, log)
+
+
+def _words(line: str) -> set[str]:
+    return set((learning_key(line) or "").split())
+
+
+_COMPLAINS = re.compile(r"\b(?:WARN(?:ING)?|ERROR|CRITICAL|FATAL|[A-Z]\w*(?:Error|Exception))\b")
+_DEF = re.compile(r"\b(?:def|function|func|fn)\s+([A-Za-z_]\w*)\s*\(")
+
+
+def still_complains(capsule: Capsule, log: str) -> bool:
+    """Whether a function the capsule's change touched (a ``def`` its diff shows) is named by a warning or an
+    error in ``log``: a change that swallowed an error makes its line go, and the function then logs that it
+    failed in other words ("<function> returned no result"). Such a fix is no example to follow."""
+    names = set(_DEF.findall(capsule.diff or ""))
+    if not names or not log:
+        return False
+    words = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+    return any(_COMPLAINS.search(line) and words.search(line) for line in log.splitlines())
+
+
+def of_the_same_kind(capsules: Sequence[Capsule], signals: Sequence[str], log: str = "") -> list[Capsule]:
+    """The capsule of a verified fix of another problem of the same kind as this cycle's first error that has
+    one (the same exception class: a ``KeyError`` fixed in one function is an example for a ``KeyError`` in
+    another), as a list of one: among several, the one whose error line reads most like this one, then the
+    newest. A fix not yet judged, one that did not hold (its approach did not make the problem go), or one
+    whose function still complains in ``log`` (:func:`still_complains`) is never offered."""
+    verified = [c for c in capsules if (c.model_extra or {}).get(FIX_VERDICT_KEY) == "verified"
+                and not still_complains(c, log)]
+    for now in error_lines(signals):
+        kind, key = family(now), learning_key(now)
+        if kind is None:
+            continue
+        best: tuple[float, int] | None = None
+        chosen: Capsule | None = None
+        for i, c in enumerate(verified):
+            for line in error_lines(c.trigger):
+                if family(line) != kind or learning_key(line) == key:
+                    continue
+                a, b = _words(now), _words(line)
+                rank = (len(a & b) / len(a | b) if a | b else 0.0, i)
+                if best is None or rank > best:
+                    best, chosen = rank, c
+        if chosen is not None:
+            return [chosen]
+    return []

@@ -13,7 +13,8 @@ are different problems (their learning keys differ) and
 * they are of one error family: the same exception class (``ZeroDivisionError``, ``KeyError``, ...) named in
   both lines; or
 * they are in one file: a file the current line names (a path, ``file.py:12``, a traceback frame, a dotted
-  name such as ``app.billing.total_invoice``) is a file the fix changed or its error line named.
+  name such as ``app.billing.total_invoice``) is a file the fix changed (or, when the fix's files are not
+  known, one its error line named).
 
 Newest fix first, one per problem, at most ``SIMILAR_LIMIT``. Pure: events in, prompt lines out.
 """
@@ -75,7 +76,9 @@ def _why(now_line: str, fixed_line: str, fixed_files: set[str]) -> str | None:
     fam = family(now_line)
     if fam is not None and fam == family(fixed_line):
         return f"also a {fam}"
-    shared = sorted(files_named(now_line) & (fixed_files | files_named(fixed_line)))
+    # the files the fix changed, when known: a line's logger (``app.users:``) names its package too, and every
+    # error of the package shared it ("same file: app" for unrelated problems)
+    shared = sorted(files_named(now_line) & (fixed_files or files_named(fixed_line)))
     return f"same file: {shared[0]}" if shared else None
 
 
