@@ -65,7 +65,7 @@ def _cycle(tmp_path: Path, body: str, after: list[str], before: tuple[str, ...] 
     later = T0 + timedelta(hours=1)
     with Store.for_workspace(ws) as store:
         store.add_event(event)
-        ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), workspace=open_repo(ws),
+        ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), repo=open_repo(ws),
                            store=store, event_id="evt_fix", cycle_number=1, seed=1, started_at=T0, clock=lambda: T0)
         remember_commit(ctx, event)
         new = "".join(f"{_at(later + timedelta(seconds=i))} {x}\n" for i, x in enumerate(after))
@@ -105,7 +105,7 @@ def _remembered(tmp_path: Path, store: Store) -> tuple[EvolutionEvent, CycleCont
                            outcome=Outcome(status="success", score=0.8),
                            meta=EventMeta(commit=git(ws, "rev-parse", "HEAD").strip(), solidified_at=T0.isoformat()))
     store.add_event(event)
-    ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), workspace=open_repo(ws),
+    ctx = CycleContext(request=CycleRequest(workspace=ws), settings=Settings(), repo=open_repo(ws),
                        store=store, event_id="evt_quiet", cycle_number=1, seed=1, started_at=T0, clock=lambda: T0)
     remember_commit(ctx, event)
     return event, ctx
