@@ -236,14 +236,15 @@ def blocking_request(opening: Opening) -> tuple[State, reporting.RunReport]:
     finally:
         ctx.close()
     hooks.join()
+    key = workspace_key(ctx.repo.path, ctx.store.workspace_id)  # the id the store settled on (a copy's own)
     if state.skipped is not None:
-        return skip(ctx.repo.path, state.signals, state.skipped, opening.key)
+        return skip(ctx.repo.path, state.signals, state.skipped, key)
     assert state.event is not None
     run = reporting.current_run()
     report = reporting.cycle_report(run[0] if run else None, run[1] if run else [], ctx.repo.path,
                                     ctx.cycle_number, state.event,
                                     prompt_file=state.result.prompt_file if state.result else None,
-                                    abandoned=abandoned, key=opening.key)
+                                    abandoned=abandoned, key=key)
     return states.outcome_state(state.event), report
 
 
