@@ -323,7 +323,7 @@ class Learning:
         """The cycle after a fix: its trigger is gone (verified) or back (did not hold); some people judge it."""
         self.cycle += 1
         for ev, held, d in self.pending:
-            apply_verdict(store, FixVerdict(event_id=ev.id, gene_id=ev.genes_used[0], commit_sha=f"{ev.id}-commit",
+            apply_verdict(store, FixVerdict(event_id=ev.id, gene_id=ev.used_gene, commit_sha=f"{ev.id}-commit",
                                             verdict="verified" if held else "did_not_hold", new_lines=1), now)
             if d.f < PERSON_RATE:
                 wrong = self.imperfect and random.Random(f"label:{ev.id}").random() < LABEL_WRONG

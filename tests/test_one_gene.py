@@ -37,6 +37,14 @@ def test_no_record_is_copied_into_its_twin_through_a_dump() -> None:
     assert [hit for f in files for hit in _round_trips(f)] == []
 
 
+def test_the_stored_gene_list_is_read_as_a_gene_in_one_place() -> None:
+    """``genes_used[0]`` only in EvolutionEvent.gene_id (gep/core/models.py); every reader asks the event."""
+    files = sorted([*(ROOT / "gep").rglob("*.py"), *(ROOT / "flows").rglob("*.py"), *(ROOT / "bench").rglob("*.py")])
+    hits = [f"{f.relative_to(ROOT)}:{n}" for f in files
+            for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if "genes_used[0]" in line]
+    assert hits == ["gep/core/models.py:432"]
+
+
 def test_solidify_checks_no_agreement_between_copies_of_the_gene() -> None:
     """The event's gene and the gene solidified are one value: checks.py no longer compares them."""
     source = (ROOT / "gep" / "cycle" / "checks.py").read_text(encoding="utf-8")

@@ -432,6 +432,14 @@ class EvolutionEvent(GepModel):
         return self.genes_used[0] if self.genes_used else None
 
     @property
+    def used_gene(self) -> str:
+        """``gene_id`` of an event known to have run a gene (feedback, approvals and verdicts are about such)."""
+        gid = self.gene_id
+        if gid is None:
+            raise ValueError(f"{self.id} ran no gene")
+        return gid
+
+    @property
     def is_empty_cycle(self) -> bool:
         """Empty: flagged so, or a recorded 0-file/0-line blast radius (seed 002)."""
         if self.meta.empty_cycle is True:

@@ -48,10 +48,10 @@ def approvals_after_changes(approvals: Sequence[StoredSignal], events: Sequence[
 
 
 def helpful_signal(approval: StoredSignal, event: EvolutionEvent) -> FeedbackSignal:
-    signal = explicit_signal(event_id=event.id, gene_id=event.genes_used[0], signals=event.signals,
+    signal = explicit_signal(event_id=event.id, gene_id=event.used_gene, signals=event.signals,
                              kind=FeedbackKind.helpful.value, at=approval.at, author=AUTHOR,
                              note=f"approval after the change: {approval.summary}")
-    key = f"{event.id}\x1f{event.genes_used[0]}\x1fapproval"
+    key = f"{event.id}\x1f{event.used_gene}\x1fapproval"
     return signal.model_copy(update={"id": "fb_" + hashlib.sha256(key.encode()).hexdigest()[:20]})
 
 
@@ -68,6 +68,6 @@ def record_approvals(store: object, approvals: Sequence[StoredSignal],
     for sig, event in approvals_after_changes(approvals, events):
         if repo is not None:
             repo.add_feedback(helpful_signal(sig, event))
-        out.append(ApprovalFeedback(event_id=event.id, gene_id=event.genes_used[0], at=iso(sig.at),
+        out.append(ApprovalFeedback(event_id=event.id, gene_id=event.used_gene, at=iso(sig.at),
                                     recorded=repo is not None))
     return out

@@ -80,7 +80,7 @@ def corrected_changes(corrections: Sequence[TranscriptExchange], events: Sequenc
 
 def not_helpful_signal(ex: TranscriptExchange, event: EvolutionEvent, named: str) -> FeedbackSignal:
     assert ex.ts is not None
-    return explicit_signal(event_id=event.id, gene_id=event.genes_used[0], signals=event.signals,
+    return explicit_signal(event_id=event.id, gene_id=event.used_gene, signals=event.signals,
                            kind=FeedbackKind.not_helpful.value, at=ex.ts, author=AUTHOR,
                            note=f"a person corrected the agent about {named}, which this change touched")
 
@@ -95,6 +95,6 @@ def record_corrections(store: object, corrections: Sequence[TranscriptExchange],
         if repo is not None and not repo.add_feedback(not_helpful_signal(ex, event, named)):
             continue  # counted when a cycle first read it
         assert ex.ts is not None
-        out.append(ApprovalFeedback(event_id=event.id, gene_id=event.genes_used[0], at=iso(ex.ts),
+        out.append(ApprovalFeedback(event_id=event.id, gene_id=event.used_gene, at=iso(ex.ts),
                                     recorded=repo is not None))
     return out

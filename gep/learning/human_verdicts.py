@@ -37,7 +37,7 @@ def worked_on(event: EvolutionEvent) -> list[str]:
 
 def person_lesson(store: LessonLog, event: EvolutionEvent, verdict: Literal["helpful", "not_helpful"],
                   note: str | None, now: datetime) -> None:
-    gene = event.genes_used[0]
+    gene = event.used_gene
     inp = LessonInput(event_id=event.id, gene_id=gene, signals=worked_on(event), outcome=event.outcome.status,
                       person_verdict=verdict, note=note, change=event.meta.change_excerpt or "")
     record_lesson(store, build_lesson(inp, store.list_lessons(gene), now))
