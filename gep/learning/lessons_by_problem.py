@@ -14,8 +14,8 @@ to it, within the prompt's lesson budget (characters).
 
 Capsules follow the problem too: one is offered for reuse on its own problem; a problem with none gets the
 capsule of a verified fix of a problem of the same kind (the same exception class in another function, issue
-41): the twin's fix is the example the next agent can follow. A fix not verified, one that did not hold, or
-one a person said did not help is never offered that way.
+41): the twin's fix is the example the next agent can follow. A fix not verified, one that did not hold, one
+a person said did not help, or one whose function still logs warnings is never offered that way.
 """
 
 from __future__ import annotations
