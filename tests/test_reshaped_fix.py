@@ -15,7 +15,7 @@ from gep.cycle.context import CycleContext
 from gep.cycle.fixes import check_fixes, remember_commit
 from gep.git import open_repo
 from gep.learning.corrections import record_corrections
-from gep.learning.resolved import ResolutionCheck
+from gep.learning.resolved import Resolution, ResolutionCheck
 from gep.signals.sources import TranscriptExchange
 from gep.store import Store
 
@@ -169,3 +169,24 @@ def test_a_cycle_reading_a_session_records_the_correction_as_not_helpful(tmp_pat
     assert [f.event_id for f in capture.record.corrected] == ["evt_quiet"]
     assert [(f.kind.value, f.note) for f in feedback] == [
         ("not_helpful", "a person corrected the agent about app/billing.py, which this change touched")]
+
+
+def test_a_new_warning_is_held_against_the_newer_of_two_changes_to_the_function() -> None:
+    """A real fix, then a later change that swallows the error in the same function: the warning is the later
+    change's doing; the earlier fix is not judged on it."""
+    from gep.learning.resolved import check_resolutions, resolution_for_commit
+    from gep.signals.sources import FileTail, TailLine
+
+    def res(event: str, at: datetime) -> Resolution:
+        made = resolution_for_commit(event_id=event, gene_id="g", signals=[f"errsig:{ERR}"], commit_sha=event,
+                                     committed_at=at, files=[], touched=["total_invoice"])
+        assert made is not None
+        return made.model_copy(update={"status": "verified"} if event == "fix" else {})
+
+    later = T0 + timedelta(hours=3)
+    tail = FileTail(path="logs/job.log", kind="log", size=999, lines=[
+        TailLine(start=0, at=T0 - timedelta(hours=1), text=f"{_at(T0 - timedelta(hours=1))} {ERR}"),
+        TailLine(start=100, at=later, text=f"{_at(later)} {WARN}")])
+    check = check_resolutions(["perf_bottleneck"], [res("fix", T0), res("swallow", T0 + timedelta(hours=2))],
+                              [tail], later + timedelta(minutes=5))
+    assert [(v.event_id, v.verdict) for v in check.verdicts] == [("swallow", "did_not_hold")]

@@ -29,7 +29,7 @@ did_not_hold then.
 and the function then logs something else: a warning that it "returned no result", another error. So a fix
 also does not hold when a log line written after it, at warning or error level, names a function the change
 touched (``Resolution.touched``) and no line before the commit had that text: the problem moved, it did not
-go. The verdict lists that line (``errsig:<line>``) among its live signals, and while the new lines of this
+go (when two fixes touched the function and the line is new to both, the newer change is judged on it). The verdict lists that line (``errsig:<line>``) among its live signals, and while the new lines of this
 cycle (``recent``) still show it, it drives repair like the error it replaced (it is not in the log rules'
 error signals: a warning carries no error word).
 
@@ -354,6 +354,7 @@ def check_resolutions(signals: Sequence[str], resolutions: Sequence[Resolution],
         _add_new_errors(out, seen[-1].res, tails)
     if not out.signals and signals:
         out.signals.append(EMPTY_FALLBACK)
+    _newest_claims(seen)
     for x in seen:
         verdict = _verdict(x, tails)
         if verdict is not None:
@@ -364,6 +365,15 @@ def check_resolutions(signals: Sequence[str], resolutions: Sequence[Resolution],
             out.updated.append(x.res.model_copy(update=update))
     _add_reshaped(out, [*(r for r in resolutions if r.status == "did_not_hold"), *out.updated], recent)
     return out
+
+
+def _newest_claims(seen: Sequence[_Seen]) -> None:
+    """A new line that names a function two fixes touched is about the newer change (it wrote the code the line
+    comes from): the older fix is not judged on it. ``seen``: oldest first."""
+    claimed: set[str] = set()
+    for x in reversed(seen):
+        x.reshaped = {i: line for i, line in x.reshaped.items() if i not in claimed}
+        claimed |= set(x.reshaped)
 
 
 def _add_reshaped(out: ResolutionCheck, resolutions: Sequence[Resolution], recent: str) -> None:
