@@ -130,7 +130,7 @@ def test_a_retry_after_of_years_is_capped_in_the_llm_signal_pass(monkeypatch: py
         worker.join(30)
         assert not worker.is_alive(), "the pass still sleeps on Retry-After"
     assert time.monotonic() - started < 10 and len(fake.requests) == 3  # the 429, its retry, the second turn
-    assert found and found[0].kept == 1  # type: ignore[attr-defined]
+    assert found and found[0].record.kept == 1  # type: ignore[attr-defined]
 
 
 def test_the_report_stays_bounded_with_ten_thousand_cycles() -> None:
