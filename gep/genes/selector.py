@@ -17,8 +17,11 @@ How a gene is chosen:
   2. Bans, which hold whatever the drift: ``ban_gene:<id>`` in the current signals or in a recent event's
      signals (for ``settings.ban_cycles`` cycles after that event); failed capsules (>= 0.6 overlap with the
      current situation, twice for one gene within the last ``ban_cycles`` cycles and with no success of the
-     gene in such a situation since); low-success bans from the memory graph; and the failed-capsule rule
-     applied to committed fixes that did not hold (their checks passed, so they left no failed capsule).
+     gene in such a situation since, unless the gene's record here says it mostly succeeds: expected success
+     over 0.5 on a window's worth of outcomes, since two failed checks in a row happen to a gene that passes 85%
+     of the time once in 44 pairs, and its record already counts them); low-success bans from the memory graph;
+     and the failed-capsule rule applied to committed fixes that did not hold (their checks passed, so they
+     left no failed capsule; these ban whatever the record, as a fix that stops holding must turn the picks).
   3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known), then by match
      score, then by gene order. A distilled gene is made of its source genes' successes: until it has a record
      of its own (``MEMORY_BAN_MIN_EVIDENCE`` weighted attempts), it takes the rank of its best matching source
@@ -46,7 +49,11 @@ How a gene is chosen:
      the dominance cap stay in force with feedback: the seed warns that a heavy usefulness weight makes a filter
      bubble where other genes never get a chance.
   5. Dominance: when two or more candidates remain, a gene that already holds ``dominance_share`` of the last
-     ``dominance_window`` selections yields to the best-ranked candidate that does not.
+     ``dominance_window`` selections yields to the best-ranked candidate that does not, when that one may be as
+     good: the chance that its record here is as good as the pick's (memory graph posteriors, people's praise
+     left out) is at least ``DOMINANCE_DOUBT`` (5%). Against an alternative whose record shows it worse, the
+     pick stands (issue 41: yielding then costs fixes and teaches nothing the record does not already say; the
+     cap stays in force among genes the records cannot tell apart, and praise never lifts a gene over it).
 """
 
 from __future__ import annotations
@@ -458,12 +465,19 @@ def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weig
             c.rank, c.trial = top, True
 
 
+def _record_outweighs(st: GeneStats) -> bool:
+    """A record here that says the gene succeeds more often than not (expected success over 0.5 on at least a
+    window's worth of outcomes): two failed checks in a row do not ban such a gene (see 2.)."""
+    return st.expected > 0.5 and _has_record(st)
+
+
 def _all_bans(recent_events: Sequence[EvolutionEvent], signals: Sequence[str],
               failed_capsules: Sequence[FailedCapsule], advice: MemoryAdvice, settings: Settings) -> dict[str, GeneBan]:
     """Every ban that applies here, by gene: recent failures on these signals, failed capsules, the memory graph,
     fixes that did not hold."""
-    bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),
-                  _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles),
+    streaks = [b for b in _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles)
+               if not _record_outweighs(advice.stats(b.gene_id))]
+    bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles), streaks,
                   _memory_bans(advice), _unheld_fix_bans(recent_events, signals, settings.ban_cycles))
     return {b.gene_id: b for b in bans}
 
@@ -542,6 +556,14 @@ def runner_up_chance(candidates: Sequence[CandidateScore], advice: MemoryAdvice,
     return 0.5 * math.erfc(gap / (sd * math.sqrt(2.0)))
 
 
+def _record_doubt(pick: CandidateScore, alt: CandidateScore, advice: MemoryAdvice) -> float:
+    """The chance that ``alt``'s record here is really as good as ``pick``'s, by the memory graph alone: people's
+    praise, which the rank blends in, never lifts a gene over the cap (seed 003's filter bubble)."""
+    a, b = advice.stats(pick.gene_id), advice.stats(alt.gene_id)
+    sd = math.sqrt(_beta_var(a) + _beta_var(b))
+    return 0.5 if sd <= 0 else 0.5 * math.erfc((a.expected - b.expected) / (sd * math.sqrt(2.0)))
+
+
 def sharpened_intensity(intensity: float, candidates: Sequence[CandidateScore], advice: MemoryAdvice,
                         weight: float) -> float:
     """Drift in proportion to doubt (see 4.): the seed's intensity while the top two are a toss-up, less as the
@@ -581,9 +603,10 @@ def dominance_alternative(pick: str, order: Sequence[str], recent: Sequence[str]
 
 
 def _dominance_cap(pick: CandidateScore, candidates: Sequence[CandidateScore],
-                   recent_events: Sequence[EvolutionEvent], settings: Settings,
-                   reasons: list[str]) -> tuple[CandidateScore, list[str]]:
-    """A gene picked too often in the recent window yields to the best one that was not (if any)."""
+                   recent_events: Sequence[EvolutionEvent], settings: Settings, reasons: list[str],
+                   advice: MemoryAdvice | None = None) -> tuple[CandidateScore, list[str]]:
+    """A gene picked too often in the recent window yields to the best one that was not (if any), unless the
+    records leave little doubt that one is worse (see 5.; ``advice``: the posteriors that say so)."""
     if len(candidates) <= 1:
         return pick, []
     recent = _recent_selections(recent_events, settings.dominance_window - 1)
@@ -591,6 +614,11 @@ def _dominance_cap(pick: CandidateScore, candidates: Sequence[CandidateScore],
     if alt_id is None:
         return pick, []
     alt = next(c for c in candidates if c.gene_id == alt_id)
+    doubt = _record_doubt(pick, alt, advice) if advice is not None else 0.5
+    if doubt < constants.DOMINANCE_DOUBT:
+        reasons.append(f"dominance: {pick.gene_id} is over the cap, kept: {alt.gene_id} is almost surely worse "
+                       f"here (chance {doubt:.2f} it is as good)")
+        return pick, []
     reasons.append(f"dominance: {pick.gene_id} had {recent.count(pick.gene_id)} of the last "
                    f"{len(recent)} selections (cap {settings.dominance_share:.0%} of {settings.dominance_window}); "
                    f"yielding to {alt.gene_id}")
@@ -662,7 +690,7 @@ def select_gene_and_capsule(
     gate = intensity if drift else sharpened_intensity(intensity, candidates, advice, weight)
     decision.drift_intensity = round(gate, 4)
     pick, mode = _drift_pick(candidates, advice, rng, intensity, weight, reasons, gate)
-    pick, capped = (_dominance_cap(pick, candidates, recent_events, settings, reasons) if use.on("dominance_cap")
+    pick, capped = (_dominance_cap(pick, candidates, recent_events, settings, reasons, advice) if use.on("dominance_cap")
                     else (pick, []))
     gene = by_id[pick.gene_id]
     reasons[0:0] = _pick_reasons(gene, pick, weight)
