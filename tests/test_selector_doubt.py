@@ -1,7 +1,6 @@
 """Loop rules in proportion to doubt (issue 41, point 5). Drift: the seed's intensity while the best two
 candidates are a toss-up, less as their records tell them apart; an explicit drift request keeps the seed's
-intensity. The dominance cap: a gene over the cap yields to one that may be as good, not to one its record shows
-to be worse. Bans: two failed checks in a row do not ban a gene whose record here says it mostly succeeds."""
+intensity. Bans: two failed checks in a row do not ban a gene whose record here says it mostly succeeds."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from gep.core.config import Settings
 from gep.core.models import BlastRadius, EvolutionEvent, FailedCapsule, Gene, Outcome, iso
-from gep.genes.selector import Selection, drift_intensity, select_gene_and_capsule
+from gep.genes.selector import drift_intensity, select_gene_and_capsule
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SIGNALS = ["log_error", "errsig:TypeError: x is undefined"]
@@ -70,36 +69,6 @@ def test_a_drift_request_keeps_the_seeds_intensity_plus_its_bonus() -> None:
     share, gate = _drift_share(_records((8, 0), (2, 3)), drift=True)
     assert gate == round(drift_intensity(len(GENES), True), 4)
     assert abs(share - gate) < 0.1
-
-
-def _select(events: list[EvolutionEvent], seed: int) -> Selection:
-    return select_gene_and_capsule(genes=GENES, capsules=[], failed_capsules=[], signals=SIGNALS,
-                                   recent_events=events, settings=Settings(), rng=random.Random(seed), now=NOW)
-
-
-def _capped_history(weak: tuple[int, int]) -> list[EvolutionEvent]:
-    """gene_good succeeded 12 times, 12 of the last 17 selections (at the 60% cap of 20: its next pick is over
-    it); gene_weak's (successes, failures) in between."""
-    outcomes = [("gene_weak", ok) for ok in [True] * weak[0] + [False] * weak[1]]
-    history = [("gene_good", True)] * 12
-    for k, o in enumerate(outcomes):
-        history.insert(2 + 2 * k, o)
-    return [_event(i, g, ok) for i, (g, ok) in enumerate(history)]
-
-
-def test_the_cap_keeps_a_gene_whose_record_shows_the_alternative_worse() -> None:
-    events = _capped_history((1, 4))  # 12 of 12 against 1 of 5
-    for seed in range(20):
-        sel = _select(events, seed)
-        assert sel.decision.selected == "gene_good" and sel.decision.dominance_capped == []
-        assert any("is over the cap, kept" in r for r in sel.decision.reasons)
-
-
-def test_the_cap_yields_to_an_alternative_that_may_be_as_good() -> None:
-    events = _capped_history((4, 1))  # 12 of 12 against 4 of 5
-    picks = [_select(events, seed) for seed in range(20)]
-    assert {s.decision.selected for s in picks} == {"gene_weak"}
-    assert any(s.decision.dominance_capped == ["gene_good"] for s in picks)
 
 
 def _failing_lately(gene_id: str, successes: int) -> tuple[list[EvolutionEvent], list[FailedCapsule]]:

@@ -21,8 +21,6 @@ REPEATED_EXEC_MIN = 5
 BAN_CYCLES = 10
 DOMINANCE_SHARE = 0.6
 DOMINANCE_WINDOW = 20
-# the cap yields only to a gene with at least this chance of being as good as the pick (issue 41)
-DOMINANCE_DOUBT = 0.05
 DISTILLED_GENE_FACTOR = 0.8
 DRIFT_BONUS = 0.3
 EDGE_HALF_LIFE_DAYS = 30.0

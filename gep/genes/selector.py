@@ -49,11 +49,7 @@ How a gene is chosen:
      the dominance cap stay in force with feedback: the seed warns that a heavy usefulness weight makes a filter
      bubble where other genes never get a chance.
   5. Dominance: when two or more candidates remain, a gene that already holds ``dominance_share`` of the last
-     ``dominance_window`` selections yields to the best-ranked candidate that does not, when that one may be as
-     good: the chance that its record here is as good as the pick's (memory graph posteriors, people's praise
-     left out) is at least ``DOMINANCE_DOUBT`` (5%). Against an alternative whose record shows it worse, the
-     pick stands (issue 41: yielding then costs fixes and teaches nothing the record does not already say; the
-     cap stays in force among genes the records cannot tell apart, and praise never lifts a gene over it).
+     ``dominance_window`` selections yields to the best-ranked candidate that does not.
 """
 
 from __future__ import annotations
@@ -556,14 +552,6 @@ def runner_up_chance(candidates: Sequence[CandidateScore], advice: MemoryAdvice,
     return 0.5 * math.erfc(gap / (sd * math.sqrt(2.0)))
 
 
-def _record_doubt(pick: CandidateScore, alt: CandidateScore, advice: MemoryAdvice) -> float:
-    """The chance that ``alt``'s record here is really as good as ``pick``'s, by the memory graph alone: people's
-    praise, which the rank blends in, never lifts a gene over the cap (seed 003's filter bubble)."""
-    a, b = advice.stats(pick.gene_id), advice.stats(alt.gene_id)
-    sd = math.sqrt(_beta_var(a) + _beta_var(b))
-    return 0.5 if sd <= 0 else 0.5 * math.erfc((a.expected - b.expected) / (sd * math.sqrt(2.0)))
-
-
 def sharpened_intensity(intensity: float, candidates: Sequence[CandidateScore], advice: MemoryAdvice,
                         weight: float) -> float:
     """Drift in proportion to doubt (see 4.): the seed's intensity while the top two are a toss-up, less as the
@@ -603,10 +591,9 @@ def dominance_alternative(pick: str, order: Sequence[str], recent: Sequence[str]
 
 
 def _dominance_cap(pick: CandidateScore, candidates: Sequence[CandidateScore],
-                   recent_events: Sequence[EvolutionEvent], settings: Settings, reasons: list[str],
-                   advice: MemoryAdvice | None = None) -> tuple[CandidateScore, list[str]]:
-    """A gene picked too often in the recent window yields to the best one that was not (if any), unless the
-    records leave little doubt that one is worse (see 5.; ``advice``: the posteriors that say so)."""
+                   recent_events: Sequence[EvolutionEvent], settings: Settings,
+                   reasons: list[str]) -> tuple[CandidateScore, list[str]]:
+    """A gene picked too often in the recent window yields to the best one that was not (if any)."""
     if len(candidates) <= 1:
         return pick, []
     recent = _recent_selections(recent_events, settings.dominance_window - 1)
@@ -614,11 +601,6 @@ def _dominance_cap(pick: CandidateScore, candidates: Sequence[CandidateScore],
     if alt_id is None:
         return pick, []
     alt = next(c for c in candidates if c.gene_id == alt_id)
-    doubt = _record_doubt(pick, alt, advice) if advice is not None else 0.5
-    if doubt < constants.DOMINANCE_DOUBT:
-        reasons.append(f"dominance: {pick.gene_id} is over the cap, kept: {alt.gene_id} is almost surely worse "
-                       f"here (chance {doubt:.2f} it is as good)")
-        return pick, []
     reasons.append(f"dominance: {pick.gene_id} had {recent.count(pick.gene_id)} of the last "
                    f"{len(recent)} selections (cap {settings.dominance_share:.0%} of {settings.dominance_window}); "
                    f"yielding to {alt.gene_id}")
@@ -690,7 +672,7 @@ def select_gene_and_capsule(
     gate = intensity if drift else sharpened_intensity(intensity, candidates, advice, weight)
     decision.drift_intensity = round(gate, 4)
     pick, mode = _drift_pick(candidates, advice, rng, intensity, weight, reasons, gate)
-    pick, capped = (_dominance_cap(pick, candidates, recent_events, settings, reasons, advice) if use.on("dominance_cap")
+    pick, capped = (_dominance_cap(pick, candidates, recent_events, settings, reasons) if use.on("dominance_cap")
                     else (pick, []))
     gene = by_id[pick.gene_id]
     reasons[0:0] = _pick_reasons(gene, pick, weight)
