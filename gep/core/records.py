@@ -43,7 +43,7 @@ class SelectorDecision(BaseModel):
     alternatives: list[str] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
     drift: bool = False
-    drift_intensity: float = 0.0
+    drift_intensity: float = 0.0  # the chance of drifting here: the seed's intensity scaled by doubt (selector 4.)
     drift_mode: str = "none"  # none | selection | drift
     bans_applied: list[GeneBan] = Field(default_factory=list)
     dominance_capped: list[str] = Field(default_factory=list)

@@ -17,8 +17,11 @@ How a gene is chosen:
   2. Bans, which hold whatever the drift: ``ban_gene:<id>`` in the current signals or in a recent event's
      signals (for ``settings.ban_cycles`` cycles after that event); failed capsules (>= 0.6 overlap with the
      current situation, twice for one gene within the last ``ban_cycles`` cycles and with no success of the
-     gene in such a situation since); low-success bans from the memory graph; and the failed-capsule rule
-     applied to committed fixes that did not hold (their checks passed, so they left no failed capsule).
+     gene in such a situation since, unless the gene's record here says it mostly succeeds: expected success
+     over 0.5 on a window's worth of outcomes, since two failed checks in a row happen to a gene that passes 85%
+     of the time once in 44 pairs, and its record already counts them); low-success bans from the memory graph;
+     and the failed-capsule rule applied to committed fixes that did not hold (their checks passed, so they
+     left no failed capsule; these ban whatever the record, as a fix that stops holding must turn the picks).
   3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known), then by match
      score, then by gene order. A distilled gene is made of its source genes' successes: until it has a record
      of its own (``MEMORY_BAN_MIN_EVIDENCE`` weighted attempts), it takes the rank of its best matching source
@@ -35,11 +38,16 @@ How a gene is chosen:
      remains, so neither drift nor the dominance cap below brings it back (issue 41: with the blend alone,
      the cap handed the picks back to the gene a person had rejected). A later helpful, or verified fixes that
      lift its score, let it in again.
-  4. Drift: with probability ``1/sqrt(pool size)`` (+0.3 when drift is requested) the pick is stochastic among
-     the top ``max(2, ceil(n * intensity))`` candidates: one draw from each candidate's Beta posterior (blended
-     with its usefulness as in 3), the highest wins (uniform when nothing is known, as the reference's random
-     drift). Otherwise the top one. Drift and the dominance cap stay in force with feedback: the seed warns that
-     a heavy usefulness weight makes a filter bubble where other genes never get a chance.
+  4. Drift: with probability ``p`` the pick is stochastic among the top ``max(2, ceil(n * intensity))``
+     candidates: one draw from each candidate's Beta posterior (blended with its usefulness as in 3), the
+     highest wins (uniform when nothing is known, as the reference's random drift). Otherwise the top one. The
+     seed's intensity is ``1/sqrt(pool size)``; ``p`` is that intensity times twice the chance that the runner-up
+     is really better than the leader (normal approximation of their posteriors, at most 1): the seed's drift
+     while the top two are a toss-up (nothing known, or equal records), less as their records tell them apart
+     (issue 41: a fixed 0.32 spent a third of all cycles drifting, also where the leader was plainly better, and
+     a greedy learner drifting 0.1 did better). A requested drift keeps the seed's intensity (+0.3). Drift and
+     the dominance cap stay in force with feedback: the seed warns that a heavy usefulness weight makes a filter
+     bubble where other genes never get a chance.
   5. Dominance: when two or more candidates remain, a gene that already holds ``dominance_share`` of the last
      ``dominance_window`` selections yields to the best-ranked candidate that does not.
 """
@@ -447,12 +455,19 @@ def _newcomer_trial(scored: Sequence[CandidateScore], advice: MemoryAdvice, weig
             c.rank, c.trial = top, True
 
 
+def _record_outweighs(st: GeneStats) -> bool:
+    """A record here that says the gene succeeds more often than not (expected success over 0.5 on at least a
+    window's worth of outcomes): two failed checks in a row do not ban such a gene (see 2.)."""
+    return st.expected > 0.5 and _has_record(st)
+
+
 def _all_bans(recent_events: Sequence[EvolutionEvent], signals: Sequence[str],
               failed_capsules: Sequence[FailedCapsule], advice: MemoryAdvice, settings: Settings) -> dict[str, GeneBan]:
     """Every ban that applies here, by gene: recent failures on these signals, failed capsules, the memory graph,
     fixes that did not hold."""
-    bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles),
-                  _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles),
+    streaks = [b for b in _failed_capsule_bans(failed_capsules, signals, recent_events, settings.ban_cycles)
+               if not _record_outweighs(advice.stats(b.gene_id))]
+    bans = _merge(_signal_bans(recent_events, signals, settings.ban_cycles), streaks,
                   _memory_bans(advice), _unheld_fix_bans(recent_events, signals, settings.ban_cycles))
     return {b.gene_id: b for b in bans}
 
@@ -513,10 +528,36 @@ def _no_gene(scored: Sequence[CandidateScore], capsules: Sequence[Capsule], sign
     return Selection(gene=None, capsule=capsule, decision=decision)
 
 
+def _beta_var(st: GeneStats) -> float:
+    n = st.alpha + st.beta
+    return st.alpha * st.beta / (n * n * (n + 1.0))
+
+
+def runner_up_chance(candidates: Sequence[CandidateScore], advice: MemoryAdvice, weight: float) -> float:
+    """How likely the second candidate is really better than the first: the normal approximation of their
+    Beta posteriors (scaled by the memory graph's share of the rank), 0.5 when nothing tells them apart."""
+    if len(candidates) < 2:
+        return 0.0
+    first, second = candidates[0], candidates[1]
+    sd = (1.0 - weight) * math.sqrt(_beta_var(advice.stats(first.gene_id)) + _beta_var(advice.stats(second.gene_id)))
+    gap = first.rank - second.rank
+    if sd <= 0:
+        return 0.5 if gap <= 0 else 0.0
+    return 0.5 * math.erfc(gap / (sd * math.sqrt(2.0)))
+
+
+def sharpened_intensity(intensity: float, candidates: Sequence[CandidateScore], advice: MemoryAdvice,
+                        weight: float) -> float:
+    """Drift in proportion to doubt (see 4.): the seed's intensity while the top two are a toss-up, less as the
+    posteriors separate them (``2 x`` the chance the runner-up is better, at most 1)."""
+    return intensity * min(1.0, 2.0 * runner_up_chance(candidates, advice, weight))
+
+
 def _drift_pick(candidates: Sequence[CandidateScore], advice: MemoryAdvice, rng: random.Random, intensity: float,
-                weight: float, reasons: list[str]) -> tuple[CandidateScore, str]:
-    """The best candidate, or under drift a Thompson draw among the top ones; with the mode it was picked by."""
-    if len(candidates) <= 1 or rng.random() >= intensity:
+                weight: float, reasons: list[str], gate: float | None = None) -> tuple[CandidateScore, str]:
+    """The best candidate, or under drift (probability ``gate``, default ``intensity``) a Thompson draw among the
+    top ones; with the mode it was picked by."""
+    if len(candidates) <= 1 or rng.random() >= (intensity if gate is None else gate):
         return candidates[0], "selection"
     k = min(len(candidates), max(2, math.ceil(len(candidates) * intensity)))
     draws = []
@@ -622,7 +663,9 @@ def select_gene_and_capsule(
     reasons += _usefulness_reasons(candidates, weight)
     if not candidates:
         return _no_gene(scored, capsules, signals, set(banned), decision, reasons)
-    pick, mode = _drift_pick(candidates, advice, rng, intensity, weight, reasons)
+    gate = intensity if drift else sharpened_intensity(intensity, candidates, advice, weight)
+    decision.drift_intensity = round(gate, 4)
+    pick, mode = _drift_pick(candidates, advice, rng, intensity, weight, reasons, gate)
     pick, capped = (_dominance_cap(pick, candidates, recent_events, settings, reasons) if use.on("dominance_cap")
                     else (pick, []))
     gene = by_id[pick.gene_id]
