@@ -619,6 +619,15 @@ def _rank_candidates(genes: Sequence[Gene], excluded: Mapping[str, str] | None, 
     return scored, by_id, _persons_word(candidates, feedback, signals, now, weight, reasons), applied
 
 
+def _capsule_for(capsules: Sequence[Capsule], signals: Sequence[str], gene: Gene, banned: set[str],
+                 reasons: list[str]) -> Capsule | None:
+    """The capsule to reuse with the picked gene (its reason added), or None."""
+    capsule = select_capsule(capsules, signals, gene_id=gene.id, banned=banned)
+    if capsule is not None:
+        reasons.append(f"capsule {capsule.id} trigger matches signals")
+    return capsule
+
+
 def select_gene_and_capsule(
     *,
     genes: Sequence[Gene],
@@ -670,9 +679,7 @@ def select_gene_and_capsule(
                     else (pick, []))
     gene = by_id[pick.gene_id]
     reasons[0:0] = _pick_reasons(gene, pick, weight)
-    capsule = select_capsule(capsules, signals, gene_id=gene.id, banned=set(banned))
-    if capsule is not None:
-        reasons.append(f"capsule {capsule.id} trigger matches signals")
+    capsule = _capsule_for(capsules, signals, gene, set(banned), reasons)
     decision.selected = gene.id
     decision.capsule = capsule.id if capsule else None
     decision.alternatives = [c.gene_id for c in candidates if c.gene_id != gene.id][:constants.MAX_ALTERNATIVES]
