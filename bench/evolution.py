@@ -119,21 +119,24 @@ def _env(arm: str, world_json: Path, state: Path, seed: int, home: Path) -> dict
 def _label(ws: Path, world: World, committed: list[tuple[int, str, str]], cycle: int, at: datetime,
            rng: random.Random) -> None:
     """The person: labels changes committed LABEL_DELAY cycles ago, some of them, sometimes wrongly."""
+    due = [(eid, target) for c, eid, target in committed if c == cycle - LABEL_DELAY]
+    if due:
+        now = truth(world, ws, cycle)
+        give_labels(ws, [(eid, now.get(target) == "fix") for eid, target in due], at, rng)
+
+
+def give_labels(ws: Path, due: list[tuple[str, bool]], at: datetime, rng: random.Random) -> None:
+    """Labels some of ``due`` (event id, whether its problem is really fixed now): LABEL_SHARE of them, wrongly
+    LABEL_WRONG of the time, as `gep feedback` records them (real_world.py's person too)."""
     from gep.learning.feedback import FeedbackError
     from gep.learning.human_verdicts import give_feedback
     from gep.store import Store
 
-    due = [(c, eid, target) for c, eid, target in committed if c == cycle - LABEL_DELAY]
-    if not due:
-        return
-    now = truth(world, ws, cycle)
     with Store.for_workspace(ws) as store:
-        for _, eid, target in due:
+        for eid, fixed in due:
             if rng.random() >= LABEL_SHARE:
                 continue
-            good = now.get(target) == "fix"
-            if rng.random() < LABEL_WRONG:
-                good = not good
+            good = fixed if rng.random() >= LABEL_WRONG else not fixed
             try:
                 give_feedback(store, eid, "helpful" if good else "not_helpful", now=at, author="bench-person")
             except FeedbackError:  # the fresh arm's store forgot the event: the label has nowhere to land

@@ -307,11 +307,16 @@ def main(argv: list[str]) -> int:
         done = replay(Path(argv[1]), prompt)
     else:
         done = solve(prompt)
+    note_done(done)
+    return 0
+
+
+def note_done(done: dict[str, Any]) -> None:
+    """What the agent did, one JSON line in $GEP_BENCH_STATE keyed by the cycle (the bench reads it back)."""
     state = os.environ.get("GEP_BENCH_STATE")
     if state:
         with open(state, "a") as fh:
             fh.write(json.dumps({"cycle": os.environ.get("GEP_CYCLE_ID", ""), **done}) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

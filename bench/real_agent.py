@@ -34,7 +34,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evolution_agent import _attempts  # one count of the agent's earlier attempts (beside this file)
+from evolution_agent import (  # one count of the agent's earlier attempts (beside this file)
+    _attempts,
+    note_done,
+)
 
 FAIL_WORDS = ("did not hold", "did_not_hold", "failed", "not_helpful", "not helpful", "rolled back", "avoid",
               "wrong", "don't")
@@ -154,10 +157,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0
     done = solve(sys.stdin.read())
-    state = os.environ.get("GEP_BENCH_STATE")
-    if state:
-        with open(state, "a") as fh:
-            fh.write(json.dumps({"cycle": os.environ.get("GEP_CYCLE_ID", ""), **done}) + "\n")
+    note_done(done)
     return 0
 
 

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -37,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "real"))
 
+from evolution import LABEL_DELAY, _agent_did, _clock, give_labels  # noqa: E402 - the written worlds' person
 from taskfiles import (  # noqa: E402 - beside this file
     RUNNER,
     SourceMissing,
@@ -51,7 +51,6 @@ from taskfiles import (  # noqa: E402 - beside this file
 AGENT = HERE / "real_agent.py"
 ARMS = {"full": {}, "off": {"GEP_LEARNING": "off"}}
 START = datetime(2026, 1, 1, tzinfo=UTC)
-LABEL_SHARE, LABEL_WRONG, LABEL_DELAY = 0.6, 0.2, 2  # the person, as in the written worlds
 GENERIC = ("INFO nightly: job started", "WARNING nightly: retrying after connection reset")
 
 
@@ -190,35 +189,7 @@ def _env(arm: str, task_json: Path, state: Path, seed: int, home: Path) -> dict[
 def _label(ws: Path, committed: list[tuple[int, str]], cycle: int, fixed: bool, at: datetime,
            rng: random.Random) -> None:
     """The person: labels changes committed LABEL_DELAY cycles ago, some of them, sometimes wrongly."""
-    from gep.learning.feedback import FeedbackError
-    from gep.learning.human_verdicts import give_feedback
-    from gep.store import Store
-
-    due = [eid for c, eid in committed if c == cycle - LABEL_DELAY]
-    if not due:
-        return
-    with Store.for_workspace(ws) as store:
-        for eid in due:
-            if rng.random() >= LABEL_SHARE:
-                continue
-            good = fixed if rng.random() >= LABEL_WRONG else not fixed
-            try:
-                give_feedback(store, eid, "helpful" if good else "not_helpful", now=at, author="bench-person")
-            except FeedbackError:
-                continue
-
-
-def _clock(at: datetime) -> Callable[[], datetime]:
-    return lambda: at
-
-
-def _agent_did(state: Path, cycle_id: str) -> dict[str, Any]:  # JSON edge: the agent's own line
-    if state.exists():
-        for line in reversed(state.read_text().splitlines()):
-            rec = json.loads(line)
-            if rec.get("cycle") == cycle_id:
-                return dict(rec)
-    return {"approach": "not_run", "target": ""}
+    give_labels(ws, [(eid, fixed) for c, eid in committed if c == cycle - LABEL_DELAY], at, rng)
 
 
 def run_task(arm: str, task: Task, seed: int, cycles: int, root: Path, t0: datetime = START) -> TaskRun:
