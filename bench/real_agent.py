@@ -34,10 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evolution_agent import (  # one count of the agent's earlier attempts (beside this file)
-    _attempts,
-    note_done,
-)
+from evolution_agent import _attempts, _draw, note_done  # the written worlds' agent (beside this file)
 
 FAIL_WORDS = ("did not hold", "did_not_hold", "failed", "not_helpful", "not helpful", "rolled back", "avoid",
               "wrong", "don't")
@@ -91,15 +88,6 @@ def odds(prompt: str, task: dict[str, Any]) -> dict[str, float]:
         p["wrong"] -= move / 2
         p["fix"] += move
     return p
-
-
-def _draw(p: dict[str, float], rng: random.Random) -> str:
-    x, acc = rng.random(), 0.0
-    for k, v in p.items():
-        acc += v
-        if x < acc:
-            return k
-    return "nothing"
 
 
 def _apply(patch: str) -> bool:

@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "real"))
 
-from evolution import LABEL_DELAY, _agent_did, _clock, give_labels  # noqa: E402 - the written worlds' person
+from evolution import LABEL_DELAY, _agent_did, _clock, finish_run, give_labels  # noqa: E402 - imports us lazily
 from taskfiles import (  # noqa: E402 - beside this file
     RUNNER,
     SourceMissing,
@@ -373,8 +373,6 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     wall = time.perf_counter() - t0
-    from evolution import finish_run  # deferred: evolution.py imports this module for --world real
-
     finish_run(report(runs), runs, args, wall, len(jobs))
     return 0
 
