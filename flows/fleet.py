@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from functools import partial
 from typing import Annotated, Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from prefect import flow, get_client, get_run_logger
 from prefect.artifacts import MarkdownArtifact, acreate_progress_artifact, aupdate_progress_artifact
@@ -273,10 +273,15 @@ async def dispatch(client: Any, deployment: str, workspaces: Sequence[str],
     One after another: each is three requests (about 0.1 s), and a server on SQLite takes concurrent writes
     slower than serial ones. A run that could not be created is reported, and the others still run."""
     runs: list[FlowRun | Exception] = []
+    ctx = FlowRunContext.get()
+    fleet_id = str(ctx.flow_run.id) if ctx and ctx.flow_run else uuid4().hex
     for workspace in workspaces:
         try:
-            # run_deployment's async form; timeout=0: create the run and return, the poll below waits
+            # run_deployment's async form; timeout=0: create the run and return, the poll below waits. The key
+            # makes a create the client retried (a slow answer under load) return the run already made, not a
+            # second cycle of the same workspace (seen once in CI: 7 runs for 6 workspaces, one refused)
             runs.append(await arun_deployment(deployment, client=client, timeout=0, tags=["fleet"],
+                                              idempotency_key=f"fleet:{fleet_id}:{workspace}",
                                               parameters={"request": {**params, "workspace": workspace}}))
         except Exception as exc:  # noqa: BLE001 - one run that could not be created does not stop the fleet
             runs.append(exc)
