@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+import traceback
 import typing
 from pathlib import Path
 
@@ -95,6 +96,21 @@ def flow_run(run_id: str):
 
     with get_client(sync_client=True) as client:
         return client.read_flow_run(run_id)
+
+
+def paused_run(ws: Path, cycle_thread: threading.Thread, deadline_s: float = 120) -> str:
+    """The id of the workspace's running cycle once its flow run pauses for review; failing, where the cycle's
+    thread was (a run that never paused once in a loaded CI run: the stack says which stage held it)."""
+    deadline = time.time() + deadline_s
+    while time.time() < deadline and cycle_thread.is_alive():
+        running = [e for e in events(ws) if e.outcome.status == "running"]
+        if running and running[0].meta.flow_run_id and flow_run(running[0].meta.flow_run_id).state_name == "Paused":
+            return running[0].meta.flow_run_id
+        time.sleep(0.25)  # asked again soon: the test goes on as soon as the run pauses
+    frame = sys._current_frames().get(cycle_thread.ident or -1)
+    where = "".join(traceback.format_stack(frame)[-12:]) if frame else "the cycle's thread had ended"
+    states = [(e.id, e.outcome.status.value, e.meta.flow_run_id) for e in events(ws)][:3]
+    pytest.fail(f"the flow never paused for review; events {states}; the cycle's thread:\n{where}")
 
 
 def task_run_states(flow_run_id: str, until, timeout_s: float = 30) -> dict[str, tuple[str, str | None]]:
@@ -314,19 +330,9 @@ def test_review_mode_waits_for_approval(prefect_server, example_ws: Path, tmp_pa
         result["event"] = cycle(workspace=str(example_ws), mutator="command", review=True,
                                 agent_cmd=agent(tmp_path, "fix", FIX_AGENT))
 
-    t = threading.Thread(target=run)
+    t = threading.Thread(target=run, daemon=True)  # daemon: a run that never pauses cannot hold the session
     t.start()
-    run_id = None
-    deadline = time.time() + 120
-    while time.time() < deadline and run_id is None:
-        running = [e for e in events(example_ws) if e.outcome.status == "running"]
-        if running and running[0].meta.flow_run_id:
-            candidate = running[0].meta.flow_run_id
-            if flow_run(candidate).state_name == "Paused":
-                run_id = candidate
-                break
-        time.sleep(0.25)  # asked again soon: the test goes on as soon as the run pauses
-    assert run_id, "the flow never paused for review"
+    run_id = paused_run(example_ws, t)
     assert git(example_ws, "log", "-1", "--format=%s").strip() == "initial"  # nothing committed yet
     # while it waits, the run is already named for its gene (an agent or review cycle takes a while)
     assert flow_run(run_id).name.startswith("cycle-0001 repair gene_repair_from_errors")

@@ -6,14 +6,13 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 from conftest import ROOT, git
 from learning_helpers import REPAIR, agent_workspace, committed_fix, store_of, venv_first
-from test_flows import FIX_AGENT, agent, flow_run, prefect_server  # noqa: F401 - the session's server
+from test_flows import FIX_AGENT, agent, flow_run, paused_run, prefect_server  # noqa: F401 - the session's server
 
 from gep.core.models import EvolutionEvent
 from gep.core.request import CycleRequest
@@ -26,17 +25,6 @@ pytestmark = pytest.mark.timeout(300)
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     venv_first(monkeypatch)
     return agent_workspace(tmp_path / "ws")
-
-
-def paused_run(ws: Path, deadline_s: float = 120) -> str:
-    deadline = time.time() + deadline_s
-    while time.time() < deadline:
-        with store_of(ws) as store:
-            running = [e for e in store.list_events(5) if e.outcome.status == "running"]
-        if running and running[0].meta.flow_run_id and flow_run(running[0].meta.flow_run_id).state_name == "Paused":
-            return running[0].meta.flow_run_id
-        time.sleep(0.25)  # asked again soon: the test goes on as soon as the run pauses
-    pytest.fail("the flow never paused for review")
 
 
 def review_form(run_id: str) -> str:
@@ -63,9 +51,9 @@ def test_the_review_form_shows_the_diff_and_the_note_becomes_feedback(prefect_se
         state = asyncio.run(evolution_cycle(request=request, return_state=True))
         result["event"] = event_of(state)
 
-    runner = threading.Thread(target=cycle)
+    runner = threading.Thread(target=cycle, daemon=True)
     runner.start()
-    run_id = paused_run(ws)
+    run_id = paused_run(ws, runner)
     form = review_form(run_id)
     assert "`stats.py`" in form and "```diff" in form
     assert "-    return sum(values) / (len(values) - 1)" in form and "+    return sum(values) / len(values)" in form
