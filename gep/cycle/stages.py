@@ -77,6 +77,7 @@ from gep.mutators.gep_prompt import PromptInput, build_prompt
 from gep.signals.rules import analyze_recent_history, extract_signals
 from gep.signals.sources import collect_sources, collect_tails
 from gep.signals.unread import READ_MARKS_KEY, ReadMarks, unread_sources
+from gep.signals.warning_lines import with_warning_signals
 from gep.store import Store, after_cycle
 
 HISTORY_EVENTS = max(constants.HISTORY_WINDOW, constants.DOMINANCE_WINDOW, constants.BAN_CYCLES) + 10
@@ -116,6 +117,8 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.fixes = (check_fixes(ctx, state.signals, recent=s.today_log) if learning_switch(ctx.settings).on("verdicts")
                    else ResolutionCheck(signals=state.signals))
     state.signals = state.fixes.signals
+    if ctx.settings.warning_signals:  # the skeptic's baseline: every new warning line is a problem too
+        state.signals = with_warning_signals(state.signals, s.today_log)
     scan_reverts(ctx)
     catch_up(ctx)
     judge_for_cycle(ctx.repo.path, ctx.settings, ctx.started_at)  # did what sessions received help?
