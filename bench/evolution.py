@@ -12,7 +12,8 @@ committed changes two cycles late, 60% of them, wrongly one time in five.
 Ground truth comes from the world (the problem's code run on the job's input and a rare one), never from the
 engine's verdicts. A task counts as a verified fix when its problem's code is really fixed at the end of the run.
 
-Arms: ``full`` (the engine as it ships); ``off`` (``learning = "off"``: the plain engine); ``fresh`` (the full
+Arms: ``full`` (the engine as it ships); ``off`` (``learning = "off"``: the plain engine); ``off_warnings`` (the
+plain engine that also chases every new warning line, ``warning_signals``: the skeptic's baseline); ``fresh`` (the full
 engine with an empty store before every cycle); ``no_<mechanism>`` (``learning_off = [mechanism]``) for each
 mechanism of gep/core/learning_switch.py but ``context`` (agent sessions only); ``with_<mechanism>``
 (``learning_on = [mechanism]``) for an experimental one, off in ``full``; ``reference_prompt`` (no lessons,
@@ -64,6 +65,8 @@ MECHANISMS = ("memory_graph", "feedback", "bans", "verdicts", "lessons", "capsul
 EXPERIMENTAL = ("problem_memory",)  # off in full (gep.core.learning_switch.EXPERIMENTAL): its arm switches it on
 ARMS: dict[str, dict[str, str]] = {
     "full": {}, "off": {"GEP_LEARNING": "off"}, "fresh": {},
+    # the skeptic's baseline: no memory, but every new warning line chased like an error line (docs/evaluation.md)
+    "off_warnings": {"GEP_LEARNING": "off", "GEP_WARNING_SIGNALS": "1"},
     **{f"no_{m}": {"GEP_LEARNING_OFF": m} for m in MECHANISMS},
     **{f"with_{m}": {"GEP_LEARNING_ON": m} for m in EXPERIMENTAL},
     "reference_prompt": {"GEP_LEARNING_OFF": "lessons,recent_outcomes,capsules,avoid,context"},
@@ -338,7 +341,8 @@ def _comparison_rows(results: dict[str, list[RunResult]]) -> list[dict[str, Any]
     for arm in results:
         if arm == "full" or "full" not in results:
             continue
-        for suite in ([None] if arm == "off" or len(suites) == 1 else []) + (suites if len(suites) > 1 else []):
+        whole = arm in ("off", "off_warnings") or len(suites) == 1  # the baselines: over every suite too
+        for suite in ([None] if whole else []) + (suites if len(suites) > 1 else []):
             c = compare(results, arm, suite=suite)
             if c is not None:
                 rows.append(c)

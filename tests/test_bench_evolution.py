@@ -285,3 +285,16 @@ def test_a_run_cut_short_is_reported_from_its_progress_lines(tmp_path: Path, cap
     log.write_text("\n".join(lines))
     assert evolution.main(["--from-progress", str(log)]) == 0
     assert "PASS" in capsys.readouterr().out
+
+
+def test_the_skeptics_arm_is_the_plain_engine_chasing_new_warning_lines() -> None:
+    from gep.core.config import load_settings
+    from gep.core.learning_switch import PLAIN_ENGINE, learning_switch
+
+    off, skeptic = (load_settings(env=evolution.ARMS[a]) for a in ("off", "off_warnings"))
+    assert learning_switch(skeptic).off == learning_switch(off).off and not set(PLAIN_ENGINE) & learning_switch(off).off
+    assert skeptic.warning_signals and not off.warning_signals
+    runs = {a: [evolution.RunResult(a, f"w{w}", 1, 4, suite=s, tasks=[]) for w in range(2) for s in ("lesson", "kinds")]
+            for a in ("full", "off", "off_warnings")}
+    rows = evolution._comparison_rows(runs)
+    assert {(r["arm"], r["suite"]) for r in rows if r["arm"] == "off_warnings"} >= {("off_warnings", "all")}

@@ -85,11 +85,13 @@ def test_a_fixed_error_is_not_repaired_from_old_lines_and_is_again_when_it_recur
                                              LessonCategory.fix_did_not_hold]
     assert lessons[2].supersedes == lessons[1].id and lessons[1].supersedes == lessons[0].id
 
-    # the prompt recalls the lesson with its strength label; gep history shows the verdict
+    # the prompt names the try once, with its verdict and its change (its recent outcome line; the lesson about the
+    # same try is not repeated, issue 41); gep history shows the verdict
     prompt = Path(third.meta.mutator_result.prompt_file).read_text()  # type: ignore[union-attr]
-    assert "## Lessons from earlier cycles" in prompt
-    assert f"strong memory from just now: {REPAIR}'s fix for [" in prompt and "did not hold" in prompt
-    assert third.meta.lessons_recalled == [lessons[2].id]
+    outcomes = prompt.split("## Recent outcomes", 1)[1].split("\n## ", 1)[0]
+    line = next(x for x in outcomes.splitlines() if fixed.id in x)
+    assert "fix did not hold" in line and "changed: stats.py mean():" in line, line
+    assert f"{REPAIR}'s fix for [" not in prompt and not third.meta.lessons_recalled
     table = CliRunner().invoke(app, ["history", "--workspace", str(ws)], env={"COLUMNS": "250"})
     row = next(line for line in table.stdout.splitlines() if short_id(fixed.id) in line)  # the id people type
     assert "did not hold" in row, table.stdout

@@ -146,15 +146,19 @@ def test_verdicts_off_judges_no_fix_and_old_lines_still_do_not_drive_repair(ws: 
 
 
 @pytest.mark.parametrize("off, lessons, outcomes", [
-    ("", True, True), ("lessons", False, True), ("recent_outcomes", True, False), ("OFF", False, False)])
+    ("", False, True), ("lessons", False, True), ("recent_outcomes", True, False), ("OFF", False, False)])
 def test_lessons_and_recent_outcomes_reach_the_prompt_only_when_on(ws: Path, off: str, lessons: bool,
                                                                    outcomes: bool) -> None:
-    committed_fix(ws)
+    fixed = committed_fix(ws)
     log_again(ws, later(2))  # the fix did not hold: a lesson about it is written by the next cycle
     env = {"GEP_LEARNING": "off"} if off == "OFF" else {"GEP_LEARNING_OFF": off}
     third = _cycle(ws, 3, env)
     assert third.genes_used == [REPAIR]
     prompt = _prompt(third)
+    # one account of the try (issue 41): with recent outcomes on, its outcome line (with the change and the
+    # verdict) tells it and the lesson about the same try is not repeated; with them off, the lesson tells it
     assert ("## Lessons from earlier cycles" in prompt) is lessons
     assert bool(third.meta.lessons_recalled) is lessons
     assert ("## Recent outcomes" in prompt) is outcomes
+    change = fixed.meta.change_excerpt or ""
+    assert change and prompt.count(change.split(": ", 1)[1]) == (1 if lessons or outcomes else 0), prompt

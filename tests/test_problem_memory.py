@@ -81,10 +81,18 @@ def test_a_lesson_written_on_a_problem_is_in_the_next_prompt_whichever_gene_is_p
     assert retired.exit_code == 0, retired.output
     nxt = cycle(ws, 2)
     assert nxt.genes_used and nxt.genes_used != [REPAIR], nxt.meta.selector
+    # problem memory recalls the failed try on this problem for whichever gene is picked ...
+    with store_of(ws) as store:
+        recalled = recall_problem(store.list_lessons(), signals=nxt.signals, now=datetime.now(UTC))
+    assert lesson.id in [r.lesson.id for r in recalled], nxt.signals
+    # ... and the prompt names that try once: its recent outcome line, with the change tried and how it ended
+    # (issue 41: the lesson about the same try is not repeated beside it)
     prompt = Path(nxt.meta.mutator_result.prompt_file).read_text()  # type: ignore[union-attr]
-    section = prompt.split("## Lessons from earlier cycles", 1)[1].split("\n## ", 1)[0]
-    assert f"{REPAIR} failed on [" in section and "+ return sum(values) / (len(values) + 1)" in section, section
-    assert lesson.id in (nxt.meta.lessons_recalled or [])
+    section = prompt.split("## Recent outcomes", 1)[1].split("\n## ", 1)[0]
+    line = next(x for x in section.splitlines() if failed.id in x)
+    assert "failed" in line and "changed: stats.py mean():" in line and "+ return sum(values) / (len(values) + 1)" in line
+    assert prompt.count("+ return sum(values) / (len(values) + 1)") == 1, prompt
+    assert lesson.id not in (nxt.meta.lessons_recalled or [])
 
 
 def test_a_capsule_is_reused_only_for_the_same_problem() -> None:

@@ -239,3 +239,28 @@ def test_recent_outcomes_show_fix_verdicts_and_host_failures() -> None:
     assert "fix did not hold" in line[1] and "success" not in line[1] and "0.85" not in line[1]
     assert "fix verified" in line[2]
     assert "failed on the host (provider), not by the change" in line[3]
+
+
+def test_the_prompt_names_each_try_once_in_its_outcome_line_with_the_change() -> None:
+    """Issue 41: the recent outcomes and the lessons told the same try twice (run 4: lessons 1.00x beside them);
+    the outcome line now carries the change, and a lesson about a try the outcomes show is left out."""
+    tried, held = event(1), event(2, "success")
+    tried.meta.change_excerpt = "stats.py mean(): - return sum(xs) / len(xs) | + return 0"
+    held.meta.fix_verdict, held.meta.change_excerpt = "verified", "stats.py mean(): + if not xs: return 0.0"
+    lessons = ["gene_repair_from_errors failed on [log_error]. Changed: stats.py mean(): - return sum(xs) / len(xs) "
+               "| + return 0", "a person marked gene_repair_from_errors's change (evt_1) not helpful: hides it",
+               "gene_repair_from_errors failed on [log_error] long ago. Changed: stats.py mean(): + pass"]
+    p = build_prompt(make_input(recent_events=[tried, held], lessons=lessons, lesson_events=["evt_1", "", "evt_0"]))
+    outcomes = p.context.split("## Recent outcomes", 1)[1].split("\n## ", 1)[0]
+    line = {i: next(x for x in outcomes.splitlines() if f"evt_{i} " in x) for i in (1, 2)}
+    assert "changed: stats.py mean(): - return sum(xs) / len(xs) | + return 0" in line[1] and "failed" in line[1]
+    assert "fix verified" in line[2] and "changed: stats.py mean(): + if not xs: return 0.0" in line[2]
+    assert p.context.count("| + return 0") == 1 and p.told_events == ["evt_2", "evt_1"]
+    section = p.context.split("## Lessons from earlier cycles", 1)[1].split("\n## ", 1)[0]
+    assert "hides it" in section and "long ago" in section and "Changed: stats.py mean(): - return" not in section
+    # an outcome line that does not fit leaves its lesson in (room for the lesson, not for the outcome)
+    said = "Reconcile them.\n" + "\n".join(f"- [fails] lesson {k}: " + "x" * 400 for k in range(4))
+    bare = build_prompt(make_input(recent_events=[], lessons=[], sources=Sources(), synthesis=said))
+    tight = build_prompt(make_input(recent_events=[tried], lessons=lessons[:1], lesson_events=["evt_1"],
+                                    sources=Sources(), synthesis=said), context_chars=len(bare.context) + 300)
+    assert tight.told_events == [] and "| + return 0" in tight.context, tight.context

@@ -101,6 +101,9 @@ class Settings(BaseModel):
     # share of cycles and of agent sessions drawn at random to run without what was learned (learning "off", no
     # session context), marked meta.holdout: `gep report` measures learning's effect here from them (gep/eval/effect.py)
     holdout: Share = 0.0
+    # every new warning line of the logs read drives repair like an error line (gep/signals/warning_lines.py):
+    # the skeptic's memoryless baseline of the evaluation (bench/evolution.py arm off_warnings); off by default
+    warning_signals: bool = False
 
     # lessons (seed 004): recalled for the prompt by recency and strength
     lesson_recency_weight: Share = constants.LESSON_RECENCY_WEIGHT

@@ -39,6 +39,7 @@ from gep.learning.feedback import (
 )
 from gep.learning.human_verdicts import person_lesson
 from gep.learning.lessons import (
+    Lesson,
     LessonCategory,
     LessonInput,
     build_lesson,
@@ -181,6 +182,10 @@ class PromptMemory(BaseModel):
 
     lines: list[str] = Field(default_factory=list)
     lesson_ids: list[str] = Field(default_factory=list)
+    # the try (event) each line / each recalled lesson tells of, "" for none: the prompt names a try the recent
+    # outcomes show once, there (a person's lesson keeps its note: "")
+    line_events: list[str] = Field(default_factory=list)
+    lesson_events: list[str] = Field(default_factory=list)
     synthesis: str = ""
     synthesis_of: list[str] = Field(default_factory=list)
 
@@ -192,6 +197,12 @@ def _approach(store: Store, event: EvolutionEvent) -> str:
     said = (capsule.summary if capsule is not None else "") or _model_summary(event)
     change = event.meta.change_excerpt or ""
     return f"{said} ({change})" if said and change else said or change
+
+
+def _try_of(lesson: Lesson) -> str:
+    """The cycle a lesson tells the story of, when the recent outcomes can tell it instead ("" for a person's
+    lesson, whose note only it carries, and a synthesis)."""
+    return "" if lesson.category in (LessonCategory.person, LessonCategory.synthesis) else lesson.event_id or ""
 
 
 def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> PromptMemory:
@@ -210,9 +221,11 @@ def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> 
     similar = similar_fixes(ctx.store.recent_events(SIMILAR_EVENTS), signals, lambda e: _approach(ctx.store, e)) \
         if use.on("problem_memory") else []
     lines = within_budget([*avoid, *(r.text for r in recalled), *similar], s.lesson_prompt_chars)
-    recalled_ids = [r.lesson.id for r in recalled[:max(0, len(lines) - len(avoid))]]
+    shown = recalled[:max(0, len(lines) - len(avoid))]
+    tries = [_try_of(r.lesson) for r in shown]
     request = synthesis_request(lessons, gene_id=gene.id, signals=signals, now=now,
                                 threshold=s.lesson_synthesis_threshold)
-    return PromptMemory(lines=lines, lesson_ids=recalled_ids,
+    return PromptMemory(lines=lines, lesson_ids=[r.lesson.id for r in shown], lesson_events=tries,
+                        line_events=([""] * len(avoid) + tries + [""] * len(lines))[:len(lines)],
                         synthesis=request.text if request else "",
                         synthesis_of=request.source_ids if request else [])

@@ -77,6 +77,7 @@ from gep.mutators.gep_prompt import PromptInput, build_prompt
 from gep.signals.rules import analyze_recent_history, extract_signals
 from gep.signals.sources import collect_sources, collect_tails
 from gep.signals.unread import READ_MARKS_KEY, ReadMarks, unread_sources
+from gep.signals.warning_lines import with_warning_signals
 from gep.store import Store, after_cycle
 
 HISTORY_EVENTS = max(constants.HISTORY_WINDOW, constants.DOMINANCE_WINDOW, constants.BAN_CYCLES) + 10
@@ -116,6 +117,8 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
     state.fixes = (check_fixes(ctx, state.signals, recent=s.today_log) if learning_switch(ctx.settings).on("verdicts")
                    else ResolutionCheck(signals=state.signals))
     state.signals = state.fixes.signals
+    if ctx.settings.warning_signals:  # the skeptic's baseline: every new warning line is a problem too
+        state.signals = with_warning_signals(state.signals, s.today_log)
     scan_reverts(ctx)
     catch_up(ctx)
     judge_for_cycle(ctx.repo.path, ctx.settings, ctx.started_at)  # did what sessions received help?
@@ -295,15 +298,17 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     history = ([e for e in ctx.store.recent_events(constants.HISTORY_TAIL) if e.id != event.id]
                if use.on("recent_outcomes") else [])
     memory = recall_for_prompt(ctx, gene, state.signals) if use.on("lessons") else PromptMemory()
-    event.meta.lessons_recalled, event.meta.synthesis_of = memory.lesson_ids or None, memory.synthesis_of or None
     prompt = build_prompt(
         PromptInput(mutation=state.mutation, gene=gene, capsule=state.selection.capsule if state.selection else None,
-                    signals=state.signals, recent_events=history, lessons=memory.lines, synthesis=memory.synthesis,
-                    sources=state.sources,
+                    signals=state.signals, recent_events=history, lessons=memory.lines,
+                    lesson_events=memory.line_events, synthesis=memory.synthesis, sources=state.sources,
                     workspace_name=ctx.repo.path.name, cycle_id=event.id, personality=_persona(state),
                     strategy_name=event.meta.strategy or "", protected_paths=list(ctx.settings.protected_paths)),
         context_chars=ctx.settings.prompt_context_chars)
     event.meta.prompt_sizes = prompt.sizes
+    told = set(prompt.told_events)  # a lesson about a try the outcomes name is not shown (one account per try)
+    shown = [i for i, ev in zip(memory.lesson_ids, memory.lesson_events, strict=True) if not ev or ev not in told]
+    event.meta.lessons_recalled, event.meta.synthesis_of = shown or None, memory.synthesis_of or None
     forbidden = sorted({*gene.constraints.forbidden_paths, ".git", ".gep", *ctx.settings.protected_paths})
     mutator = get_mutator(ctx.mutator, ctx.settings, ctx.env)
     event.meta.mutator = mutator.name

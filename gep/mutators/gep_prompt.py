@@ -2,9 +2,10 @@
 
 ``system`` is the same for every cycle (rules, object shapes, tool descriptions), so the Messages API can
 cache it. ``context`` carries this cycle's decisions within a character budget, in priority order: the
-mutation, gene, capsule, personality and signals first; then conflicting lessons to reconcile, lessons and
-recent outcomes; then excerpts
-of the workspace sources trimmed to whatever room is left. The reference prints ~22,000 characters with
+mutation, gene, capsule, personality and signals first; then conflicting lessons to reconcile; then the recent
+outcomes, one account of each try (its problem, the change in a few lines, how it ended); then the lessons that
+tell of something else (older tries, a person's notes: a lesson about a try the outcomes show is not repeated,
+issue 41); then excerpts of the workspace sources trimmed to whatever room is left. The reference prints ~22,000 characters with
 much repetition; this carries the same decision information in a fraction of that.
 
 Pure: no clock, no I/O. Every piece of text passes through ``gep.core.sanitize.redact`` before it is placed,
@@ -53,6 +54,9 @@ class PromptInput(BaseModel):
     signals: list[str] = Field(default_factory=list)
     recent_events: list[EvolutionEvent] = Field(default_factory=list)  # oldest first, as the store gives them
     lessons: list[str] = Field(default_factory=list)  # recalled lessons, "strong memory from 3 days ago: ..."
+    # the event each lesson line tells of ("" for none, or a line kept whatever the outcomes show: a person's note):
+    # a line about a try the recent outcomes show is left out, so the prompt names each try once
+    lesson_events: list[str] = Field(default_factory=list)
     synthesis: str = ""  # conflicting lessons side by side and the request to reconcile them (gep.learning.lessons)
     sources: PromptSources = Field(default_factory=PromptSources)
     workspace_name: str = ""
@@ -76,6 +80,7 @@ class GepPrompt(BaseModel):
     system: str
     context: str
     sizes: PromptSizes
+    told_events: list[str] = Field(default_factory=list)  # the events the recent outcomes name (lessons not repeated)
 
     @property
     def text(self) -> str:
@@ -306,6 +311,8 @@ def _event_line(e: EvolutionEvent) -> str:
     line = f"- {_item(e.id)} · {_item(e.intent)} · {_item(genes)} · {_outcome_shown(e)}"
     if e.blast_radius.files or e.blast_radius.lines:
         line += f" · {e.blast_radius.files} files/{e.blast_radius.lines} lines"
+    if e.meta.change_excerpt:  # what was tried, in a few lines of its diff (issue 41, point 4)
+        line += " · changed: " + _item(e.meta.change_excerpt)
     reasons = e.meta.failure_reasons or []
     if isinstance(reasons, str):
         reasons = [reasons]
@@ -319,10 +326,15 @@ def _event_line(e: EvolutionEvent) -> str:
 def _fill_learned(title: str, lines: list[str], room: int, intro: str = "") -> str:
     """A titled list of what the workspace learned: labelled and fenced as data (gep/core/learned_text.py), as
     many lines as fit in ``room`` characters (in the order given); ``intro``: the engine's own words before it."""
+    return _fill_counted(title, lines, room, intro)[0]
+
+
+def _fill_counted(title: str, lines: list[str], room: int, intro: str = "") -> tuple[str, int]:
+    """:func:`_fill_learned` and how many of ``lines`` it shows."""
     header = f"\n## {title}\n" + (f"{intro}\n" if intro else "")
     items = [line.rstrip("\n") for line in lines]
     if not items:
-        return ""
+        return "", 0
     used = len(header) + len(fenced_block(items)) - len("\n".join(items)) - 1 + 1  # label, fences, final newline
     shown: list[str] = []
     for line in items:
@@ -330,7 +342,7 @@ def _fill_learned(title: str, lines: list[str], room: int, intro: str = "") -> s
             break
         shown.append(line)
         used += 1 + len(line)
-    return header + fenced_block(shown) + "\n" if shown else ""
+    return (header + fenced_block(shown) + "\n" if shown else ""), len(shown)
 
 
 def _trim(text: str, limit: int, keep_head: bool) -> str:
@@ -379,34 +391,40 @@ def _sources_section(sources: PromptSources, room: int) -> str:
     return "".join(parts)
 
 
-def _build_context(inp: PromptInput, budget: int) -> str:
+def _build_context(inp: PromptInput, budget: int) -> tuple[str, list[str]]:
+    """The context and the events its recent outcomes name."""
     head = _head_section(inp, budget)
     if len(head) >= budget:
-        return _trim(head, budget, keep_head=True)
+        return _trim(head, budget, keep_head=True), []
     text = head
     # what the workspace learned is quoted as data (issue 45): the engine's request to reconcile stays outside
     said = [line for line in inp.synthesis.splitlines() if line.strip()]
     conflicts = [_item(line, constants.PROMPT_ITEM_CHARS * 2) for line in said if line.startswith("- ")]
     ask = " ".join(line for line in said if not line.startswith("- "))
     text += _fill_learned("Conflicting lessons: reconcile them first", conflicts, budget - len(text), ask)
+    # each try once: its outcome line names its problem, its change and how it ended; a lesson about it is left out
+    recent = list(reversed(inp.recent_events[-constants.PROMPT_MAX_EVENTS:]))
+    outcomes, n = _fill_counted("Recent outcomes (newest first)", [_event_line(e) for e in recent], budget - len(text))
+    text += outcomes
+    told = [e.id for e in recent[:n]]
     # a lesson carries the change tried and what the checks said: room for both (the section has its budget)
-    lessons = [f"- {_item(s, constants.PROMPT_ITEM_CHARS * 2)}" for s in inp.lessons[: constants.PROMPT_MAX_LESSONS]]
+    about = inp.lesson_events + [""] * (len(inp.lessons) - len(inp.lesson_events))
+    lessons = [f"- {_item(s, constants.PROMPT_ITEM_CHARS * 2)}" for s, ev in zip(inp.lessons, about, strict=True)
+               if not ev or ev not in told][: constants.PROMPT_MAX_LESSONS]
     text += _fill_learned("Lessons from earlier cycles", lessons, budget - len(text))
-    recent = inp.recent_events[-constants.PROMPT_MAX_EVENTS:]
-    text += _fill_learned("Recent outcomes (newest first)", [_event_line(e) for e in reversed(recent)],
-                          budget - len(text))
     text += _sources_section(inp.sources, budget - len(text))
-    return text
+    return text, told
 
 
 def build_prompt(inp: PromptInput, *, context_chars: int = constants.PROMPT_CONTEXT_CHARS) -> GepPrompt:
     """The prompt of one cycle. ``len(context) <= context_chars`` always holds."""
     budget = max(1, int(context_chars))
-    context = redact(_build_context(inp, budget))
+    built, told = _build_context(inp, budget)
+    context = redact(built)
     if len(context) > budget:  # a redaction marker can be longer than what it replaced
         context = _trim(context, budget, keep_head=True)
     system = SYSTEM_PROMPT
-    return GepPrompt(cycle_id=inp.cycle_id, system=system, context=context,
+    return GepPrompt(cycle_id=inp.cycle_id, system=system, context=context, told_events=told,
                      sizes=PromptSizes(system_chars=len(system), context_chars=len(context),
                                        total=len(system) + len(context), neutralised=context.count(NEUTRALISED)))
 
