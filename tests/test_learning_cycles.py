@@ -191,6 +191,9 @@ def _conflicting_lessons(ws: Path, signals: list[str]) -> list[str]:
 
 
 def test_synthesis_is_asked_after_three_conflicts_and_the_next_lesson_resolves_them(ws: Path) -> None:
+    (ws / "gep.toml").write_text('learning_on = ["lessons"]\n')  # the gene's own lessons: experimental (issue 41)
+    git(ws, "add", "gep.toml")
+    git(ws, "commit", "-q", "-m", "lessons on")
     first = cycle(ws, 1)
     finish(ws)  # closed empty: nothing was changed
     conflicted = _conflicting_lessons(ws, first.signals)

@@ -35,11 +35,13 @@ def pick(off: list[str], *, events=(), failed=(), capsules=(), feedback=None, se
 def test_settings_read_from_gep_toml_and_the_environment(tmp_path: Path) -> None:
     (tmp_path / "gep.toml").write_text('learning = "off"\n')
     assert learning_switch(load_settings(tmp_path, env={})).off == set(MECHANISMS) - set(PLAIN_ENGINE)
-    # an experimental mechanism is off unless named in learning_on (issue 41: problem memory showed no effect)
-    assert learning_switch(load_settings(env={})).off == set(EXPERIMENTAL) == {"problem_memory"}
-    assert learning_switch(load_settings(env={"GEP_LEARNING_ON": "problem_memory"})).off == set()
+    # an experimental mechanism is off unless named in learning_on (issue 41: problem memory and the gene's own
+    # lessons in the prompt showed no effect)
+    assert learning_switch(load_settings(env={})).off == set(EXPERIMENTAL) == {"problem_memory", "lessons"}
+    assert learning_switch(load_settings(env={"GEP_LEARNING_ON": "problem_memory,lessons"})).off == set()
+    assert learning_switch(load_settings(env={"GEP_LEARNING_ON": "problem_memory"})).off == {"lessons"}
     (tmp_path / "gep.toml").write_text('learning_on = ["problem_memory"]\nlearning_off = ["problem_memory"]\n')
-    assert learning_switch(load_settings(tmp_path, env={})).off == {"problem_memory"}  # off wins
+    assert learning_switch(load_settings(tmp_path, env={})).off == {"problem_memory", "lessons"}  # off wins
     assert learning_switch(load_settings(env={"GEP_LEARNING": "off"})).off == set(MECHANISMS) - set(PLAIN_ENGINE)
     assert learning_switch(load_settings(env={"GEP_LEARNING_OFF": "lessons, drift"})).off == {
         "lessons", "drift", *EXPERIMENTAL}
@@ -145,13 +147,16 @@ def test_verdicts_off_judges_no_fix_and_old_lines_still_do_not_drive_repair(ws: 
     assert third.genes_used == [REPAIR] and any(s.startswith("errsig") for s in third.signals)
 
 
-@pytest.mark.parametrize("off, lessons, outcomes", [
-    ("", False, True), ("lessons", False, True), ("recent_outcomes", True, False), ("OFF", False, False)])
-def test_lessons_and_recent_outcomes_reach_the_prompt_only_when_on(ws: Path, off: str, lessons: bool,
+@pytest.mark.parametrize("off, on, lessons, outcomes", [
+    ("", "lessons", False, True), ("lessons", "lessons", False, True), ("recent_outcomes", "lessons", True, False),
+    ("recent_outcomes", "", False, False), ("OFF", "lessons", False, False)])
+def test_lessons_and_recent_outcomes_reach_the_prompt_only_when_on(ws: Path, off: str, on: str, lessons: bool,
                                                                    outcomes: bool) -> None:
     fixed = committed_fix(ws)
     log_again(ws, later(2))  # the fix did not hold: a lesson about it is written by the next cycle
+    # the gene's own lessons are experimental (issue 41): on only when named, and off or learning off still win
     env = {"GEP_LEARNING": "off"} if off == "OFF" else {"GEP_LEARNING_OFF": off}
+    env["GEP_LEARNING_ON"] = on
     third = _cycle(ws, 3, env)
     assert third.genes_used == [REPAIR]
     prompt = _prompt(third)

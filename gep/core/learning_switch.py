@@ -14,7 +14,8 @@ Mechanisms (a new one is added to ``gep.core.config.LearningMechanism`` and gate
   feedback         feedback scores (seed 003 usefulness) in the gene's rank and the newcomer trial
   bans             bans from recent failures, failed capsules, fixes that did not hold and the memory graph
   verdicts         fix verdicts: a resolved error dropped from the signals, verdicts on earlier fixes recorded
-  lessons          lessons and the synthesis request in the prompt
+  lessons          the gene's own lessons (tries older than the recent outcomes) and the synthesis request in the
+                   prompt (experimental: off unless in learning_on; a person's notes reach the prompt whatever)
   capsules         a stored capsule reused (selection and prompt): this problem's, else a verified fix of
                    the same kind of problem (gep/learning/lessons_by_problem.py)
   recent_outcomes  the "recent outcomes" of earlier cycles in the prompt
@@ -39,7 +40,7 @@ MECHANISMS: tuple[str, ...] = get_args(LearningMechanism)
 PLAIN_ENGINE = ("drift", "dominance_cap")
 # off by default, on when named in ``learning_on`` (``GEP_LEARNING_ON``): not shown to help in the evaluation world
 # built for them (docs/learning.md, "Issue 41's mechanisms")
-EXPERIMENTAL = ("problem_memory",)
+EXPERIMENTAL = ("problem_memory", "lessons")
 
 
 class LearningSwitch(BaseModel):

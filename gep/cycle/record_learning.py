@@ -207,10 +207,12 @@ def _try_of(lesson: Lesson) -> str:
 
 def recall_for_prompt(ctx: CycleContext, gene: Gene, signals: Sequence[str]) -> PromptMemory:
     s, now = ctx.settings, ctx.started_at
-    lessons = ctx.store.list_lessons(gene.id)
+    use = learning_switch(s)
+    # the gene's own lessons (tries older than the recent outcomes, conflicts to synthesise) are experimental
+    # (issue 41: no effect beside the outcome lines); a person's note and the avoid lines are not
+    lessons = ctx.store.list_lessons(gene.id) if use.on("lessons") else []
     recalled = recall(lessons, gene_id=gene.id, signals=signals, now=now, limit=s.lesson_limit,
                       recency_weight=s.lesson_recency_weight)
-    use = learning_switch(s)
     # what was tried on this problem by any gene comes first (gep/learning/lessons_by_problem.py); problem memory
     # off (experimental, issue 41), a person's word on this problem still does, whichever gene is picked
     every = [x for x in ctx.store.list_lessons() if use.on("problem_memory") or x.category == LessonCategory.person]

@@ -297,7 +297,8 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     use = learning_switch(ctx.settings)
     history = ([e for e in ctx.store.recent_events(constants.HISTORY_TAIL) if e.id != event.id]
                if use.on("recent_outcomes") else [])
-    memory = recall_for_prompt(ctx, gene, state.signals) if use.on("lessons") else PromptMemory()
+    # learning off: nothing stored reaches the prompt; else a person's notes always, the rest by its switch
+    memory = recall_for_prompt(ctx, gene, state.signals) if ctx.settings.learning != "off" else PromptMemory()
     prompt = build_prompt(
         PromptInput(mutation=state.mutation, gene=gene, capsule=state.selection.capsule if state.selection else None,
                     signals=state.signals, recent_events=history, lessons=memory.lines,
