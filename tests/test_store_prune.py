@@ -119,9 +119,11 @@ def test_a_pruned_store_selects_as_the_whole_history_does(url: str, tmp_path: Pa
         everything = whole.list_events(limit=10 * n)[::-1]  # the unpruned store, read whole
         now = utc_now()
         for signals in [*SITUATIONS, ["perf_bottleneck", "recurring_error"]]:
+            # the folded outcomes start each family's record from their summaries' window; behind FOLD_KEEP newer
+            # events they weigh FAMILY_DISCOUNT ** (the family's newer outcomes): next to nothing
             same_advice(memory_advice(events=everything, signals=signals, genes=GENES, now=now),
                         memory_advice(events=history.events, summaries=history.summaries, signals=signals,
-                                      genes=GENES, now=now))
+                                      genes=GENES, now=now), tol=1e-3)
             for seed in range(2):
                 assert selection(whole, signals, seed) == selection(pruned, signals, seed)
         # what kept events refer to is still there

@@ -26,6 +26,7 @@ DRIFT_BONUS = 0.3
 EDGE_HALF_LIFE_DAYS = 30.0
 GENE_PRIOR_HALF_LIFE_DAYS = 45.0
 SIGNAL_KEY_JACCARD_MIN = 0.34
+FAMILY_DISCOUNT = 0.9  # a problem family's records fade by this at each outcome there (gep/learning/family_record.py)
 FAILED_CAPSULE_OVERLAP_MIN = 0.6
 FAILED_CAPSULE_BAN_COUNT = 2
 # selection internals (issue 4)

@@ -22,10 +22,12 @@ How a gene is chosen:
      of the time once in 44 pairs, and its record already counts them); low-success bans from the memory graph;
      and the failed-capsule rule applied to committed fixes that did not hold (their checks passed, so they
      left no failed capsule; these ban whatever the record, as a fix that stops holding must turn the picks).
-  3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known), then by match
+  3. Rank the remaining candidates by memory-graph expected success (0.5 when nothing is known: a Beta
+     posterior from each problem family's discounted record, gep/learning/family_record.py, the families similar
+     to this one weighted by their similarity, the gene's record elsewhere as a prior), then by match
      score, then by gene order. A distilled gene is made of its source genes' successes: until it has a record
-     of its own (``MEMORY_BAN_MIN_EVIDENCE`` weighted attempts), it takes the rank of its best matching source
-     gene and goes first among equals, so a refinement is tried where its source would have been; then its
+     of its own (``MEMORY_BAN_MIN_EVIDENCE`` outcomes in similar situations), it takes the rank of its best
+     matching source gene and goes first among equals, so a refinement is tried where its source would have been; then its
      own record decides. With feedback scores (gep/learning/feedback.py, seed 003) the rank is
      ``(1 - w) x expected + w x usefulness`` with ``w = settings.usefulness_weight`` (0.3), usefulness being
      the gene's feedback score in the closest stored situation, else its global score, else 0.5. A gene nobody
@@ -41,11 +43,12 @@ How a gene is chosen:
   4. Drift: with probability ``p`` the pick is stochastic among the top ``max(2, ceil(n * intensity))``
      candidates: one draw from each candidate's Beta posterior (blended with its usefulness as in 3), the
      highest wins (uniform when nothing is known, as the reference's random drift). Otherwise the top one. The
-     seed's intensity is ``1/sqrt(pool size)``; ``p`` is that intensity times twice the chance that the runner-up
-     is really better than the leader (normal approximation of their posteriors, at most 1): the seed's drift
-     while the top two are a toss-up (nothing known, or equal records), less as their records tell them apart
+     seed's intensity is ``1/sqrt(pool size)``; ``p`` is that intensity times the chance that the runner-up
+     is really better than the leader (normal approximation of their posteriors): half the seed's drift while
+     the top two are a toss-up (nothing known, or equal records), less as their records tell them apart
      (issue 41: a fixed 0.32 spent a third of all cycles drifting, also where the leader was plainly better, and
-     a greedy learner drifting 0.1 did better). A requested drift keeps the seed's intensity (+0.3). Drift and
+     a greedy learner drifting 0.1 did better; each family's discounted record, step 3, keeps the posteriors
+     wider than a whole history, and twice that chance drifted too often with it). A requested drift keeps the seed's intensity (+0.3). Drift and
      the dominance cap stay in force with feedback: the seed warns that a heavy usefulness weight makes a filter
      bubble where other genes never get a chance.
   5. Dominance: when two or more candidates remain, a gene that already holds ``dominance_share`` of the last
@@ -407,12 +410,15 @@ def _score_candidates(genes: Sequence[Gene], signals: Sequence[str], advice: Mem
     return scored, by_id
 
 
-def _inherit_source_rank(scored: Sequence[CandidateScore], by_id: Mapping[str, Gene]) -> None:
+def _inherit_source_rank(scored: Sequence[CandidateScore], by_id: Mapping[str, Gene], advice: MemoryAdvice) -> None:
     """A distilled gene with little record of its own takes its best matching source gene's rank (see 3.)."""
     ranked = {c.gene_id: c for c in scored}
     for c in scored:
         prov = by_id[c.gene_id].provenance
-        if prov is None or prov.origin != "distilled" or c.evidence >= constants.MEMORY_BAN_MIN_EVIDENCE:
+        # its own record: outcomes counted, not their weight (a family's discount makes two outcomes weigh 1.9)
+        st = advice.stats(c.gene_id)
+        if prov is None or prov.origin != "distilled" \
+                or st.successes + st.failures + st.empties >= constants.MEMORY_BAN_MIN_EVIDENCE:
             continue
         sources = [ranked[g] for g in prov.source_gene_ids if g in ranked and g != c.gene_id]
         if sources:
@@ -548,9 +554,9 @@ def runner_up_chance(candidates: Sequence[CandidateScore], advice: MemoryAdvice,
 
 def sharpened_intensity(intensity: float, candidates: Sequence[CandidateScore], advice: MemoryAdvice,
                         weight: float) -> float:
-    """Drift in proportion to doubt (see 4.): the seed's intensity while the top two are a toss-up, less as the
-    posteriors separate them (``2 x`` the chance the runner-up is better, at most 1)."""
-    return intensity * min(1.0, 2.0 * runner_up_chance(candidates, advice, weight))
+    """Drift in proportion to doubt (see 4.): the seed's intensity times the chance the runner-up is better
+    (half of it while the top two are a toss-up), less as the posteriors separate them."""
+    return intensity * runner_up_chance(candidates, advice, weight)
 
 
 def _drift_pick(candidates: Sequence[CandidateScore], advice: MemoryAdvice, rng: random.Random, intensity: float,
@@ -610,7 +616,7 @@ def _rank_candidates(genes: Sequence[Gene], excluded: Mapping[str, str] | None, 
     Returns the scores, the genes by id, the candidates and the bans applied (said in ``reasons``)."""
     allowed = [g for g in genes if not (excluded and g.id in excluded)]
     scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
-    _inherit_source_rank(scored, by_id)
+    _inherit_source_rank(scored, by_id, advice)
     _newcomer_trial(scored, advice, weight, feedback, signals, now)
     candidates = _ranked(scored, by_id)
     applied = [banned[c.gene_id] for c in scored if c.banned]

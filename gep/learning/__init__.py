@@ -1,6 +1,6 @@
 """What outcomes and people taught: memory_graph.py (what happened when a gene was used in a similar
-situation), feedback.py (gene usefulness from feedback signals, seed 003, with decay), lessons.py (seed
-004), lessons_by_problem.py, similar_problems.py and problem_key.py (lessons by problem), live_problems.py
+situation), family_record.py (its evidence: each problem family's discounted record), feedback.py (gene
+usefulness from feedback signals, seed 003, with decay), lessons.py (seed 004), lessons_by_problem.py, similar_problems.py and problem_key.py (lessons by problem), live_problems.py
 (never starved by the loop rules), resolved.py (verified fixes) and fix_credit.py (which problems a change
 addressed), avoid.py (avoid-lists), attribution.py (host failures), human_verdicts.py (a person's
 verdict), approval.py (approval as feedback) and corrections.py (a correction naming a change as

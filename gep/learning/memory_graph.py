@@ -26,10 +26,14 @@ Deliberate differences:
   - Bans are decided on decayed evidence (each outcome weighs ``0.5 ** (age / half_life)``), so old failures
     fade toward "unknown" instead of the reference's ``p * decay(last)`` which turns an old *good* record
     into a ban once it is a few half-lives old. The bans also apply under drift (the reference lifts them).
-  - Recency by outcomes, not only by time (issue 15): in that evidence, a gene's newest ``EVIDENCE_WINDOW``
-    outcomes in a situation count fully and each older one keeps ``EVIDENCE_RETENTION`` of its weight per
-    newer outcome beyond them. A time half-life alone lets fifty old successes outweigh ten fresh failures for
-    weeks when cycles run hourly; with the window about ten new outcomes decide, whatever the cadence. The
+  - Recency by outcomes, not only by time (issues 15 and 41): selection's evidence is each problem family's
+    discounted record (gep/learning/family_record.py): in a family, every outcome of any gene fades all the
+    genes' records there by ``FAMILY_DISCOUNT``, so a gene the family stopped picking, or that stopped working
+    there, loses its old record as the family moves on, and keeps its record in other families. A time
+    half-life alone lets fifty old successes outweigh ten fresh failures for weeks when cycles run hourly. The
+    stored summaries keep each gene's newest ``EVIDENCE_WINDOW`` outcomes (older ones faded by
+    ``EVIDENCE_RETENTION``): where a family's record starts for folded history (only the newest
+    ``MEMORY_GRAPH_EVENTS`` events are never folded, so this reaches a family seldom picked lately). The
     reference-semantics fields (attempts, best, prior, score) keep the whole record.
 """
 
@@ -48,6 +52,7 @@ from gep.core.learned import SituationSummary as SituationSummary
 from gep.core.learned import parse_at as parse_at
 from gep.core.models import EvolutionEvent, Gene
 from gep.learning.attribution import is_host_failure
+from gep.learning.family_record import FamilyOutcome, Records, family_records
 from gep.learning.problem_key import learning_key, outcome_signals, specific_identities
 from gep.learning.problem_key import normalize_error_signature as normalize_error_signature  # named here too
 
@@ -191,8 +196,8 @@ class GeneStats(BaseModel):
     successes: int = 0
     failures: int = 0
     empties: int = 0
-    # decayed, windowed (EVIDENCE_WINDOW), similarity-weighted evidence in similar situations (empties count as
-    # failures)
+    # decayed, similarity-weighted evidence in similar situations from each family's discounted record
+    # (gep/learning/family_record.py; empties count as failures)
     evidence_success: float = 0.0
     evidence_fail: float = 0.0
     # Beta(alpha, beta) posterior: 1 + evidence, plus one pseudo-observation from the gene's record in other
@@ -389,13 +394,12 @@ def window_evidence(summary: SituationSummary, now: datetime) -> tuple[float, fl
 class _Edge:
     """What the summaries of one situation (or of every situation, for a gene's prior) say as of ``now``."""
 
-    __slots__ = ("success", "fail", "empty", "last", "edge_s", "edge_f", "prior_s", "prior_f", "window")
+    __slots__ = ("success", "fail", "empty", "last", "edge_s", "edge_f", "prior_s", "prior_f")
 
     def __init__(self) -> None:
         self.success = self.fail = self.empty = 0
         self.last: datetime | None = None
         self.edge_s = self.edge_f = self.prior_s = self.prior_f = 0.0
-        self.window: SituationSummary | None = None  # one situation's summaries merged in order (its window)
 
     def add(self, s: SituationSummary, now: datetime) -> None:
         self.success += s.success
@@ -424,10 +428,11 @@ class _Graph:
     """The summaries of the wanted genes grouped by situation, with each situation's similarity."""
 
     def __init__(self, summaries: Iterable[SituationSummary], current: Sequence[str], wanted: set[str],
-                 now: datetime) -> None:
+                 now: datetime, records: Records) -> None:
         """``current``: the situation's problem signals (:func:`problem_signals`). A summary folded before
         outcomes were keyed by problem keeps its whole situation: it is compared by the problem that names."""
         self.now = now
+        self.records = records
         self.sim_by_key: dict[str, float] = {compute_signal_key(current): 1.0}
         self.edges: dict[tuple[str, str], _Edge] = {}
         self.priors: dict[str, _Edge] = {}
@@ -442,21 +447,20 @@ class _Graph:
             target = self.edges.setdefault((s.key, s.gene_id), _Edge()) if similar \
                 else self.other.setdefault(s.gene_id, _Edge())
             target.add(s, now)
-            if similar:  # summaries come oldest first (the stored ones, then those of the events)
-                target.window = s if target.window is None else merge_summaries(target.window, s)
 
     def similar_keys(self) -> list[SimilarKey]:
         return sorted((SimilarKey(key=k, similarity=round(s, 4)) for k, s in self.sim_by_key.items()
                        if s >= constants.SIGNAL_KEY_JACCARD_MIN), key=lambda x: -x.similarity)
 
     def evidence(self, gid: str) -> tuple[float, float]:
-        """Similarity-weighted, decayed and windowed successes and failures of ``gid`` in similar situations."""
+        """Similarity-weighted successes and failures of ``gid`` in the families similar to the current one (each
+        family's discounted record: priors from similar problems)."""
         s = f = 0.0
-        for (key, g), edge in self.edges.items():
-            if g == gid and edge.window is not None:
-                ws, wf = window_evidence(edge.window, self.now)
-                s += self.sim_by_key[key] * ws
-                f += self.sim_by_key[key] * wf
+        for key, genes in self.records.items():
+            sim = self.sim_by_key.get(key, 0.0)
+            if gid in genes and sim >= constants.SIGNAL_KEY_JACCARD_MIN:
+                s += sim * genes[gid][0]
+                f += sim * genes[gid][1]
         return s, f
 
 
@@ -503,6 +507,17 @@ def _ban_reason(graph: _Graph, gid: str) -> str | None:
     return None
 
 
+def _family_records(summaries: Sequence[SituationSummary], events: Sequence[EvolutionEvent],
+                    now: datetime) -> Records:
+    """Each problem family's discounted record per gene (gep/learning/family_record.py): the folded summaries'
+    windowed evidence first, then the events' outcomes in order."""
+    start = [(s.key, s.gene_id, *window_evidence(s, now)) for s in summaries]
+    outcomes = [FamilyOutcome(compute_signal_key(problem), gid, kind == "success",
+                              decay_weight(at, now, constants.EDGE_HALF_LIFE_DAYS))
+                for ev in events if (sit := _situation(ev)) is not None for problem, gid, kind, at in (sit,)]
+    return family_records(start, outcomes)
+
+
 def memory_advice(
     *,
     events: Sequence[EvolutionEvent],
@@ -517,7 +532,8 @@ def memory_advice(
     after them: the advice is the same as from all of those events given one by one."""
     current = problem_signals(signals)
     gene_ids = list(dict.fromkeys(g.id for g in genes))
-    graph = _Graph([*summaries, *summarize(events, ref=now)], current, set(gene_ids), now)
+    records = _family_records(summaries, events, now)
+    graph = _Graph([*summaries, *summarize(events, ref=now)], current, set(gene_ids), now, records)
     stats = [_gene_stats(graph, gid, now) for gid in gene_ids]
     reasons = {gid: r for gid in gene_ids if (r := _ban_reason(graph, gid)) is not None}
     banned = list(reasons)
