@@ -60,9 +60,8 @@ from evolution_world import SUITES, World, build, make_world, tick, truth, write
 AGENT = Path(__file__).resolve().parent / "evolution_agent.py"
 # every mechanism of gep/core/learning_switch.py that reaches a cycle; "context" only reaches agent sessions (the
 # SessionStart hook), which the scripted agent does not have, so its arm would equal full and is not run
-MECHANISMS = ("memory_graph", "feedback", "bans", "verdicts", "capsules", "recent_outcomes", "drift",
-              "dominance_cap", "avoid")
-EXPERIMENTAL = ("problem_memory", "lessons")  # off in full (gep.core.learning_switch.EXPERIMENTAL): its arm switches it on
+MECHANISMS = ("memory_graph", "feedback", "bans", "verdicts", "recent_outcomes", "drift", "dominance_cap", "avoid")
+EXPERIMENTAL = ("problem_memory", "lessons", "capsules")  # off in full (gep.core.learning_switch.EXPERIMENTAL): its arm switches it on
 ARMS: dict[str, dict[str, str]] = {
     "full": {}, "off": {"GEP_LEARNING": "off"}, "fresh": {},
     # the skeptic's baseline: no memory, but every new warning line chased like an error line (docs/evaluation.md)
@@ -390,7 +389,7 @@ def report(results: dict[str, list[RunResult]], out: Any = None) -> dict[str, An
 
 # the arms that switch off the mechanism each suite is built to exercise (docs/evaluation.md, "The suites")
 SUITE_ARMS = {"classic": ("no_verdicts",), "kinds": ("no_memory_graph",), "lesson": ("with_lessons", "no_recent_outcomes"),
-              "capsule": ("no_capsules", "with_problem_memory"), "feedback": ("no_feedback",)}
+              "capsule": ("with_capsules", "with_problem_memory"), "feedback": ("no_feedback",)}
 
 
 def plan(args: argparse.Namespace, arms: Sequence[str], suites: Sequence[str], root: Path, agent: str | None,

@@ -51,8 +51,11 @@ def test_a_verified_fix_of_the_same_kind_is_offered_when_this_problem_has_no_cap
     assert for_this_problem(kinds[:1], signals) == []
 
 
+CAPSULES_ON = Settings(learning_on=["capsules"])  # experimental since run 6 (issue 41): on only when named
+
+
 def _select(store: Store, settings: Settings | None = None) -> str | None:
-    sel, _ = select_from_store(store, genes=GENES, signals=["log_error", NOW_LINE], settings=settings or Settings(),
+    sel, _ = select_from_store(store, genes=GENES, signals=["log_error", NOW_LINE], settings=settings or CAPSULES_ON,
                                rng=random.Random(1), now=NOW)
     return sel.capsule.id if sel.capsule else None
 
@@ -78,6 +81,7 @@ def test_the_cycle_offers_the_twins_verified_capsule_unless_a_person_rejected_it
         store.add_event(event)
         store.upsert_capsule(_cap("cap_twin", TWIN, "verified"))
         assert _select(store) == "cap_twin"
+        assert _select(store, Settings()) is None  # by default capsules are not offered
         give_feedback(store, event.id, "not_helpful", now=NOW - timedelta(hours=1), author="ana")
         assert _select(store) is None
 
@@ -88,7 +92,8 @@ def test_capsules_stay_scoped_to_the_problem_with_problem_memory_off(tmp_path: P
     other = _cap("cap_other", _err("IndexError: list index out of range in app.users.first_item"), "verified")
     with Store.open(f"sqlite:///{tmp_path}/g.db") as store:
         store.upsert_capsule(other)
-        assert _select(store, Settings(learning_off=["problem_memory"])) is None
+        scoped = Settings(learning_on=["capsules"], learning_off=["problem_memory"])
+        assert _select(store, scoped) is None
         store.upsert_capsule(_cap("cap_twin", TWIN, "verified"))
-        assert _select(store, Settings(learning_off=["problem_memory"])) == "cap_twin"
-        assert _select(store, Settings(learning_off=["capsules"])) is None
+        assert _select(store, scoped) == "cap_twin"
+        assert _select(store, Settings(learning_on=["capsules"], learning_off=["capsules"])) is None

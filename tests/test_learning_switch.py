@@ -25,8 +25,8 @@ GENES = [gene("gene_a", "log_error", "errsig", "recurring_error"), gene("gene_b"
 
 
 def pick(off: list[str], *, events=(), failed=(), capsules=(), feedback=None, seed=0, drift=False,
-         learning: str = "on") -> Selection:
-    settings = Settings(learning=learning, learning_off=off)
+         learning: str = "on", on: tuple[str, ...] = ()) -> Selection:
+    settings = Settings(learning=learning, learning_off=off, learning_on=list(on))
     return select_gene_and_capsule(genes=GENES, capsules=list(capsules), failed_capsules=list(failed),
                                    signals=SIGNALS, recent_events=list(events), settings=settings,
                                    rng=random.Random(seed), now=NOW, drift=drift, feedback=feedback)
@@ -35,13 +35,15 @@ def pick(off: list[str], *, events=(), failed=(), capsules=(), feedback=None, se
 def test_settings_read_from_gep_toml_and_the_environment(tmp_path: Path) -> None:
     (tmp_path / "gep.toml").write_text('learning = "off"\n')
     assert learning_switch(load_settings(tmp_path, env={})).off == set(MECHANISMS) - set(PLAIN_ENGINE)
-    # an experimental mechanism is off unless named in learning_on (issue 41: problem memory and the gene's own
-    # lessons in the prompt showed no effect)
-    assert learning_switch(load_settings(env={})).off == set(EXPERIMENTAL) == {"problem_memory", "lessons"}
-    assert learning_switch(load_settings(env={"GEP_LEARNING_ON": "problem_memory,lessons"})).off == set()
-    assert learning_switch(load_settings(env={"GEP_LEARNING_ON": "problem_memory"})).off == {"lessons"}
+    # an experimental mechanism is off unless named in learning_on (issue 41: problem memory, the gene's own
+    # lessons in the prompt and capsules showed no effect on held-out seeds)
+    assert learning_switch(load_settings(env={})).off == set(EXPERIMENTAL) == {"problem_memory", "lessons", "capsules"}
+    assert learning_switch(load_settings(env={"GEP_LEARNING_ON": "problem_memory,lessons,capsules"})).off == set()
+    assert learning_switch(load_settings(env={"GEP_LEARNING_ON": "problem_memory"})).off == {"lessons", "capsules"}
+    # a fleet that shares capsules asks for their reuse
+    assert learning_switch(Settings(share_capsules=True)).off == {"problem_memory", "lessons"}
     (tmp_path / "gep.toml").write_text('learning_on = ["problem_memory"]\nlearning_off = ["problem_memory"]\n')
-    assert learning_switch(load_settings(tmp_path, env={})).off == {"problem_memory", "lessons"}  # off wins
+    assert learning_switch(load_settings(tmp_path, env={})).off == set(EXPERIMENTAL)  # off wins
     assert learning_switch(load_settings(env={"GEP_LEARNING": "off"})).off == set(MECHANISMS) - set(PLAIN_ENGINE)
     assert learning_switch(load_settings(env={"GEP_LEARNING_OFF": "lessons, drift"})).off == {
         "lessons", "drift", *EXPERIMENTAL}
@@ -77,8 +79,10 @@ def test_feedback_off_ignores_peoples_verdicts() -> None:
 
 def test_capsules_off_reuses_none() -> None:
     caps = [Capsule(id="cap_1", gene="gene_a", trigger=SIGNALS)]
-    assert pick([], capsules=caps).capsule is not None
-    assert pick(["capsules"], capsules=caps).capsule is None
+    # experimental (issue 41: not shown on held-out seeds): reused only when named in learning_on
+    assert pick([], capsules=caps).capsule is None
+    assert pick([], capsules=caps, on=("capsules",)).capsule is not None
+    assert pick(["capsules"], capsules=caps, on=("capsules",)).capsule is None  # off wins
 
 
 def test_drift_off_always_takes_the_best() -> None:

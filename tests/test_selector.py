@@ -354,7 +354,8 @@ def test_capsule_selected_by_trigger_overlap_and_never_for_a_banned_gene():
     assert select_capsule(caps, SIGNALS, banned={"gene_b"}).id == "cap_1"
     assert select_capsule(caps, ["nothing"]) is None
     genes = [gene("gene_a", "log_error", "errsig"), gene("gene_b", "log_error")]
-    sel = select(genes, signals=SIGNALS + ["ban_gene:gene_b"], capsules=caps)
+    sel = select(genes, signals=SIGNALS + ["ban_gene:gene_b"], capsules=caps,
+                 settings=Settings(learning_on=["capsules"]))  # experimental: off unless named (issue 41)
     assert sel.gene.id == "gene_a" and sel.capsule.id == "cap_1" and sel.decision.capsule == "cap_1"
 
 

@@ -17,7 +17,8 @@ Mechanisms (a new one is added to ``gep.core.config.LearningMechanism`` and gate
   lessons          the gene's own lessons (tries older than the recent outcomes) and the synthesis request in the
                    prompt (experimental: off unless in learning_on; a person's notes reach the prompt whatever)
   capsules         a stored capsule reused (selection and prompt): this problem's, else a verified fix of
-                   the same kind of problem (gep/learning/lessons_by_problem.py)
+                   the same kind of problem (gep/learning/lessons_by_problem.py) (experimental: off unless in
+                   learning_on, or share_capsules = true)
   recent_outcomes  the "recent outcomes" of earlier cycles in the prompt
   drift            the stochastic pick among the top genes (off: always the best)
   dominance_cap    a gene picked too often yields to the next best
@@ -40,7 +41,7 @@ MECHANISMS: tuple[str, ...] = get_args(LearningMechanism)
 PLAIN_ENGINE = ("drift", "dominance_cap")
 # off by default, on when named in ``learning_on`` (``GEP_LEARNING_ON``): not shown to help in the evaluation world
 # built for them (docs/learning.md, "Issue 41's mechanisms")
-EXPERIMENTAL = ("problem_memory", "lessons")
+EXPERIMENTAL = ("problem_memory", "lessons", "capsules")
 
 
 class LearningSwitch(BaseModel):
@@ -55,7 +56,9 @@ class LearningSwitch(BaseModel):
 
 def learning_switch(settings: Settings) -> LearningSwitch:
     """The mechanisms switched off by these settings."""
-    off: set[str] = set(settings.learning_off) | {m for m in EXPERIMENTAL if m not in settings.learning_on}
+    # sharing capsules across a fleet asks for their reuse: it names capsules as learning_on does
+    asked = {*settings.learning_on, *(["capsules"] if settings.share_capsules else [])}
+    off: set[str] = set(settings.learning_off) | {m for m in EXPERIMENTAL if m not in asked}
     if settings.learning == "off":
         off |= {m for m in MECHANISMS if m not in PLAIN_ENGINE}
     return LearningSwitch(off=frozenset(off))
