@@ -552,18 +552,11 @@ def runner_up_chance(candidates: Sequence[CandidateScore], advice: MemoryAdvice,
     return 0.5 * math.erfc(gap / (sd * math.sqrt(2.0)))
 
 
-def sharpened_intensity(intensity: float, candidates: Sequence[CandidateScore], advice: MemoryAdvice,
-                        weight: float) -> float:
-    """Drift in proportion to doubt (see 4.): the seed's intensity times the chance the runner-up is better
-    (half of it while the top two are a toss-up), less as the posteriors separate them."""
-    return intensity * runner_up_chance(candidates, advice, weight)
-
-
 def _drift_pick(candidates: Sequence[CandidateScore], advice: MemoryAdvice, rng: random.Random, intensity: float,
-                weight: float, reasons: list[str], gate: float | None = None) -> tuple[CandidateScore, str]:
-    """The best candidate, or under drift (probability ``gate``, default ``intensity``) a Thompson draw among the
-    top ones; with the mode it was picked by."""
-    if len(candidates) <= 1 or rng.random() >= (intensity if gate is None else gate):
+                weight: float, reasons: list[str], gate: float) -> tuple[CandidateScore, str]:
+    """The best candidate, or under drift (probability ``gate``) a Thompson draw among the top ones (how many:
+    ``intensity``); with the mode it was picked by."""
+    if len(candidates) <= 1 or rng.random() >= gate:
         return candidates[0], "selection"
     k = min(len(candidates), max(2, math.ceil(len(candidates) * intensity)))
     draws = []
@@ -678,7 +671,8 @@ def select_gene_and_capsule(
     reasons += _usefulness_reasons(candidates, weight)
     if not candidates:
         return _no_gene(scored, capsules, signals, set(banned), decision, reasons)
-    gate = intensity if drift else sharpened_intensity(intensity, candidates, advice, weight)
+    # drift in proportion to doubt (see 4.): a requested drift keeps the seed's intensity
+    gate = intensity if drift else intensity * runner_up_chance(candidates, advice, weight)
     decision.drift_intensity = round(gate, 4)
     pick, mode = _drift_pick(candidates, advice, rng, intensity, weight, reasons, gate)
     pick, capped = (_dominance_cap(pick, candidates, recent_events, settings, reasons) if use.on("dominance_cap")

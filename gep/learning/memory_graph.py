@@ -512,9 +512,12 @@ def _family_records(summaries: Sequence[SituationSummary], events: Sequence[Evol
     """Each problem family's discounted record per gene (gep/learning/family_record.py): the folded summaries'
     windowed evidence first, then the events' outcomes in order."""
     start = [(s.key, s.gene_id, *window_evidence(s, now)) for s in summaries]
-    outcomes = [FamilyOutcome(compute_signal_key(problem), gid, kind == "success",
-                              decay_weight(at, now, constants.EDGE_HALF_LIFE_DAYS))
-                for ev in events if (sit := _situation(ev)) is not None for problem, gid, kind, at in (sit,)]
+    outcomes = []
+    for ev in events:
+        if (sit := _situation(ev)) is not None:
+            problem, gid, kind, at = sit
+            outcomes.append(FamilyOutcome(compute_signal_key(problem), gid, kind == "success",
+                                          decay_weight(at, now, constants.EDGE_HALF_LIFE_DAYS)))
     return family_records(start, outcomes)
 
 
