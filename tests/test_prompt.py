@@ -264,3 +264,15 @@ def test_the_prompt_names_each_try_once_in_its_outcome_line_with_the_change() ->
     tight = build_prompt(make_input(recent_events=[tried], lessons=lessons[:1], lesson_events=["evt_1"],
                                     sources=Sources(), synthesis=said), context_chars=len(bare.context) + 300)
     assert tight.told_events == [] and "| + return 0" in tight.context, tight.context
+
+
+def test_lesson_events_of_another_length_never_break_the_prompt() -> None:
+    """``lesson_events`` is one per lesson line; a caller giving more or fewer gets a prompt, not a ValueError."""
+    tried = event(1)
+    lessons = ["gene_repair_from_errors failed on [log_error]. Changed: stats.py mean(): + return 0"]
+    more = build_prompt(make_input(recent_events=[tried], lessons=lessons, lesson_events=["evt_1", "evt_9", "evt_8"]))
+    assert more.told_events == ["evt_1"] and "Changed: stats.py mean(): + return 0" not in more.context
+    fewer = build_prompt(make_input(recent_events=[tried], lessons=[*lessons, "a person said: not this way"],
+                                    lesson_events=["evt_1"]))  # the second line tells of no try: kept
+    assert "a person said: not this way" in fewer.context
+    assert "Changed: stats.py mean(): + return 0" not in fewer.context

@@ -28,10 +28,9 @@ from gep.learning.memory_graph import parse_at
 from gep.signals.behavior import StoredSignal, gep_signals
 from gep.signals.behavior_log import Busy, capture_sessions, read_signals
 from gep.signals.claude_pass import capture_llm
+from gep.signals.rules import PLATEAU
 from gep.signals.sources import SKIPPED_RECORDS, TranscriptExchange, collect_exchanges
 from gep.store import Store
-
-PLATEAU = "stable_success_plateau"  # the log rules' "nothing to do", which a person's words contradict
 
 
 class BehaviorCapture(BaseModel):

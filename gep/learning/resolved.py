@@ -50,12 +50,12 @@ from gep.core.learned import FixStatus as FixStatus
 from gep.core.learned import Resolution as Resolution
 from gep.core.learned import is_specific as is_specific
 from gep.learning.problem_key import learning_key
-from gep.signals.rules import extract_signals
+from gep.signals.rules import PLATEAU, extract_signals
 from gep.signals.sources import FileMark, FileTail, TailLine, render_transcript
 
 GENERIC = frozenset({"log_error", "recurring_error", "perf_bottleneck", "capability_gap", "unsupported_input_type"})
 ERROR_KINDS = ("errsig:", "recurring_errsig")  # replaced by the new lines' own when dropped
-EMPTY_FALLBACK = "stable_success_plateau"  # what extract_signals says when nothing is left
+EMPTY_FALLBACK = PLATEAU  # what extract_signals says when nothing is left
 
 # where the verdict on a fix is kept in its event's meta ("verified" | "did_not_hold"): selection counts a fix
 # that did not hold as a failure, since success means the problem went away

@@ -408,7 +408,7 @@ def _build_context(inp: PromptInput, budget: int) -> tuple[str, list[str]]:
     text += outcomes
     told = [e.id for e in recent[:n]]
     # a lesson carries the change tried and what the checks said: room for both (the section has its budget)
-    about = inp.lesson_events + [""] * (len(inp.lessons) - len(inp.lesson_events))
+    about = (inp.lesson_events + [""] * len(inp.lessons))[:len(inp.lessons)]  # one per lesson line, whatever given
     lessons = [f"- {_item(s, constants.PROMPT_ITEM_CHARS * 2)}" for s, ev in zip(inp.lessons, about, strict=True)
                if not ev or ev not in told][: constants.PROMPT_MAX_LESSONS]
     text += _fill_learned("Lessons from earlier cycles", lessons, budget - len(text))

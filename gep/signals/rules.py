@@ -268,6 +268,8 @@ def analyze_recent_history(events: Iterable[Any] | None) -> HistoryRecord:
 # ASCII letter, and JavaScript folds no other character to one (and Python's ``re`` runs 3-7
 # times slower with the flag).
 
+# what the rules say when nothing fired ("nothing to do"): a signal found later replaces it
+PLATEAU = "stable_success_plateau"
 _I = re.IGNORECASE
 _CJK_ERROR = r"错误\s*[：:]|异常\s*[：:]|报错\s*[：:]|失败\s*[：:]"
 _ERROR_HIT = _js_regex(
@@ -499,7 +501,7 @@ def _history_signals(signals: list[str], history: HistoryRecord) -> list[str]:
                 signals.append("ban_gene:" + top)
     if history.recent_failure_ratio >= constants.HIGH_FAILURE_RATIO:
         signals += ["high_failure_ratio", "force_innovation_after_repair_loop"]
-    return signals or ["stable_success_plateau"]
+    return signals or [PLATEAU]
 
 
 def extract_signals(

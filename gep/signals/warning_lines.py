@@ -17,11 +17,11 @@ import re
 from collections.abc import Sequence
 
 from gep.core import constants
+from gep.signals.rules import PLATEAU
 
 _WARNING = re.compile(r"\bwarn(?:ing)?\b", re.I)
 _VARIABLE = re.compile(r"\d+(?:[.:,]\d+)*")  # timestamps, durations, counts: the same warning again
 MAX_WARNINGS = 8  # distinct warning lines added in one cycle (a log full of them does not flood the signals)
-EMPTY_FALLBACK = "stable_success_plateau"  # what extract_signals says when nothing else fired
 
 
 def _key(line: str) -> str:
@@ -48,6 +48,6 @@ def with_warning_signals(signals: Sequence[str], text: str) -> list[str]:
     have = {_key(s.removeprefix("errsig:")) for s in signals if s.startswith("errsig:")}
     added = [s for s in warning_signals(text) if _key(s.removeprefix("errsig:")) not in have]
     out = [*signals, *added]
-    if added and EMPTY_FALLBACK in out:
-        out.remove(EMPTY_FALLBACK)
+    if added and PLATEAU in out:
+        out.remove(PLATEAU)
     return out
