@@ -79,10 +79,16 @@ def test_the_imperfect_labeller_is_late_and_sometimes_wrong(tmp_path: Path):
     from gep.core.models import EvolutionEvent, Outcome, iso
     from gep.store import Store
 
-    def labels(imperfect: bool, extra: int) -> list[tuple[str, str]]:
-        """60 fixes that held, one verified per cycle, then ``extra`` cycles more: the person's labels."""
+    def labels(imperfect: bool, extra: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """60 fixes that held, one verified per cycle, then ``extra`` cycles more: the person's labels after the
+        60th cycle and at the end (one run: the labeller is deterministic, so a second run stopped at the 60th
+        cycle would give the first list again)."""
         start = datetime(2026, 1, 5, tzinfo=UTC)
         learn = bench.Learning(imperfect)
+
+        def given(store: Store) -> list[tuple[str, str]]:
+            return [(f.event_id, str(f.kind)) for f in store.list_feedback() if f.author == "bench"]
+
         with Store.open(f"sqlite:///{tmp_path}/l{imperfect}{extra}.db") as store:
             for i in range(60 + extra):
                 now = start + timedelta(hours=i)
@@ -93,11 +99,13 @@ def test_the_imperfect_labeller_is_late_and_sometimes_wrong(tmp_path: Path):
                     store.add_event(ev)
                     learn.pending.append((ev, True, bench.Draw(bench.SITUATIONS[0], 0.0, 1.0, 0.0, 0.0)))
                 learn.verify(store, now + timedelta(minutes=30))
-            return [(f.event_id, str(f.kind)) for f in store.list_feedback() if f.author == "bench"]
+                if i == 59:
+                    at_60 = given(store)
+            return at_60, given(store)
 
-    perfect = labels(False, 0)
+    perfect, _ = labels(False, 0)
     assert len(perfect) == 60 and all("not_helpful" not in k for _, k in perfect)
-    assert len(labels(True, 0)) == 60 - bench.LABEL_DELAY  # the last ones are not labelled yet
-    late = labels(True, bench.LABEL_DELAY)
+    at_60, late = labels(True, bench.LABEL_DELAY)
+    assert len(at_60) == 60 - bench.LABEL_DELAY  # the last ones are not labelled yet
     wrong = sum("not_helpful" in k for _, k in late)
     assert len(late) == 60 and 0.05 * 60 <= wrong <= 0.4 * 60
