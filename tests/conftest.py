@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "workspace"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``e2e`` what runs end to end (tests/e2e_reach.py: found from its fixtures and the helpers it
     calls); `make check` leaves those out."""
     for item in items:
@@ -58,7 +58,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 any(item.get_closest_marker(m) for m in E2E_MARKERS) or \
                 reaches_e2e([getattr(item, "function", None), *defs]):
             item.add_marker(pytest.mark.e2e)
-    heavy_first(items)
+    # `make check` (-m "not e2e") orders the files by their quick tests' weight alone
+    heavy_first(items, e2e="not e2e" not in (config.option.markexpr or ""))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
