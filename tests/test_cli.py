@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, init_repo
+from source_trees import nodes
 from typer.testing import CliRunner
 
 from gep.cli.root import app
@@ -125,8 +126,7 @@ def test_export_import_round_trip(repo: Path, tmp_path: Path):
 def test_engine_has_no_prefect_import():
     """gep/ is a plain library: Prefect lives in flows/ only."""
     for path in (ROOT / "gep").rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
+        for node in nodes(path):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n == "prefect" or n.startswith("prefect.") for n in names), path

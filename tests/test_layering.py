@@ -14,6 +14,8 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
+from source_trees import nodes, tree
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Bottom first. A package may import its own modules and any package of a lower layer; never a peer of its own
@@ -83,10 +85,9 @@ def package_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-@functools.cache
 def parsed(path: Path) -> ast.Module:
-    """``path``'s syntax tree, parsed once per process (nine checks read the same ~200 files)."""
-    return ast.parse(path.read_text(), str(path))
+    """``path``'s syntax tree, parsed once per process (nine checks read the same ~200 files; tests/source_trees.py)."""
+    return tree(path)
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -102,7 +103,7 @@ def import_graph(mods: Mapping[str, Path]) -> dict[str, set[str]]:
     """Each module -> the modules of ``mods`` it imports (``from pkg import mod`` names mod), at any depth."""
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -231,7 +232,7 @@ def test_only_the_cli_imports_flows_or_prefect() -> None:
     for mod, path in modules(ROOT).items():
         if package_of(mod) in ("cli", "flows"):
             continue
-        for node in ast.walk(parsed(path)):
+        for node in nodes(path):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             wrong.update((mod, n) for n in names if n.split(".")[0] in ("flows", "prefect"))
@@ -253,7 +254,7 @@ def deferred_without_comment(path: Path) -> list[int]:
     line above it (the reason it is deferred: a measured start-up cost)."""
     lines = path.read_text().splitlines()
     found = []
-    for func in ast.walk(parsed(path)):
+    for func in nodes(path):
         if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for node in ast.walk(func):
@@ -291,7 +292,7 @@ def test_the_comment_check_finds_a_bare_deferred_import(tmp_path: Path) -> None:
 def one_letter_aliases(path: Path) -> list[int]:
     """Lines of ``path`` that import something under a one-letter name (``constants as C``): a reader cannot
     tell what ``C.X`` is (issue 27). tools/unalias.py rewrites them to the module's own name."""
-    return sorted(node.lineno for node in ast.walk(parsed(path))
+    return sorted(node.lineno for node in nodes(path)
                   if isinstance(node, ast.Import | ast.ImportFrom)
                   and any(a.asname is not None and len(a.asname) == 1 for a in node.names))
 

@@ -22,6 +22,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from source_trees import tree
+
 ROOT = Path(__file__).resolve().parent.parent
 
 CONSTRUCTORS = {"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter", "WeakValueDictionary",
@@ -83,8 +85,7 @@ def parsed() -> dict[str, tuple[ast.Module, str]]:
     found = {}
     for folder in ("gep", "flows"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            text = path.read_text()
-            found[module_name(path)] = ast.parse(text, str(path)), text
+            found[module_name(path)] = tree(path), path.read_text()
     return found
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from source_trees import nodes
+
 from gep import CycleRequest
 from gep.core.config import Settings
 from gep.core.records import SelectorDecision
@@ -22,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _round_trips(path: Path) -> list[str]:
     """``X.model_validate(...model_dump(...)...)`` calls in one file: a copy between two types of one record."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "model_validate":
             dumps = [n for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Call)
                      and isinstance(n.func, ast.Attribute) and n.func.attr == "model_dump"]

@@ -8,6 +8,8 @@ import ast
 import json
 from pathlib import Path
 
+from source_trees import nodes
+
 from gep.core.models import CycleRun
 from gep.cycle.context import CycleContext
 from gep.git import Repo
@@ -28,7 +30,7 @@ ALLOWED = {
 def _fields(path: Path) -> list[tuple[str, str, str]]:
     """(where, field name, annotation) of every annotated class attribute in one file."""
     out = []
-    for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for cls in nodes(path):
         if isinstance(cls, ast.ClassDef):
             for node in cls.body:
                 if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):

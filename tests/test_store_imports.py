@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 from conftest import ROOT
+from source_trees import nodes
 
 
 def _allowed(target: str) -> bool:
@@ -20,7 +21,7 @@ def _allowed(target: str) -> bool:
 def _gep_imports(path: Path) -> set[str]:
     """Every gep module ``path`` imports (``from gep import x`` counts as gep.x)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
