@@ -66,6 +66,9 @@ def test_the_oracle_obeys_the_dominance_cap():
     assert Counter(capped)["gene_distilled_errsig"] >= share * len(capped) - window  # held at the cap, not below
 
 
+# end to end (`make test`, not the quick loop): the bench's learning loop through the engine's store, fix
+# verdicts and feedback for 120 cycles, 3.3 s of CPU (docs/performance.md)
+@pytest.mark.e2e
 def test_the_imperfect_labeller_is_late_and_sometimes_wrong(tmp_path: Path):
     """bench/selection.py --labeller imperfect: a person's label comes LABEL_DELAY cycles after the fix's verdict,
     and about LABEL_WRONG of them say the opposite of what happened (the perfect one: at once, always right)."""

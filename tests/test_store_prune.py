@@ -105,6 +105,10 @@ def selection(store: Store, signals: Sequence[str], seed: int) -> tuple[object, 
 C_WINDOW = FOLD_KEEP
 
 
+# end to end (`make test`, not the quick loop): 1,600 cycles recorded through the real store, pruned, then the
+# memory graph's advice and the selector's picks compared: the store, pruning, learning and selection together,
+# 5.1 s of CPU (the quick loop's largest test; docs/performance.md)
+@pytest.mark.e2e
 def test_a_pruned_store_selects_as_the_whole_history_does(url: str, tmp_path: Path) -> None:
     n = 800
     with workspace(tmp_path, "whole", url) as whole, workspace(tmp_path, "pruned", url) as pruned:
