@@ -8,7 +8,7 @@ import pytest
 from learning_helpers import LOG, agent_workspace, committed_fix, cycle, later, log_again, log_ok, venv_first
 
 from gep.core.models import EvolutionEvent, Outcome
-from gep.learning.settled_fixes import recounted, settled
+from gep.learning.settled_fixes import recounted
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -23,18 +23,27 @@ def _fix(verdict: str | None, signals: list[str], files: list[str]) -> Evolution
     return e
 
 
-def test_only_a_verified_fix_of_a_problem_nothing_shows_like_it_is_settled() -> None:
+def _settled(event: EvolutionEvent, signals: list[str], *others: EvolutionEvent) -> bool:
+    return event not in recounted([event, *others], signals)
+
+
+def test_only_a_problem_a_verified_fix_settled_and_nothing_shows_like_it_is_left_out() -> None:
     fix = _fix("verified", ["log_error", ZERO], ["app/billing.py"])
-    assert settled(fix, ["perf_bottleneck"])  # nothing live: the line would name code that works
-    assert not settled(fix, ["log_error", ZERO.replace("03:21:54", "05:00:01")])  # the same problem, back
+    assert _settled(fix, ["perf_bottleneck"])  # nothing live: the line would name code that works
+    assert not _settled(fix, ["log_error", ZERO.replace("03:21:54", "05:00:01")])  # the same problem, back
     other = "errsig:ERROR app.users: ZeroDivisionError: division by zero in app.users.mean"
-    assert not settled(fix, [other])  # a similar one (the same family): what worked on it is worth reading
+    assert not _settled(fix, [other])  # a similar one (the same family): what worked on it is worth reading
     same_file = "errsig:ERROR app.billing: KeyError: 'region' in app.billing.first"
-    assert not settled(fix, [same_file])  # another problem in the file it changed
-    assert settled(fix, ["errsig:ERROR app.users: KeyError: 'region' in app.users.first"])
-    for verdict in ("did_not_hold", None):  # an unheld or not yet judged fix is always recounted
-        assert not settled(_fix(verdict, ["log_error", ZERO], ["app/billing.py"]), ["perf_bottleneck"])
-    assert recounted([fix, _fix(None, [ZERO], [])], ["perf_bottleneck"])[0].meta.fix_verdict is None
+    assert not _settled(fix, [same_file])  # another problem in the file it changed
+    assert _settled(fix, ["errsig:ERROR app.users: KeyError: 'region' in app.users.first"])
+    for verdict in ("did_not_hold", None):  # an unheld or not yet judged fix, alone, is recounted
+        assert not _settled(_fix(verdict, ["log_error", ZERO], ["app/billing.py"]), ["perf_bottleneck"])
+    # a failed try on a problem a later fix settled names the fixed function too; a try on another problem stays
+    failed = _fix(None, ["log_error", ZERO.replace("03:21:54", "01:00:00")], [])
+    assert _settled(failed, ["perf_bottleneck"], fix)
+    assert not _settled(_fix(None, ["errsig:ERROR app.users: KeyError: 'x' in app.users.first"], []),
+                        ["perf_bottleneck"], fix)
+    assert not _settled(_fix(None, ["perf_bottleneck"], []), ["perf_bottleneck"], fix)  # no problem named
 
 
 def _outcomes(event: EvolutionEvent) -> str:
