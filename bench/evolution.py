@@ -478,7 +478,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--careful-agent", action="store_true",
                     help="the scripted solver leaves an already fixed function alone (rule 5)")
-    ap.add_argument("--keep", type=Path, help="keep the workspaces here (default: a temporary folder)")
+    ap.add_argument("--keep", type=Path, help="keep the workspaces here (default: a temporary folder); each "
+                    "world's side/trace.jsonl has per cycle its signals, gene, the agent's target and the truth")
     ap.add_argument("--from-progress", type=Path, nargs="+", metavar="LOG",
                     help="no run: the world-seed report of the progress lines in these logs (a run cut short)")
     args = ap.parse_args(argv)
