@@ -13,7 +13,8 @@ Ground truth comes from the world (the problem's code run on the job's input and
 engine's verdicts. A task counts as a verified fix when its problem's code is really fixed at the end of the run.
 
 Arms: ``full`` (the engine as it ships); ``off`` (``learning = "off"``: the plain engine); ``off_warnings`` (the
-plain engine that also chases every new warning line, ``warning_signals``: the skeptic's baseline); ``fresh`` (the full
+plain engine that also chases every new warning line, ``warning_signals``: the skeptic's baseline); ``full_warnings``
+(``full`` with ``warning_signals``); ``fresh`` (the full
 engine with an empty store before every cycle); ``no_<mechanism>`` (``learning_off = [mechanism]``) for each
 mechanism of gep/core/learning_switch.py but ``context`` (agent sessions only); ``with_<mechanism>``
 (``learning_on = [mechanism]``) for an experimental one, off in ``full``; ``reference_prompt`` (no lessons,
@@ -66,6 +67,8 @@ ARMS: dict[str, dict[str, str]] = {
     "full": {}, "off": {"GEP_LEARNING": "off"}, "fresh": {},
     # the skeptic's baseline: no memory, but every new warning line chased like an error line (docs/evaluation.md)
     "off_warnings": {"GEP_LEARNING": "off", "GEP_WARNING_SIGNALS": "1"},
+    # the full engine that also reads every new warning line (is the skeptic's idea worth keeping? issue 41)
+    "full_warnings": {"GEP_WARNING_SIGNALS": "1"},
     **{f"no_{m}": {"GEP_LEARNING_OFF": m} for m in MECHANISMS},
     **{f"with_{m}": {"GEP_LEARNING_ON": m} for m in EXPERIMENTAL},
     "reference_prompt": {"GEP_LEARNING_OFF": "lessons,recent_outcomes,capsules,avoid,context"},
@@ -189,6 +192,11 @@ def run_world(arm: str, index: int, seed: int, cycles: int, root: Path, agent_cm
             if p.arrives <= c:
                 history[p.name].append(now[p.name])
         result.open_per_cycle.append(sum(1 for v in now.values() if v != "fix"))
+        with (side / "trace.jsonl").open("a") as fh:  # per cycle, to trace a run kept with --keep
+            fh.write(json.dumps({"cycle": c, "status": status, "target": did.get("target", ""),
+                                 "approach": did.get("approach"), "event": event.id if event else None,
+                                 "gene": event.gene_id if event else None,
+                                 "signals": event.signals if event else [], "truth": now}) + "\n")
     del before
     for p in world.problems:
         seq = history[p.name]
@@ -340,7 +348,7 @@ def _comparison_rows(results: dict[str, list[RunResult]]) -> list[dict[str, Any]
     for arm in results:
         if arm == "full" or "full" not in results:
             continue
-        whole = arm in ("off", "off_warnings") or len(suites) == 1  # the baselines: over every suite too
+        whole = arm in ("off", "off_warnings", "full_warnings") or len(suites) == 1  # over every suite too
         for suite in ([None] if whole else []) + (suites if len(suites) > 1 else []):
             c = compare(results, arm, suite=suite)
             if c is not None:
@@ -470,7 +478,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--careful-agent", action="store_true",
                     help="the scripted solver leaves an already fixed function alone (rule 5)")
-    ap.add_argument("--keep", type=Path, help="keep the workspaces here (default: a temporary folder)")
+    ap.add_argument("--keep", type=Path, help="keep the workspaces here (default: a temporary folder); each "
+                    "world's side/trace.jsonl has per cycle its signals, gene, the agent's target and the truth")
     ap.add_argument("--from-progress", type=Path, nargs="+", metavar="LOG",
                     help="no run: the world-seed report of the progress lines in these logs (a run cut short)")
     args = ap.parse_args(argv)

@@ -71,6 +71,7 @@ from gep.learning.lessons_by_problem import for_this_problem
 from gep.learning.live_problems import restore_live
 from gep.learning.memory_graph import MEMORY_FOLD
 from gep.learning.resolved import ResolutionCheck
+from gep.learning.settled_fixes import recounted
 from gep.mutators import get_mutator
 from gep.mutators.base import MutationRequest
 from gep.mutators.gep_prompt import PromptInput, build_prompt
@@ -295,8 +296,9 @@ def apply(ctx: CycleContext, state: CycleState) -> CycleState:
     assert state.tree is not None
     event, gene = state.event, state.gene
     use = learning_switch(ctx.settings)
-    history = ([e for e in ctx.store.recent_events(constants.HISTORY_TAIL) if e.id != event.id]
-               if use.on("recent_outcomes") else [])
+    # a verified fix of a problem this cycle does not show is not recounted: it names code that works now
+    history = (recounted([e for e in ctx.store.recent_events(constants.HISTORY_TAIL) if e.id != event.id],
+                         state.signals) if use.on("recent_outcomes") else [])
     # learning off: nothing stored reaches the prompt; else a person's notes always, the rest by its switch
     memory = recall_for_prompt(ctx, gene, state.signals) if ctx.settings.learning != "off" else PromptMemory()
     prompt = build_prompt(

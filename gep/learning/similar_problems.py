@@ -69,7 +69,7 @@ def files_named(line: str) -> set[str]:
     return {x for x in out if x}
 
 
-def _why(now_line: str, fixed_line: str, fixed_files: set[str]) -> str | None:
+def similar_reason(now_line: str, fixed_line: str, fixed_files: set[str]) -> str | None:
     """Why a fix of ``fixed_line`` is a similar problem's (None: it is not, or it is the same problem)."""
     if learning_key(now_line) == learning_key(fixed_line):
         return None
@@ -80,6 +80,11 @@ def _why(now_line: str, fixed_line: str, fixed_files: set[str]) -> str | None:
     # error of the package shared it ("same file: app" for unrelated problems)
     shared = sorted(files_named(now_line) & (fixed_files or files_named(fixed_line)))
     return f"same file: {shared[0]}" if shared else None
+
+
+def changed_stems(event: EvolutionEvent) -> set[str]:
+    """The files (by stem) a change touched, when recorded."""
+    return {s for f in (event.meta.changed_files or []) if (s := _stem(f))}
 
 
 def _clip(text: str, n: int) -> str:
@@ -100,10 +105,10 @@ def similar_fixes(events: Sequence[EvolutionEvent], signals: Sequence[str],
         if e.meta.fix_verdict != "verified" or not e.genes_used:
             continue
         fixed = error_lines(outcome_signals(e) or [])
-        files = {s for f in (e.meta.changed_files or []) if (s := _stem(f))}
+        files = changed_stems(e)
         for line in fixed:
             key = learning_key(line) or line
-            why = next((w for n in now_lines if (w := _why(n, line, files))), None)
+            why = next((w for n in now_lines if (w := similar_reason(n, line, files))), None)
             if why is None or key in seen:
                 continue
             seen.add(key)
