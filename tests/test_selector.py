@@ -553,3 +553,21 @@ def test_a_new_gene_gets_a_trial_among_judged_incumbents():
     young = events[:constants.EVIDENCE_WINDOW - 1]
     assert not any(c.trial for c in pick(young, fb[:constants.EVIDENCE_WINDOW - 1], 0).decision.scores)
     assert {c.gene_id: c.trial for c in pick(events[:constants.EVIDENCE_WINDOW], fb, 0).decision.scores}["gene_new"]
+
+
+def test_a_gene_beside_the_lead_problem_waits_while_one_matching_it_remains():
+    # one empty try of the repair gene on this error (expected 0.33) used to rank it under a gene nothing is known
+    # about (0.5) that matched only the slow-response warning beside the error (issue 41, selector 3c.)
+    signals = ["log_error", "errsig:ZeroDivisionError: division by zero in app.billing.fetch_order",
+               "perf_bottleneck"]
+    repair, perf = gene("gene_repair", "error|exception", "log_error", "errsig"), gene("gene_perf", "perf_bottleneck")
+    tried = [event(1, "gene_repair", "success", signals=signals, empty=True)]
+    picks = Counter(select([repair, perf], signals=signals, events=tried, seed=s).gene.id for s in range(100))
+    assert picks == {"gene_repair": 100}
+    sel = select([repair, perf], signals=signals, events=tried)
+    assert any("gene_perf left out" in r for r in sel.decision.reasons)
+    # alone on the generic signal it is picked; and it stays a candidate where it has a good record here
+    assert select([repair, perf], signals=["perf_bottleneck"]).gene.id == "gene_perf"
+    good = [event(i, "gene_perf", "success", signals=signals) for i in range(2, 8)]
+    assert "gene_perf" in {select([repair, perf], signals=signals, events=tried + good, seed=s).gene.id
+                           for s in range(20)}

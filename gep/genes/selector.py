@@ -40,6 +40,14 @@ How a gene is chosen:
      remains, so neither drift nor the dominance cap below brings it back (issue 41: with the blend alone,
      the cap handed the picks back to the gene a person had rejected). A later helpful, or verified fixes that
      lift its score, let it in again.
+  3c. The problem the cycle leads with (its first specific signal: the error the prompt puts first and the agent
+     works on, with the ``log_error`` / ``recurring_error`` flags the rules gave it): a candidate none of whose patterns match it, matching only the cycle's other signals (a generic
+     ``perf_bottleneck`` beside an error), is left out while a candidate matching it remains, unless its record
+     here says it succeeds more often than not. Without it, one failed or empty try of the repair gene on an error
+     (expected success 0.33) ranked it under a gene nothing is known about (0.5) that matched only a slow-response
+     warning, and the agent was sent to the error with a performance strategy (issue 41, bench/evolution.py dev
+     seeds 1-3: 51 of full's picks on cycles that led with an error went to ``gene_perf_bottleneck``; the plain
+     engine, ranking by match, none). Drift and the dominance cap choose among the candidates that remain.
   4. Drift: with probability ``p`` the pick is stochastic among the top ``max(2, ceil(n * intensity))``
      candidates: one draw from each candidate's Beta posterior (blended with its usefulness as in 3), the
      highest wins (uniform when nothing is known, as the reference's random drift). Otherwise the top one. The
@@ -604,8 +612,9 @@ def _rank_candidates(genes: Sequence[Gene], excluded: Mapping[str, str] | None, 
                      advice: MemoryAdvice, banned: Mapping[str, GeneBan], feedback: FeedbackIndex | None,
                      weight: float, now: datetime, reasons: list[str],
                      ) -> tuple[list[CandidateScore], dict[str, Gene], list[CandidateScore], list[GeneBan]]:
-    """Steps 1-3b: each selectable gene scored (memory graph, bans, usefulness, the rank a distilled gene
-    inherits, a newcomer's trial), then the candidates best first, without those a person spoke against.
+    """Steps 1-3c: each selectable gene scored (memory graph, bans, usefulness, the rank a distilled gene
+    inherits, a newcomer's trial), then the candidates best first, without those a person spoke against or
+    that do not match the problem the cycle leads with.
     Returns the scores, the genes by id, the candidates and the bans applied (said in ``reasons``)."""
     allowed = [g for g in genes if not (excluded and g.id in excluded)]
     scored, by_id = _score_candidates(allowed, signals, advice, set(banned), feedback, weight, now)
@@ -615,7 +624,40 @@ def _rank_candidates(genes: Sequence[Gene], excluded: Mapping[str, str] | None, 
     applied = [banned[c.gene_id] for c in scored if c.banned]
     for b in applied:
         reasons.append(f"banned {b.gene_id}: {b.reason}")
-    return scored, by_id, _persons_word(candidates, feedback, signals, now, weight, reasons), applied
+    candidates = _persons_word(candidates, feedback, signals, now, weight, reasons)
+    return scored, by_id, _on_the_problem(candidates, by_id, signals, advice, reasons), applied
+
+
+_ERROR_FLAGS = ("log_error", "recurring_error")  # what the rules flag an error line with, beside the line itself
+
+
+def lead_problem(signals: Sequence[str]) -> list[str]:
+    """The problem a cycle leads with: its first specific signal (an error line, a recurring error, a request),
+    the one the prompt puts first and the agent works on, with the flags the rules gave that error; empty when
+    the signals name no specific problem."""
+    raw = ("errsig:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
+    lead = next((s for s in signals if s.startswith(raw)), None)
+    if lead is None:
+        return []
+    flags = [s for s in signals if s in _ERROR_FLAGS] if lead.startswith(("errsig:", "recurring_errsig")) else []
+    return [lead, *flags]
+
+
+def _on_the_problem(candidates: list[CandidateScore], by_id: Mapping[str, Gene], signals: Sequence[str],
+                    advice: MemoryAdvice, reasons: list[str]) -> list[CandidateScore]:
+    """The candidates whose patterns match the problem the cycle leads with (see 3c.), plus any whose record
+    here says it succeeds more often than not; all of them when none matches it."""
+    lead = lead_problem(signals)
+    if not lead or len(candidates) <= 1:
+        return candidates
+    beside = {c.gene_id for c in candidates
+              if match_score(by_id[c.gene_id], lead) <= 0 and not _record_outweighs(advice.stats(c.gene_id))}
+    kept = [c for c in candidates if c.gene_id not in beside]
+    if not kept or not beside:
+        return candidates
+    reasons.append("not a strategy for the problem this cycle leads with: " + ", ".join(sorted(beside))
+                   + " left out while a gene matching it remains")
+    return kept
 
 
 def _capsule_for(capsules: Sequence[Capsule], signals: Sequence[str], gene: Gene, banned: set[str],
