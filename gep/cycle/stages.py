@@ -61,7 +61,7 @@ from gep.genes.mutation import build_mutation
 from gep.genes.personality import PersonalityStats, select_personality
 from gep.genes.pool import fall_back_to_auto_gene, gene_pool
 from gep.genes.preconditions import unmet_preconditions
-from gep.genes.selector import Selection, avoided_genes, select_gene_and_capsule
+from gep.genes.selector import Selection, avoided_genes, match_score, select_gene_and_capsule
 from gep.genes.strategy import SchedulerState, resolve_strategy, should_skip_scheduled_tick
 from gep.learning.attribution import learns_from, mutator_host_failure
 from gep.learning.avoid import refresh_avoid_list
@@ -70,6 +70,7 @@ from gep.learning.injections import judge_for_cycle
 from gep.learning.lessons_by_problem import for_this_problem
 from gep.learning.live_problems import restore_live
 from gep.learning.memory_graph import MEMORY_FOLD
+from gep.learning.persons_problems import persons_problems_first, rejected_here
 from gep.learning.resolved import ResolutionCheck
 from gep.mutators import get_mutator
 from gep.mutators.base import MutationRequest
@@ -126,6 +127,9 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
         state.signals = use_behavior(state.behavior, corpus=state.signals, workspace=ctx.repo.path,
                                      store=ctx.store, events=state.events, settings=ctx.settings,
                                      now=ctx.started_at)
+    if learning_switch(ctx.settings).on("feedback"):  # what a person said is not fixed is worked on first
+        state.signals, _ = persons_problems_first(state.signals, ctx.store.list_feedback(),
+                                                  ctx.store.recent_resolutions(), ctx.started_at)
     return state
 
 
@@ -205,6 +209,15 @@ def _reusable_here(store: Store, signals: Sequence[str], rejected: set[str], log
     return for_this_problem(reusable(store.list_capsules()), signals, rejected, log)
 
 
+def persons_rejects(ctx: CycleContext, genes: Sequence[Gene], signals: Sequence[str],
+                    excluded: Mapping[str, str]) -> dict[str, str]:
+    """Genes a person said did not help on the problem this cycle works on first
+    (gep/learning/persons_problems.py), while another gene matches."""
+    rejected = rejected_here(signals, ctx.store.list_feedback(), ctx.store.recent_resolutions(), ctx.started_at)
+    left = [g for g in genes if match_score(g, signals) > 0 and g.id not in excluded and g.id not in rejected]
+    return rejected if left else {}
+
+
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
     genes = workspace_genes(ctx.repo.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
@@ -212,6 +225,8 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
     pool.excluded.update(unmet_preconditions(genes, workspace=ctx.repo.path, signals=state.signals))
     if learning_switch(ctx.settings).on("avoid"):
         pool.excluded.update(avoided_genes(refresh_avoid_list(ctx.store), genes, state.signals, pool.excluded))
+    if learning_switch(ctx.settings).on("feedback"):
+        pool.excluded.update(persons_rejects(ctx, genes, state.signals, pool.excluded))
     state.selection, finished = select_from_store(
         ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
         now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded, log=state.sources.today_log)

@@ -3,8 +3,8 @@ situation), family_record.py (its evidence: each problem family's discounted rec
 usefulness from feedback signals, seed 003, with decay), lessons.py (seed 004), lessons_by_problem.py, similar_problems.py and problem_key.py (lessons by problem), live_problems.py
 (never starved by the loop rules), resolved.py (verified fixes) and fix_credit.py (which problems a change
 addressed), avoid.py (avoid-lists), attribution.py (host failures), human_verdicts.py (a person's
-verdict), approval.py (approval as feedback) and corrections.py (a correction naming a change as
-not_helpful), agent_context.py (what an agent should know now),
+verdict), approval.py (approval as feedback), corrections.py (a correction naming a change as
+not_helpful) and persons_problems.py (a problem a person said is not fixed goes first), agent_context.py (what an agent should know now),
 context_cache.py (its cache) and injections.py (whether it helped); recall.py and recall_models.py (what
 `gep mcp`'s gep_recall answers).
 
