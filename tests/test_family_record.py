@@ -78,3 +78,38 @@ def test_selection_follows_the_family_records() -> None:
                                       rng=random.Random(1), now=NOW)
         ranked = sorted(sel.decision.scores, key=lambda c: -c.rank)
         assert ranked[0].gene_id == best
+
+
+def test_a_situation_naming_several_errors_ranks_genes_for_the_one_it_leads_with() -> None:
+    """Issue 41 (kinds suite): a cycle whose signals name three errors works on the first; ranked on all three,
+    the record on that one counted for nothing (Jaccard 1/3) and a gene's successes on another error of the set
+    picked it for this one."""
+    p = "errsig:IndexError: list index out of range in app.users.fetch_record"
+    q = "errsig:ValueError: invalid literal for int() with base 10: '12.0' in app.ingest.resolve_entry"
+    r = "errsig:app.report.total_batch returned no result"
+    out: list[EvolutionEvent] = []
+    for gene_id, signal, ok in [("gene_x", p, True), ("gene_x", p, False), ("gene_x", p, True),
+                                *[("gene_y", p, False)] * 3, *[("gene_y", q, True)] * 8]:
+        out.append(EvolutionEvent(id=f"evt_{len(out):03d}", signals=["log_error", signal], genes_used=[gene_id],
+                                  outcome=Outcome(status="success" if ok else "failed", score=0.85 if ok else 0.2),
+                                  blast_radius=BlastRadius(files=1, lines=5),
+                                  meta={"at": iso(NOW - timedelta(hours=50 - len(out)))}))
+    for situation, best in (([p, q, r], "gene_x"), ([q, p, r], "gene_y")):
+        adv = memory_advice(events=out, signals=["log_error", *situation], genes=GENES, now=NOW)
+        expected = {s.gene_id: s.expected for s in adv.genes}
+        assert max(expected, key=lambda g: expected[g]) == best, (situation[0], expected)
+
+
+def test_a_try_that_fixed_nothing_counts_on_the_problem_it_led_with() -> None:
+    """Three failed tries of a cycle whose signals named three errors count against the gene on the first (the
+    one worked on), not on the set: keyed on the set, a later cycle on that error alone saw no record."""
+    p, q, r = ("errsig:KeyError: 'timeout_s' in app.billing.first_record",
+               "errsig:TimeoutError: app.users.average_score timed out after 5s",
+               "errsig:app.sync.lookup_order returned no result")
+    out = [EvolutionEvent(id=f"evt_{i:03d}", signals=["log_error", p, q, r], genes_used=["gene_y"],
+                          outcome=Outcome(status="failed", score=0.2), blast_radius=BlastRadius(files=1, lines=5),
+                          meta={"at": iso(NOW - timedelta(hours=5 - i))}) for i in range(3)]
+    on_p = memory_advice(events=out, signals=["log_error", p], genes=GENES, now=NOW).stats("gene_y")
+    on_q = memory_advice(events=out, signals=["log_error", q], genes=GENES, now=NOW).stats("gene_y")
+    assert on_p.evidence_fail > 2.0 and on_p.expected < 0.3
+    assert on_q.evidence == 0.0

@@ -631,7 +631,7 @@ def _rank_candidates(genes: Sequence[Gene], excluded: Mapping[str, str] | None, 
 _ERROR_FLAGS = ("log_error", "recurring_error")  # what the rules flag an error line with, beside the line itself
 
 
-def lead_problem(signals: Sequence[str]) -> list[str]:
+def lead_problem_signals(signals: Sequence[str]) -> list[str]:
     """The problem a cycle leads with: its first specific signal (an error line, a recurring error, a request),
     the one the prompt puts first and the agent works on, with the flags the rules gave that error; empty when
     the signals name no specific problem."""
@@ -647,7 +647,7 @@ def _on_the_problem(candidates: list[CandidateScore], by_id: Mapping[str, Gene],
                     advice: MemoryAdvice, reasons: list[str]) -> list[CandidateScore]:
     """The candidates whose patterns match the problem the cycle leads with (see 3c.), plus any whose record
     here says it succeeds more often than not; all of them when none matches it."""
-    lead = lead_problem(signals)
+    lead = lead_problem_signals(signals)
     if not lead or len(candidates) <= 1:
         return candidates
     beside = {c.gene_id for c in candidates

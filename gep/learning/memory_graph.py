@@ -35,6 +35,10 @@ Deliberate differences:
     ``EVIDENCE_RETENTION``): where a family's record starts for folded history (only the newest
     ``MEMORY_GRAPH_EVENTS`` events are never folded, so this reaches a family seldom picked lately). The
     reference-semantics fields (attempts, best, prior, score) keep the whole record.
+  - Selection ranks genes for the problem a cycle leads with (:func:`lead_problem`: the first error its signals
+    name, the one the prompt puts first and the agent works on), and a try that fixed nothing counts on that
+    problem, not on every error that happened to be live (issue 41, kinds suite: keyed on three live errors, the
+    record on the one being worked on weighed nothing, Jaccard 1/3 < 0.34).
 """
 
 from __future__ import annotations
@@ -53,7 +57,13 @@ from gep.core.learned import parse_at as parse_at
 from gep.core.models import EvolutionEvent, Gene
 from gep.learning.attribution import is_host_failure
 from gep.learning.family_record import FamilyOutcome, Records, family_records
-from gep.learning.problem_key import learning_key, outcome_signals, specific_identities
+from gep.learning.problem_key import (
+    SPECIFIC,
+    learning_key,
+    outcome_signals,
+    problem_identity,
+    specific_identities,
+)
 from gep.learning.problem_key import normalize_error_signature as normalize_error_signature  # named here too
 
 NONE_KEY = "(none)"
@@ -123,6 +133,18 @@ def problem_signals(signals: Iterable[str]) -> list[str]:
     its outcome says something about."""
     situation = sorted(set(normalize_signals(situation_signals([str(s) for s in signals]))))
     return sorted(specific_identities(situation)) or situation
+
+
+def lead_problem(signals: Iterable[str]) -> list[str]:
+    """The situation selection ranks genes for: the first problem the signals name (the one the prompt leads with
+    and the agent works on), else the whole situation (:func:`problem_signals`). A situation naming three errors
+    is not "similar" to any one of them (Jaccard 1/3), so keyed on all of them, what was learned about the problem
+    being worked on did not count, and a gene's record on another error of the set steered the pick."""
+    situation = situation_signals([str(s) for s in signals])
+    for norm in normalize_signals(situation):
+        if norm.startswith(SPECIFIC):
+            return [problem_identity(norm)]
+    return problem_signals(situation)
 
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
@@ -233,15 +255,18 @@ class MemoryAdvice(BaseModel):
 def _situation(ev: EvolutionEvent) -> tuple[list[str], str, str, datetime | None] | None:
     """(problem signals, gene, outcome kind, time) of an event the memory graph learns from, else None. The
     problem is the one the outcome counts on (gep/learning/problem_key.py ``outcome_signals``: a committed fix's
-    judged or credited errors, else the trigger signals), so a fix made in a ``perf_bottleneck`` cycle teaches
-    about the error it fixed, not about ``perf_bottleneck``."""
+    judged or credited errors, else the first problem of the trigger signals: :func:`lead_problem`), so a fix
+    made in a ``perf_bottleneck`` cycle teaches about the error it fixed, not about ``perf_bottleneck``."""
     if ev.gene_id is None:
         return None
     kind = outcome_kind(ev)
     about = outcome_signals(ev)
     if kind is None or about is None:
         return None
-    return problem_signals(about), ev.gene_id, kind, event_time(ev)
+    credit = ev.meta.fix_credit
+    credited = credit is not None and (bool(credit.judged) or ev.meta.fix_verdict is None)
+    # a change credited with errors counts on each; a try that fixed nothing, on the problem it worked on
+    return problem_signals(about) if credited else lead_problem(about), ev.gene_id, kind, event_time(ev)
 
 
 def _fade(summary: SituationSummary, factor: float) -> None:
@@ -533,7 +558,7 @@ def memory_advice(
 
     ``summaries`` stand for events folded earlier (a :class:`MemoryHistory`'s), ``events`` for the ones
     after them: the advice is the same as from all of those events given one by one."""
-    current = problem_signals(signals)
+    current = lead_problem(signals)
     gene_ids = list(dict.fromkeys(g.id for g in genes))
     records = _family_records(summaries, events, now)
     graph = _Graph([*summaries, *summarize(events, ref=now)], current, set(gene_ids), now, records)
