@@ -501,11 +501,17 @@ def _persons_word(candidates: list[CandidateScore], feedback: FeedbackIndex | No
         return candidates
     against = {c.gene_id for c in candidates
                if (use := feedback.usefulness(c.gene_id, signals, now)).scope == "situation" and use.person_against}
-    kept = [c for c in candidates if c.gene_id not in against]
-    if not kept or not against:
+    return _leave_out(candidates, against, reasons, "a person said their changes here did not help: {} left out "
+                      "while another gene matches")
+
+
+def _leave_out(candidates: list[CandidateScore], out: set[str], reasons: list[str], why: str) -> list[CandidateScore]:
+    """``candidates`` without the genes in ``out`` (``why`` filled with their ids added to ``reasons``), or all of
+    them when none or every one would be left out."""
+    kept = [c for c in candidates if c.gene_id not in out]
+    if not kept or not out:
         return candidates
-    reasons.append("a person said their changes here did not help: " + ", ".join(sorted(against))
-                   + " left out while another gene matches")
+    reasons.append(why.format(", ".join(sorted(out))))
     return kept
 
 
@@ -652,12 +658,8 @@ def _on_the_problem(candidates: list[CandidateScore], by_id: Mapping[str, Gene],
         return candidates
     beside = {c.gene_id for c in candidates
               if match_score(by_id[c.gene_id], lead) <= 0 and not _record_outweighs(advice.stats(c.gene_id))}
-    kept = [c for c in candidates if c.gene_id not in beside]
-    if not kept or not beside:
-        return candidates
-    reasons.append("not a strategy for the problem this cycle leads with: " + ", ".join(sorted(beside))
-                   + " left out while a gene matching it remains")
-    return kept
+    return _leave_out(candidates, beside, reasons, "not a strategy for the problem this cycle leads with: {} left "
+                      "out while a gene matching it remains")
 
 
 def _capsule_for(capsules: Sequence[Capsule], signals: Sequence[str], gene: Gene, banned: set[str],
