@@ -76,10 +76,11 @@ def test_a_test_with_a_cli_subprocess_is_marked_e2e_and_a_unit_test_is_not(reque
 
 def test_the_postgresql_cases_and_a_test_with_its_own_server_are_marked(request: pytest.FixtureRequest) -> None:
     items = {item.nodeid.split("/")[-1]: item for item in request.session.items}
-    for name in ("test_store_prune.py::test_a_pruned_store_selects_as_the_whole_history_does[postgresql]",
+    for name in ("test_store_fleet.py::test_each_workspace_sees_only_its_own_rows[postgresql]",
                  "test_slot_restart.py::test_a_slot_held_across_a_server_restart_is_given_back_and_the_next_cycle_runs"):
         if name in items:  # when the whole suite (or that file) is collected
             assert items[name].get_closest_marker("e2e"), name
-    sqlite = "test_store_prune.py::test_a_pruned_store_selects_as_the_whole_history_does[sqlite]"
+    # (test_store_prune's pruned-store case is marked e2e by hand, both backends: 1,600 cycles)
+    sqlite = "test_store_fleet.py::test_each_workspace_sees_only_its_own_rows[sqlite]"
     if sqlite in items:
         assert not items[sqlite].get_closest_marker("e2e")

@@ -40,8 +40,8 @@ How a gene is chosen:
      remains, so neither drift nor the dominance cap below brings it back (issue 41: with the blend alone,
      the cap handed the picks back to the gene a person had rejected). A later helpful, or verified fixes that
      lift its score, let it in again.
-  3c. The problem the cycle leads with (its first specific signal: the error the prompt puts first and the agent
-     works on, with the ``log_error`` / ``recurring_error`` flags the rules gave it): a candidate none of whose patterns match it, matching only the cycle's other signals (a generic
+  3c. The error the cycle leads with (its first error line: the one the prompt puts first and the agent works on,
+     with the ``log_error`` / ``recurring_error`` flags the rules gave it): a candidate none of whose patterns match it, matching only the cycle's other signals (a generic
      ``perf_bottleneck`` beside an error), is left out while a candidate matching it remains, unless its record
      here says it succeeds more often than not. Without it, one failed or empty try of the repair gene on an error
      (expected success 0.33) ranked it under a gene nothing is known about (0.5) that matched only a slow-response
@@ -638,15 +638,12 @@ _ERROR_FLAGS = ("log_error", "recurring_error")  # what the rules flag an error 
 
 
 def lead_problem_signals(signals: Sequence[str]) -> list[str]:
-    """The problem a cycle leads with: its first specific signal (an error line, a recurring error, a request),
-    the one the prompt puts first and the agent works on, with the flags the rules gave that error; empty when
-    the signals name no specific problem."""
-    raw = ("errsig:", "recurring_errsig", "user_feature_request:", "user_improvement_suggestion:")
-    lead = next((s for s in signals if s.startswith(raw)), None)
-    if lead is None:
-        return []
-    flags = [s for s in signals if s in _ERROR_FLAGS] if lead.startswith(("errsig:", "recurring_errsig")) else []
-    return [lead, *flags]
+    """The error a cycle leads with: its first error line (or recurring error), the one the prompt puts first and
+    the agent works on, with the flags the rules gave it; empty when the signals name no error. A request or a
+    person's correction is not such a lead: the gene for a correction (the instruction file's) matches the
+    correction, not the request the same transcript also raised."""
+    lead = next((s for s in signals if s.startswith(("errsig:", "recurring_errsig"))), None)
+    return [lead, *(s for s in signals if s in _ERROR_FLAGS)] if lead else []
 
 
 def _on_the_problem(candidates: list[CandidateScore], by_id: Mapping[str, Gene], signals: Sequence[str],
