@@ -125,7 +125,11 @@ def example_ws(tmp_path: Path) -> Path:
 
 
 def prefect_db_template(factory: pytest.TempPathFactory) -> Path:
-    """Where the session's Prefect servers share a migrated database: one folder for all xdist workers."""
+    """Where the session's Prefect servers share a migrated database: one folder for all xdist workers, or the
+    one `make test` made while mypy ran (GEP_TEST_PREFECT_TEMPLATE, tests/prepare_run.py)."""
+    made = os.environ.get("GEP_TEST_PREFECT_TEMPLATE")
+    if made:
+        return Path(made) / "prefect.db"
     base = factory.getbasetemp()
     return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "prefect-template" / "prefect.db"
 
