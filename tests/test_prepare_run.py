@@ -19,6 +19,19 @@ def test_the_servers_start_from_the_database_make_test_prepared(tmp_path: Path, 
     assert prefect_db_template(tmp_path_factory) == tmp_path / "prefect.db"
 
 
-def test_the_script_names_its_one_argument(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 2
-    assert capsys.readouterr().err.strip() == "usage: python tests/prepare_run.py TEMPLATE_DIR"
+def test_the_script_says_how_it_is_called(capsys: pytest.CaptureFixture[str]) -> None:
+    for wrong in ([], ["database"], ["collect", "x"]):
+        assert main(wrong) == 2
+        assert capsys.readouterr().err.strip() == "usage: python tests/prepare_run.py database TEMPLATE_DIR | collect"
+
+
+def test_a_template_a_server_made_first_is_kept_and_the_lock_is_free_after(tmp_path: Path) -> None:
+    import fcntl
+
+    from prepare_run import migrated_database
+
+    (tmp_path / "prefect.db").write_bytes(b"made by the first server")
+    assert migrated_database(tmp_path)
+    assert (tmp_path / "prefect.db").read_bytes() == b"made by the first server"
+    with open(tmp_path / "prefect.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises when still held
