@@ -79,8 +79,8 @@ def _validation_without_the_suites_plugins() -> Iterator[None]:
     plugins this suite installs beside it (xdist, hypothesis, timeout, anyio), whose imports were ~0.4 of the
     ~0.65 s of CPU of each `python -m pytest` a cycle validates with (the variable reaches the sandbox through
     the documented ``validation_env`` setting). Set in the process that runs tests, never at import: xdist's
-    workers inherit the controller's environment, and need their plugins. A test that sets its own
-    ``validation_env`` (gep.toml, Settings) or the variable itself still does."""
+    workers inherit the controller's environment, and need their plugins. ``Settings(...)`` built by a test is
+    untouched; a test whose gep.toml sets ``validation_env`` deletes GEP_VALIDATION_ENV (the environment wins)."""
     before = {name: os.environ.get(name) for name in PLAIN_PYTEST}
     for name, value in PLAIN_PYTEST.items():
         os.environ.setdefault(name, value)
