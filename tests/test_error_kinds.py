@@ -32,13 +32,16 @@ def test_one_kind_across_functions_another_across_classes() -> None:
 
 
 def _history() -> list[EvolutionEvent]:
-    """gene_guard fixed a KeyError in one function and failed on a ValueError in another; gene_convert the
+    """gene_guard fixed a KeyError in one function and failed on ValueErrors in two others; gene_convert the
     other way round. Each record sits on its own problem (no two errors alike by their learning key)."""
     out: list[EvolutionEvent] = []
     for signals, gene_id, ok in (
             (_err("KeyError: 'region' in app.users.load_rate"), "gene_guard", True),
             (_err("ValueError: invalid literal for int() with base 10: '12.0' in app.ingest.read_score"),
              "gene_guard", False),
+            (_err("ValueError: invalid literal for int() with base 10: '1.5' in app.ingest.read_limit"),
+             "gene_guard", False),
+            (_err("KeyError: 'retries' in app.sync.lookup_entry"), "gene_convert", False),
             (_err("ValueError: invalid literal for int() with base 10: '12.0' in app.sync.parse_limit"),
              "gene_convert", True),
             (_err("KeyError: 'currency' in app.export.first_entry"), "gene_convert", False)):
@@ -56,7 +59,8 @@ def _expected(signals: list[str], events: list[EvolutionEvent], folded: bool = F
 
 
 def test_what_fixed_a_kind_in_one_function_ranks_first_for_that_kind_in_another() -> None:
-    # before: both genes had one success and one failure elsewhere: the same prior (0.5) on any new error
+    # before: both genes had one success and two failures elsewhere: the same prior on any new error, under a
+    # gene never tried; counted with its failures on the other kind, a gene's success on this kind ranked 0.5
     history = _history()
     key_error = _err("KeyError: 'retries' in app.billing.resolve_order")
     value_error = _err("ValueError: invalid literal for int() with base 10: '3.0' in app.report.total_batch")

@@ -43,8 +43,9 @@ Deliberate differences:
     different functions (``KeyError: 'region' in app.a.f``, ``KeyError: 'currency' in app.b.g``) share no
     signal, so what a gene did on one reached the other only through its record everywhere (the next function
     got the last gene that worked anywhere). A gene's record on the other problems of the lead problem's kind
-    now counts in its posterior at ``KIND_EVIDENCE_WEIGHT`` an outcome, below the problem's own, and those
-    problems leave the record everywhere; bans still rest on the problem's own evidence.
+    now counts in its posterior at ``KIND_EVIDENCE_WEIGHT`` an outcome, below the problem's own; those
+    problems leave the record everywhere, which is no longer the prior of a gene with a record on the kind (its
+    failures on other kinds do not pull back what it did on this one); bans rest on the problem's own evidence.
 """
 
 from __future__ import annotations
@@ -244,7 +245,7 @@ class GeneStats(BaseModel):
     kind_success: float = 0.0
     kind_fail: float = 0.0
     # Beta(alpha, beta) posterior: 1 + evidence + kind evidence, plus one pseudo-observation from the gene's record
-    # in other situations while this one has little evidence of its own or of its kind
+    # in other situations while this one has little evidence of its own and none of its kind
     alpha: float = 1.0
     beta: float = 1.0
     expected: float = 0.5  # posterior mean alpha / (alpha + beta); 0.5 with no evidence at all
@@ -553,7 +554,10 @@ def _gene_stats(graph: _Graph, gid: str, now: datetime) -> GeneStats:
     st.kind_success, st.kind_fail = round(ks, 6), round(kf, 6)
     a, b = 1.0 + s + ks, 1.0 + f + kf
     other = graph.other.get(gid)
-    if other is not None and other.edge_s + other.edge_f > 0 and s + f + ks + kf < constants.MEMORY_BAN_MIN_EVIDENCE:
+    # the record everywhere is the prior of a gene with little record here and none on the problem's kind: a
+    # gene that fixed this kind elsewhere is not pulled back by its failures on other kinds
+    if other is not None and other.edge_s + other.edge_f > 0 and s + f < constants.MEMORY_BAN_MIN_EVIDENCE \
+            and ks + kf == 0:
         other_p = laplace(other.edge_s, other.edge_s + other.edge_f)
         a += constants.GENE_PRIOR_PSEUDO_COUNT * other_p
         b += constants.GENE_PRIOR_PSEUDO_COUNT * (1.0 - other_p)
