@@ -162,7 +162,7 @@ CONVERT = WorldGene("gene_coerce_values", "convert", "Convert values and relax l
 SILENCE = WorldGene("gene_quiet_failures", "silence", "Keep the job running when a step fails.",
                     ["Find the step that stops the job", "Make it tolerate the failure so the job goes on",
                      "Run the tests"])
-SUITES = ("classic", "kinds", "lesson", "capsule", "feedback")
+SUITES = ("classic", "kinds", "lesson", "capsule", "feedback", "families")
 # the scripted agent's odds (bench/evolution_agent.py, rule 2) by what the gene is to the problem
 ODDS: dict[str, dict[str, float]] = {
     "repair": {"fix": .30, "partial": .25, "superficial": .20, "broken": .10, "nothing": .15},
@@ -202,10 +202,28 @@ def _kinds(suite: str, rng: random.Random) -> list[str]:
         convert = rng.sample([k for k in sorted(TEMPLATES) if FAMILY[k] == "convert"], 2)
         kinds = [guard[0], convert[0], guard[1], convert[1]]
         return kinds + rng.sample([k for k in sorted(TEMPLATES) if k not in kinds], rng.randint(0, 1))
+    if suite == "families":
+        return _family_kinds(rng)
     if suite == "capsule":  # twins: each kind twice, the second of each pair among the late ones
         a, b = rng.sample(sorted(TEMPLATES), 2)
         return [a, b, a, b]
     return rng.sample(sorted(TEMPLATES), rng.randint(4, 6))
+
+
+def _family_kinds(rng: random.Random) -> list[str]:
+    """The families suite: one guard kind and one convert kind, each in three functions, as three pairs (one of
+    each kind a pair, in random order within it)."""
+    guard = rng.choice([k for k in sorted(TEMPLATES) if FAMILY[k] == "guard"])
+    convert = rng.choice([k for k in sorted(TEMPLATES) if FAMILY[k] == "convert"])
+    return [k for _ in range(3) for k in rng.sample([guard, convert], 2)]
+
+
+def family_arrivals(cycles: int, rng: random.Random) -> list[int]:
+    """The families suite's arrival cycles, a pair at a time: the first pair at 0, the second at a cycle drawn
+    from [cycles//6, cycles//3], the third from [cycles//2 - 1, 2*cycles//3 - 1] (12 cycles: 0; 2-4; 5-7)."""
+    second = rng.randint(cycles // 6, cycles // 3)
+    third = rng.randint(max(0, cycles // 2 - 1), max(0, 2 * cycles // 3 - 1))
+    return [0, 0, second, second, third, third]
 
 
 def make_world(index: int, seed: int, cycles: int, suite: str = "classic") -> World:
@@ -213,6 +231,7 @@ def make_world(index: int, seed: int, cycles: int, suite: str = "classic") -> Wo
     rng = random.Random(f"world:{index}:{seed}" if suite == "classic" else f"world:{suite}:{index}:{seed}")
     fmt = FORMATS[index % len(FORMATS)]
     kinds = _kinds(suite, rng)
+    arrivals = family_arrivals(cycles, rng) if suite == "families" else None
     names: set[str] = set()
     problems = []
     for i, kind in enumerate(kinds):
@@ -221,10 +240,10 @@ def make_world(index: int, seed: int, cycles: int, suite: str = "classic") -> Wo
             name = f"{rng.choice(VERBS)}_{rng.choice(NOUNS)}"
         names.add(name)
         late = i >= len(kinds) - 2
-        arrives = rng.randint(cycles // 4, cycles // 2) if late else 0
+        arrives = arrivals[i] if arrivals else rng.randint(cycles // 4, cycles // 2) if late else 0
         problems.append(Problem(name=name, module=rng.choice(MODULES[:4 + index % 4]), kind=kind, arrives=arrives,
                                 key=rng.choice(("timeout_s", "region", "currency", "retries"))))
-    genes = {"kinds": [GUARD, CONVERT], "feedback": [SILENCE]}.get(suite, [])
+    genes = {"kinds": [GUARD, CONVERT], "families": [GUARD, CONVERT], "feedback": [SILENCE]}.get(suite, [])
     prefix = "w" if suite == "classic" else suite
     return World(name=f"{prefix}{index}-{fmt}", seed=seed, fmt=fmt, problems=problems, suite=suite, genes=genes)
 

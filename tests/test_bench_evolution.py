@@ -96,6 +96,27 @@ def test_a_world_gene_plays_its_family() -> None:
     assert evolution_agent.odds(g, guard, world)["fix"] > evolution_agent.odds(c, guard, world)["fix"] * 5
 
 
+def test_a_families_world_has_two_kinds_recurring_in_three_functions_each() -> None:
+    """The families suite as written before it was run (docs/evaluation.md, "The suites"): a guard kind and a
+    convert kind, three functions each, arriving a pair at a time (12 cycles: 0; 2-4; 5-7)."""
+    from evolution_world import FAMILY
+
+    for seed in (1, 2, 3):
+        for index in range(4):
+            world = make_world(index, seed, 12, "families")
+            kinds = [p.kind for p in world.problems]
+            assert len(kinds) == 6 and len({p.name for p in world.problems}) == 6
+            assert sorted(FAMILY[k] for k in set(kinds)) == ["convert", "guard"]
+            assert all(kinds.count(k) == 3 for k in set(kinds))
+            pairs = [world.problems[i:i + 2] for i in (0, 2, 4)]
+            assert all({FAMILY[p.kind] for p in pair} == {"guard", "convert"} for pair in pairs)
+            assert all(len({p.arrives for p in pair}) == 1 for pair in pairs)
+            arrive = [pair[0].arrives for pair in pairs]
+            assert arrive[0] == 0 and 2 <= arrive[1] <= 4 and 5 <= arrive[2] <= 7
+            assert {g.id for g in world.genes} == {"gene_guard_inputs", "gene_coerce_values"}
+    assert make_world(1, 2, 12, "families").to_json() == make_world(1, 2, 12, "families").to_json()
+
+
 def test_an_earlier_tries_diff_and_a_capsule_for_a_twin_are_read(tmp_path: Path) -> None:
     world = make_world(0, 1, 20, "capsule").to_json()
     first, twin = world["problems"][0], world["problems"][2]

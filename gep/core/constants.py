@@ -42,6 +42,7 @@ MEMORY_BAN_P = 0.18  # ... and expected success < 0.18 bans a gene for the situa
 PRIOR_BAN_MIN_EVIDENCE = 3.0  # reference: a gene failing everywhere (prior < 0.12 over >= 3 attempts)
 PRIOR_BAN_P = 0.12
 GENE_PRIOR_PSEUDO_COUNT = 1.0  # weight of a gene's global record when it has no record in this situation
+KIND_EVIDENCE_WEIGHT = 0.5  # a gene's record on another problem of the same kind, per outcome (memory graph)
 DRIFT_FALLBACK_INTENSITY = 0.7  # reference: explicit drift with a pool of one gene
 MAX_ALTERNATIVES = 4
 # personality (reference values)

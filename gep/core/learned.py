@@ -244,6 +244,9 @@ class SituationSummary(BaseModel):
     faded_fail: float = 0.0
     faded_undated_success: float = 0.0
     faded_undated_fail: float = 0.0
+    # the kinds of its errors (gep/learning/problem_key.py ``error_kind``: exception class and message shape), so
+    # a gene's record here counts, weighed below, on another problem of a kind (empty: stored before kinds)
+    kinds: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _legacy(self) -> SituationSummary:

@@ -39,6 +39,13 @@ Deliberate differences:
     name, the one the prompt puts first and the agent works on), and a try that fixed nothing counts on that
     problem, not on every error that happened to be live (issue 41, kinds suite: keyed on three live errors, the
     record on the one being worked on weighed nothing, Jaccard 1/3 < 0.34).
+  - A problem's kind (issue 41, families suite): two errors of one exception class and message shape in
+    different functions (``KeyError: 'region' in app.a.f``, ``KeyError: 'currency' in app.b.g``) share no
+    signal, so what a gene did on one reached the other only through its record everywhere (the next function
+    got the last gene that worked anywhere). A gene's record on the other problems of the lead problem's kind
+    now counts in its posterior at ``KIND_EVIDENCE_WEIGHT`` an outcome, below the problem's own; those
+    problems leave the record everywhere, which is no longer the prior of a gene with a record on the kind (its
+    failures on other kinds do not pull back what it did on this one); bans rest on the problem's own evidence.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ from gep.learning.attribution import is_host_failure
 from gep.learning.family_record import FamilyOutcome, Records, family_records
 from gep.learning.problem_key import (
     SPECIFIC,
+    error_kinds,
     learning_key,
     outcome_signals,
     problem_identity,
@@ -147,6 +155,16 @@ def lead_problem(signals: Iterable[str]) -> list[str]:
     return problem_signals(situation)
 
 
+def lead_kinds(signals: Iterable[str]) -> list[str]:
+    """The kind of the problem :func:`lead_problem` picks, when it is an error line naming an exception class
+    (gep/learning/problem_key.py ``error_kind``), else none."""
+    for raw in situation_signals([str(s) for s in signals]):
+        norm = normalize_signals([raw])
+        if norm and norm[0].startswith(SPECIFIC):
+            return error_kinds([raw])
+    return []
+
+
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """Jaccard similarity of two signal lists after normalisation (1 when both are empty, as the reference)."""
     sa, sb = set(normalize_signals(a)), set(normalize_signals(b))
@@ -222,8 +240,12 @@ class GeneStats(BaseModel):
     # (gep/learning/family_record.py; empties count as failures)
     evidence_success: float = 0.0
     evidence_fail: float = 0.0
-    # Beta(alpha, beta) posterior: 1 + evidence, plus one pseudo-observation from the gene's record in other
-    # situations while this one has little evidence of its own
+    # the same, from problems of the same kind (error class and message shape) that are not similar, weighed by
+    # KIND_EVIDENCE_WEIGHT: what a gene did on a KeyError in one function, for a KeyError in another
+    kind_success: float = 0.0
+    kind_fail: float = 0.0
+    # Beta(alpha, beta) posterior: 1 + evidence + kind evidence, plus one pseudo-observation from the gene's record
+    # in other situations while this one has little evidence of its own and none of its kind
     alpha: float = 1.0
     beta: float = 1.0
     expected: float = 0.5  # posterior mean alpha / (alpha + beta); 0.5 with no evidence at all
@@ -252,8 +274,8 @@ class MemoryAdvice(BaseModel):
 # ------------------------------------------------------------------ situation summaries
 
 
-def _situation(ev: EvolutionEvent) -> tuple[list[str], str, str, datetime | None] | None:
-    """(problem signals, gene, outcome kind, time) of an event the memory graph learns from, else None. The
+def _situation(ev: EvolutionEvent) -> tuple[list[str], str, str, datetime | None, list[str]] | None:
+    """(problem signals, gene, outcome kind, time, the problem's error kinds) of an event the memory graph learns from, else None. The
     problem is the one the outcome counts on (gep/learning/problem_key.py ``outcome_signals``: a committed fix's
     judged or credited errors, else the first problem of the trigger signals: :func:`lead_problem`), so a fix
     made in a ``perf_bottleneck`` cycle teaches about the error it fixed, not about ``perf_bottleneck``."""
@@ -266,7 +288,9 @@ def _situation(ev: EvolutionEvent) -> tuple[list[str], str, str, datetime | None
     credit = ev.meta.fix_credit
     credited = credit is not None and (bool(credit.judged) or ev.meta.fix_verdict is None)
     # a change credited with errors counts on each; a try that fixed nothing, on the problem it worked on
-    return problem_signals(about) if credited else lead_problem(about), ev.gene_id, kind, event_time(ev)
+    if credited:
+        return problem_signals(about), ev.gene_id, kind, event_time(ev), error_kinds(situation_signals(about))
+    return lead_problem(about), ev.gene_id, kind, event_time(ev), lead_kinds(about)
 
 
 def _fade(summary: SituationSummary, factor: float) -> None:
@@ -328,15 +352,16 @@ def summarize(events: Iterable[EvolutionEvent], ref: datetime | None = None) -> 
     ``ref`` weigh 1, as events in the future do for :func:`decay_weight`)."""
     seen = [(ev, s) for ev in events if (s := _situation(ev)) is not None]
     if ref is None:
-        dated = [at for _, (_, _, _, at) in seen if at is not None]
+        dated = [at for _, (_, _, _, at, _) in seen if at is not None]
         ref = max(dated) if dated else None
     out: dict[tuple[str, str], SituationSummary] = {}
-    for _, (problem, gid, kind, at) in seen:
+    for _, (problem, gid, kind, at, kinds) in seen:
         key = compute_signal_key(problem)
         summary = out.get((key, gid))
         if summary is None:
             summary = out[(key, gid)] = SituationSummary(key=key, signals=problem, gene_id=gid,
                                                          ref_at=ref.isoformat() if ref else None)
+        summary.kinds = list(dict.fromkeys([*summary.kinds, *kinds]))
         _add_outcome(summary, kind, at, ref)
     return list(out.values())
 
@@ -351,7 +376,8 @@ def merge_summaries(a: SituationSummary, b: SituationSummary) -> SituationSummar
                            last_at=max(lasts).isoformat() if lasts else None,
                            ref_at=ref.isoformat() if ref else None,
                            undated_success=a.undated_success + b.undated_success,
-                           undated_fail=a.undated_fail + b.undated_fail, recent=[])
+                           undated_fail=a.undated_fail + b.undated_fail, recent=[],
+                           kinds=list(dict.fromkeys([*a.kinds, *b.kinds])))
     for s, r in ((a, ra), (b, rb)):
         edge = decay_weight(r, ref, constants.EDGE_HALF_LIFE_DAYS) if ref and r else 1.0
         prior = decay_weight(r, ref, constants.GENE_PRIOR_HALF_LIFE_DAYS) if ref and r else 1.0
@@ -453,11 +479,14 @@ class _Graph:
     """The summaries of the wanted genes grouped by situation, with each situation's similarity."""
 
     def __init__(self, summaries: Iterable[SituationSummary], current: Sequence[str], wanted: set[str],
-                 now: datetime, records: Records) -> None:
-        """``current``: the situation's problem signals (:func:`problem_signals`). A summary folded before
-        outcomes were keyed by problem keeps its whole situation: it is compared by the problem that names."""
+                 now: datetime, records: Records, kinds: Sequence[str] = ()) -> None:
+        """``current``: the situation's problem signals (:func:`problem_signals`), ``kinds``: its error kinds
+        (:func:`lead_kinds`). A summary folded before outcomes were keyed by problem keeps its whole situation:
+        it is compared by the problem that names."""
         self.now = now
         self.records = records
+        self.kinds = set(kinds)
+        self.same_kind: set[str] = set()  # dissimilar situations whose errors are of the current problem's kind
         self.sim_by_key: dict[str, float] = {compute_signal_key(current): 1.0}
         self.edges: dict[tuple[str, str], _Edge] = {}
         self.priors: dict[str, _Edge] = {}
@@ -469,6 +498,9 @@ class _Graph:
                 self.sim_by_key[s.key] = jaccard(current, problem_signals(s.signals))
             self.priors.setdefault(s.gene_id, _Edge()).add(s, now)
             similar = self.sim_by_key[s.key] >= constants.SIGNAL_KEY_JACCARD_MIN
+            if not similar and self.kinds & set(s.kinds):
+                self.same_kind.add(s.key)  # counts through kind_evidence, not in the global prior
+                continue
             target = self.edges.setdefault((s.key, s.gene_id), _Edge()) if similar \
                 else self.other.setdefault(s.gene_id, _Edge())
             target.add(s, now)
@@ -486,6 +518,18 @@ class _Graph:
             if gid in genes and sim >= constants.SIGNAL_KEY_JACCARD_MIN:
                 s += sim * genes[gid][0]
                 f += sim * genes[gid][1]
+        return s, f
+
+    def kind_evidence(self, gid: str) -> tuple[float, float]:
+        """``gid``'s discounted record on the other problems of the current problem's kind, weighed below the
+        problem's own (``KIND_EVIDENCE_WEIGHT`` an outcome): a strategy that fixed a ``KeyError`` in one function
+        is the better bet for the next function raising one, not for a ``ValueError``."""
+        s = f = 0.0
+        for key in self.same_kind:
+            rec = self.records.get(key, {}).get(gid)
+            if rec is not None:
+                s += constants.KIND_EVIDENCE_WEIGHT * rec[0]
+                f += constants.KIND_EVIDENCE_WEIGHT * rec[1]
         return s, f
 
 
@@ -506,9 +550,14 @@ def _gene_stats(graph: _Graph, gid: str, now: datetime) -> GeneStats:
     st.score = st.best + st.prior * 0.12 if st.best > 0 else st.prior * 0.4
     s, f = graph.evidence(gid)
     st.evidence_success, st.evidence_fail = round(s, 6), round(f, 6)
-    a, b = 1.0 + s, 1.0 + f
+    ks, kf = graph.kind_evidence(gid)
+    st.kind_success, st.kind_fail = round(ks, 6), round(kf, 6)
+    a, b = 1.0 + s + ks, 1.0 + f + kf
     other = graph.other.get(gid)
-    if other is not None and other.edge_s + other.edge_f > 0 and s + f < constants.MEMORY_BAN_MIN_EVIDENCE:
+    # the record everywhere is the prior of a gene with little record here and none on the problem's kind: a
+    # gene that fixed this kind elsewhere is not pulled back by its failures on other kinds
+    if other is not None and other.edge_s + other.edge_f > 0 and s + f < constants.MEMORY_BAN_MIN_EVIDENCE \
+            and ks + kf == 0:
         other_p = laplace(other.edge_s, other.edge_s + other.edge_f)
         a += constants.GENE_PRIOR_PSEUDO_COUNT * other_p
         b += constants.GENE_PRIOR_PSEUDO_COUNT * (1.0 - other_p)
@@ -540,7 +589,7 @@ def _family_records(summaries: Sequence[SituationSummary], events: Sequence[Evol
     outcomes = []
     for ev in events:
         if (sit := _situation(ev)) is not None:
-            problem, gid, kind, at = sit
+            problem, gid, kind, at, _ = sit
             outcomes.append(FamilyOutcome(compute_signal_key(problem), gid, kind == "success",
                                           decay_weight(at, now, constants.EDGE_HALF_LIFE_DAYS)))
     return family_records(start, outcomes)
@@ -561,7 +610,8 @@ def memory_advice(
     current = lead_problem(signals)
     gene_ids = list(dict.fromkeys(g.id for g in genes))
     records = _family_records(summaries, events, now)
-    graph = _Graph([*summaries, *summarize(events, ref=now)], current, set(gene_ids), now, records)
+    graph = _Graph([*summaries, *summarize(events, ref=now)], current, set(gene_ids), now, records,
+                   lead_kinds(signals))
     stats = [_gene_stats(graph, gid, now) for gid in gene_ids]
     reasons = {gid: r for gid in gene_ids if (r := _ban_reason(graph, gid)) is not None}
     banned = list(reasons)

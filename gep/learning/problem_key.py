@@ -107,6 +107,40 @@ def learning_key(text: str) -> str | None:
     return error_key(text)
 
 
+# ------------------------------------------------------------------ the kind of an error
+
+# the exception class a line raises (the last one named: the one raised after any wrapper), and what varies from
+# one function to the next in its message: quoted values, dotted and snake_case names, numbers
+_CLASS = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Timeout|Exit|Interrupt|Warning))\b")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+_NAMES = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b|\b\w*_\w*\b")
+_NUMBERS = re.compile(r"\b\d[\w.]*")
+_KIND_COUNT = re.compile(r"^recurring_errsig(?:\(\d+x\))?:")
+
+
+def error_kind(line: str) -> str | None:
+    """The kind of an error line: the exception class it raises and its message's shape (quoted values, names
+    of functions and modules, numbers taken out), so ``KeyError: 'region' in app.users.load`` and ``KeyError:
+    'currency' in app.billing.total`` are one kind, another problem than ``KeyError: <q> in <name>``'s twin
+    ``ValueError``. None for a line naming no exception class (a warning, a message in words only)."""
+    text = _from_json(str(line or "").strip())
+    for pattern, repl in _VOLATILE:  # times, ids, durations
+        text = pattern.sub(repl, text)
+    names = list(_CLASS.finditer(text))
+    if not names:
+        return None
+    msg = _NUMBERS.sub("<n>", _NAMES.sub("<name>", _QUOTED.sub("<q>", text[names[-1].end():])))
+    return f"{names[-1].group(1)}{_WS.sub(' ', msg).strip().lower()[:120]}"
+
+
+def error_kinds(signals: Iterable[str]) -> list[str]:
+    """The kinds (:func:`error_kind`) of the error lines among signals (``errsig:`` and ``recurring_errsig``), in
+    order, each once."""
+    kinds = (error_kind(_KIND_COUNT.sub("", s.removeprefix("errsig:"))) for s in signals
+             if s.startswith(("errsig:", "recurring_errsig")))
+    return list(dict.fromkeys(k for k in kinds if k))
+
+
 # ------------------------------------------------------------------ the problem of a situation, of an outcome
 
 # signals that name one problem (an error, a person's request); the others (log_error, perf_bottleneck, ...) are
