@@ -75,7 +75,6 @@ from gep.learning.persons_word import (
     overruled,
     overruled_ids,
     rejections,
-    reopened,
     without_overruled_credit,
 )
 from gep.learning.resolved import ResolutionCheck
@@ -135,9 +134,6 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
         state.signals = use_behavior(state.behavior, corpus=state.signals, workspace=ctx.repo.path,
                                      store=ctx.store, events=state.events, settings=ctx.settings,
                                      now=ctx.started_at)
-    if learning_switch(ctx.settings).on("feedback"):  # a verified fix a person says did not help: again
-        state.signals, _ = reopened(state.signals, ctx.store.list_feedback(), ctx.store.recent_resolutions(),
-                                    ctx.store.recent_events(HISTORY_EVENTS), ctx.started_at)
     return state
 
 

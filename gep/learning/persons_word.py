@@ -1,5 +1,5 @@
 """A person's word outranks an absence of log lines: a verified fix a person says did not help is not counted as
-verified, and its problem is worked on again (issue 41, point 3).
+verified, and a gene people keep rejecting is left out (issue 41, point 3).
 
 A fix verdict (gep/learning/resolved.py) calls a change verified when the code that failed ran again and wrote no
 line of its problem. A change that swallows a failure and returns a made-up value writes no line either: the
@@ -9,18 +9,17 @@ correction in a session that names what the change touched: gep/learning/correct
 * :func:`overruled`: for selection, a verified change whose person's latest word is ``not_helpful`` counts as a
   fix that did not hold (and its implicit ``used`` signal is not counted: :func:`without_overruled_credit`); a
   later ``helpful`` from a person takes that back.
-* :func:`reopened`: the problem such a change was verified on goes back to the front of the cycle's signals, so
-  a cycle works on it again. Bounded, because a person is sometimes wrong (a not_helpful on a real fix sends the
-  agent back to rewrite it): once per word (not after a cycle since the word already had it among its signals),
-  not when a newer committed change touched the same functions (that change answered it, and the person has
-  not judged it yet), and not for words older than :data:`PERSONS_WORD_DAYS` days.
 * :func:`rejections`: across problems, how many more of a gene's changes people rejected than approved; the
   cycle's select stage leaves a gene out at :data:`REJECTED_NET` while a gene people rejected less matches the
   problem the cycle leads with (the selector's step 3b does this per situation; here every problem has its own
   situation, and a gene that silences failures silences them everywhere).
 
-Pure: events, feedback signals, fix records and signals in; events, feedback and signals out. Nothing stored is
-changed: a later word changes what these return.
+Not done, measured (docs/learning.md, "A person's word where it is the only sign"): sending the next cycle back
+to the problem of such a change. A person is wrong one time in five in the bench's worlds, and a not_helpful on a
+real fix sent the agent back to rewrite it; it cost more fixes than it gained.
+
+Pure: events and feedback signals in; events, feedback and counts out. Nothing stored is changed: a later word
+changes what these return.
 """
 
 from __future__ import annotations
@@ -28,10 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from gep.core.learned import FeedbackKind, FeedbackSignal, Observation, Resolution, is_specific
+from gep.core.learned import FeedbackKind, FeedbackSignal, Observation
 from gep.core.models import EvolutionEvent
-from gep.learning.memory_graph import event_time
-from gep.learning.resolved import signal_identity
 
 PERSONS_WORD_DAYS = 7
 
@@ -64,35 +61,6 @@ def overruled(events: Sequence[EvolutionEvent], feedback: Sequence[FeedbackSigna
 def without_overruled_credit(feedback: Sequence[FeedbackSignal], ids: set[str]) -> list[FeedbackSignal]:
     """The feedback signals but the implicit ``used`` of an overruled verified fix."""
     return [s for s in feedback if not (s.event_id in ids and s.origin == Observation.fix_verified)]
-
-
-def _answered(res: Resolution, fixes: Sequence[Resolution]) -> bool:
-    """A newer committed change touched a function (or file) this one touched."""
-    mine = set(res.touched) | set(res.touched_files)
-    return any(other.committed_at > res.committed_at and mine & (set(other.touched) | set(other.touched_files))
-               for other in fixes)
-
-
-def reopened(signals: Sequence[str], feedback: Sequence[FeedbackSignal], fixes: Sequence[Resolution],
-             events: Sequence[EvolutionEvent], now: datetime) -> tuple[list[str], list[str]]:
-    """``signals`` with the problems of verified fixes a person said did not help first, and those problems.
-    Each is re-opened once per word (see the module's docstring)."""
-    word = persons_last_word(feedback, now)
-    since = now - timedelta(days=PERSONS_WORD_DAYS)
-    present = {signal_identity(s) for s in signals}
-    back: list[str] = []
-    for res in sorted(fixes, key=lambda r: r.committed_at, reverse=True):
-        said = word.get(res.event_id)
-        if res.status != "verified" or said is None or said.kind != FeedbackKind.not_helpful \
-                or said.created_at < since or not res.touched or _answered(res, fixes):
-            continue
-        problems = [s for s in res.signals if is_specific(s) and signal_identity(s) not in present]
-        worked = any((at := event_time(e)) is not None and at > said.created_at and set(problems) & set(e.signals)
-                     for e in events)
-        if problems and not worked:
-            back += [s for s in problems if s not in back]
-    return back + list(signals), back
-
 
 
 REJECTED_NET = 2  # a gene's changes people called not helpful, over those they called helpful, to leave it out
