@@ -20,10 +20,11 @@ mechanism of gep/core/learning_switch.py but ``context`` (agent sessions only); 
 (``learning_on = [mechanism]``) for an experimental one, off in ``full``; ``reference_prompt`` (no lessons,
 recent outcomes, capsule, avoid lines or session context: the prompt the reference builds).
 Suites (docs/evaluation.md, "The suites"): ``classic``, ``kinds``, ``lesson``, ``capsule``, ``feedback``,
-``families``, each built for a mechanism; ``--mechanism-arms`` adds each suite's own ablation arms there. The unit of analysis is
-the world-seed (its tasks share one run): each arm is compared with ``full`` over the world-seeds both ran by a
-paired sign-flip permutation test, with a cluster-bootstrap 95% interval and the smallest effect the run could
-detect, on verified fixes and on agent attempts per verified fix.
+``families`` (a kind recurring in three functions), ``unseen`` (feedback's worlds where a silenced
+function logs nothing), each built for a mechanism; ``--mechanism-arms`` adds each suite's own ablation arms
+there. The unit of analysis is the world-seed (its tasks share one run): each arm is compared with ``full``
+over the world-seeds both ran by a paired sign-flip permutation test, with a cluster-bootstrap 95% interval
+and the smallest effect the run could detect, on verified fixes and on agent attempts per verified fix.
 
 Run: ``.venv/bin/python bench/evolution.py [--quick] [--suites classic|all] [--worlds 8] [--seeds 3]
 [--cycles 16] [--arms full,off|all] [--mechanism-arms] [--jobs 2] [--json FILE]``; ``make bench`` runs the
@@ -398,7 +399,7 @@ def report(results: dict[str, list[RunResult]], out: Any = None) -> dict[str, An
 # the arms that switch off the mechanism each suite is built to exercise (docs/evaluation.md, "The suites")
 SUITE_ARMS = {"classic": ("no_verdicts",), "kinds": ("no_memory_graph",), "lesson": ("with_lessons", "no_recent_outcomes"),
               "capsule": ("with_capsules", "with_problem_memory"), "feedback": ("no_feedback",),
-              "families": ("no_memory_graph",)}
+              "families": ("no_memory_graph",), "unseen": ("no_feedback",)}
 
 
 def plan(args: argparse.Namespace, arms: Sequence[str], suites: Sequence[str], root: Path, agent: str | None,

@@ -12,7 +12,8 @@ A problem's code is in one of five variants, told apart by running it (:func:`tr
   partial      right on the job's input, raises on the rare input: the error comes back on 35% of ticks
                (a fix that does not hold)
   superficial  swallows the error and returns a wrong value: no error line, a generic warning every tick
-               (passes the tests)
+               (passes the tests); in the ``unseen`` suite a plausible value of the right type and no line at
+               all (:data:`UNSEEN_SUPERFICIAL`)
   broken       fails a visible test (validation rolls it back)
 """
 
@@ -91,6 +92,17 @@ TEMPLATES: dict[str, dict[str, Any]] = {
         "error": "TimeoutError: {where} timed out after 5s",
     },
 }
+# the unseen suite (docs/evaluation.md, "The suites"): the superficial variant swallows the failure and returns a
+# plausible value of the right type, so the job logs nothing for it; still wrong on the job's and the rare input
+UNSEEN_SUPERFICIAL: dict[str, str] = {
+    "zero_division": "try:\n        total, count = pair\n        return total / count\n    except Exception:\n"
+                     "        return 1.0",
+    "missing_key": "try:\n        return cfg[\"{key}\"]\n    except Exception:\n        return 0",
+    "none_attr": "try:\n        return name.strip().lower()\n    except Exception:\n        return \"unknown\"",
+    "index": "try:\n        return items[0]\n    except Exception:\n        return \"unknown\"",
+    "int_parse": "try:\n        return int(text)\n    except Exception:\n        return -1",
+    "timeout": "return \"ok\" if elapsed <= 5 else \"skipped\"",
+}
 VARIANTS = ("bug", "fix", "partial", "superficial", "broken")
 FORMATS = ("iso", "pylog", "syslog", "jsonl")
 MODULES = ("billing", "ingest", "report", "users", "export", "sync", "search", "notify")
@@ -108,13 +120,15 @@ class Problem:
     kind: str
     arrives: int  # the cycle from which the job hits it (0: from the start)
     key: str = "timeout_s"
+    quiet: bool = False  # the unseen suite: a superficial change returns a plausible value and logs nothing
 
     @property
     def where(self) -> str:
         return f"app.{self.module}.{self.name}"
 
     def body(self, variant: str) -> str:
-        return TEMPLATES[self.kind][variant].replace("{key}", self.key)
+        quiet = self.quiet and variant == "superficial"
+        return (UNSEEN_SUPERFICIAL[self.kind] if quiet else TEMPLATES[self.kind][variant]).replace("{key}", self.key)
 
     def source(self, variant: str) -> str:
         arg = TEMPLATES[self.kind]["arg"]
@@ -162,7 +176,7 @@ CONVERT = WorldGene("gene_coerce_values", "convert", "Convert values and relax l
 SILENCE = WorldGene("gene_quiet_failures", "silence", "Keep the job running when a step fails.",
                     ["Find the step that stops the job", "Make it tolerate the failure so the job goes on",
                      "Run the tests"])
-SUITES = ("classic", "kinds", "lesson", "capsule", "feedback", "families")
+SUITES = ("classic", "kinds", "lesson", "capsule", "feedback", "families", "unseen")
 # the scripted agent's odds (bench/evolution_agent.py, rule 2) by what the gene is to the problem
 ODDS: dict[str, dict[str, float]] = {
     "repair": {"fix": .30, "partial": .25, "superficial": .20, "broken": .10, "nothing": .15},
@@ -228,7 +242,8 @@ def family_arrivals(cycles: int, rng: random.Random) -> list[int]:
 
 def make_world(index: int, seed: int, cycles: int, suite: str = "classic") -> World:
     """World ``index`` of ``suite`` under ``seed``: 4-6 problems, two of them arriving later (docs/evaluation.md)."""
-    rng = random.Random(f"world:{index}:{seed}" if suite == "classic" else f"world:{suite}:{index}:{seed}")
+    same = "feedback" if suite == "unseen" else suite  # the unseen suite: the feedback suite's worlds, quiet
+    rng = random.Random(f"world:{index}:{seed}" if suite == "classic" else f"world:{same}:{index}:{seed}")
     fmt = FORMATS[index % len(FORMATS)]
     kinds = _kinds(suite, rng)
     arrivals = family_arrivals(cycles, rng) if suite == "families" else None
@@ -242,8 +257,10 @@ def make_world(index: int, seed: int, cycles: int, suite: str = "classic") -> Wo
         late = i >= len(kinds) - 2
         arrives = arrivals[i] if arrivals else rng.randint(cycles // 4, cycles // 2) if late else 0
         problems.append(Problem(name=name, module=rng.choice(MODULES[:4 + index % 4]), kind=kind, arrives=arrives,
-                                key=rng.choice(("timeout_s", "region", "currency", "retries"))))
-    genes = {"kinds": [GUARD, CONVERT], "families": [GUARD, CONVERT], "feedback": [SILENCE]}.get(suite, [])
+                                key=rng.choice(("timeout_s", "region", "currency", "retries")),
+                                quiet=suite == "unseen"))
+    genes = {"kinds": [GUARD, CONVERT], "families": [GUARD, CONVERT], "feedback": [SILENCE],
+             "unseen": [SILENCE]}.get(suite, [])
     prefix = "w" if suite == "classic" else suite
     return World(name=f"{prefix}{index}-{fmt}", seed=seed, fmt=fmt, problems=problems, suite=suite, genes=genes)
 
@@ -380,7 +397,8 @@ def tick(world: World, ws: Path, cycle: int, at: datetime, rng: random.Random) -
         if v == "bug" or (v == "partial" and rng.random() < PARTIAL_RETURN):
             lines.append(_line(world.fmt, t, "ERROR", f"app.{p.module}", p.error_line()))
         elif v == "superficial":
-            lines.append(_line(world.fmt, t, "WARNING", f"app.{p.module}", f"{p.name} returned no result"))
+            if not p.quiet:  # the unseen suite's silenced function logs nothing
+                lines.append(_line(world.fmt, t, "WARNING", f"app.{p.module}", f"{p.name} returned no result"))
             if rng.random() < 0.3:
                 _correction(ws, p, t)
     for _ in range(rng.randint(1, 2)):
@@ -394,7 +412,8 @@ def tick(world: World, ws: Path, cycle: int, at: datetime, rng: random.Random) -
 def _correction(ws: Path, p: Problem, at: datetime) -> None:
     """A person in an agent session: the swallowed error is not a fix."""
     msgs = [{"type": "user", "timestamp": at.isoformat(), "message": {"role": "user", "content":
-             f"No, that's wrong: {p.name} in app/{p.module}.py now swallows the error and returns None. "
+             f"No, that's wrong: {p.name} in app/{p.module}.py now swallows the error and returns "
+             f"{'a made-up value' if p.quiet else 'None'}. "
              "Don't hide exceptions, fix the actual input handling."}},
             {"type": "assistant", "timestamp": at.isoformat(), "message": {"role": "assistant", "content":
              [{"type": "text", "text": "You're right, I'll fix the input handling instead."}]}}]

@@ -319,3 +319,41 @@ def test_the_skeptics_arm_is_the_plain_engine_chasing_new_warning_lines() -> Non
             for a in ("full", "off", "off_warnings")}
     rows = evolution._comparison_rows(runs)
     assert {(r["arm"], r["suite"]) for r in rows if r["arm"] == "off_warnings"} >= {("off_warnings", "all")}
+
+
+def test_the_unseen_suite_silences_without_a_trace(tmp_path: Path) -> None:
+    import random
+    from datetime import UTC, datetime
+
+    from evolution_world import SUITES, tick
+
+    assert "unseen" in SUITES and evolution.SUITE_ARMS["unseen"] == ("no_feedback",)
+    # the feedback suite's worlds, problem for problem; only the superficial variant's code differs
+    for seed in (1, 2):
+        fb, un = make_world(1, seed, 12, "feedback"), make_world(1, seed, 12, "unseen")
+        assert [(p.name, p.module, p.kind, p.arrives) for p in fb.problems] == [
+            (p.name, p.module, p.kind, p.arrives) for p in un.problems]
+        assert [g.id for g in un.genes] == [g.id for g in fb.genes] == ["gene_quiet_failures"]
+    at = datetime(2026, 11, 26, 3, tzinfo=UTC)
+    for suite in ("unseen", "feedback"):
+        world = make_world(0, 1, 12, suite)
+        ws = tmp_path / suite
+        build(world, ws)
+        for p in world.problems:  # every problem silenced (the repair gene's superficial change too)
+            path = ws / "app" / f"{p.module}.py"
+            path.write_text(path.read_text().replace(p.source("bug"), p.source("superficial")))
+            assert variant(ws, p) == "superficial"  # ground truth: not fixed
+            ns: dict[str, object] = {}
+            exec(p.source("superficial"), ns)
+            inp, out = p.case("job")
+            got = ns[p.name](inp)  # type: ignore[operator]
+            if suite == "unseen":  # a plausible value of the right type, not None, and wrong
+                assert got is not None and type(got) is type(out) and got != out, (p.kind, got)
+            else:
+                assert got is None, (p.kind, got)
+        tick(world, ws, 11, at, random.Random(0))
+        named = [p.name for p in world.problems if p.name in (ws / "logs" / "job.log").read_text()]
+        assert named == ([] if suite == "unseen" else [p.name for p in world.problems]), suite
+    # the other suites' superficial code is the template's, as before
+    assert all(p.source("superficial").count("return None") == 1 for p in make_world(0, 1, 12, "feedback").problems
+               if p.kind != "timeout")

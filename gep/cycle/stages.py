@@ -61,15 +61,22 @@ from gep.genes.mutation import build_mutation
 from gep.genes.personality import PersonalityStats, select_personality
 from gep.genes.pool import fall_back_to_auto_gene, gene_pool
 from gep.genes.preconditions import unmet_preconditions
-from gep.genes.selector import Selection, avoided_genes, select_gene_and_capsule
+from gep.genes.selector import Selection, avoided_genes, match_score, select_gene_and_capsule
 from gep.genes.strategy import SchedulerState, resolve_strategy, should_skip_scheduled_tick
 from gep.learning.attribution import learns_from, mutator_host_failure
 from gep.learning.avoid import refresh_avoid_list
-from gep.learning.feedback import FeedbackIndex
+from gep.learning.feedback import FeedbackIndex, FeedbackSignal
 from gep.learning.injections import judge_for_cycle
 from gep.learning.lessons_by_problem import for_this_problem
 from gep.learning.live_problems import restore_live
 from gep.learning.memory_graph import MEMORY_FOLD
+from gep.learning.persons_word import (
+    REJECTED_NET,
+    overruled,
+    overruled_ids,
+    rejections,
+    without_overruled_credit,
+)
 from gep.learning.resolved import ResolutionCheck
 from gep.learning.settled_fixes import recounted
 from gep.mutators import get_mutator
@@ -191,6 +198,9 @@ def select_from_store(store: Store, *, genes: Sequence[Gene], signals: Sequence[
     memory = store.memory_history(MEMORY_FOLD)
     finished = learns_from(e for e in memory.events if e.outcome.status in TERMINAL)
     feedback = store.list_feedback()
+    if learning_switch(settings).on("feedback"):  # a person's not_helpful outranks a verdict's "verified"
+        feedback = without_overruled_credit(feedback, overruled_ids(finished, feedback))
+        finished = overruled(finished, feedback)
     capsules = _reusable_here(store, signals, rejected_capsules(memory.events, feedback), log)
     selection = select_gene_and_capsule(
         genes=genes, capsules=capsules, failed_capsules=store.list_failed_capsules(),
@@ -206,6 +216,19 @@ def _reusable_here(store: Store, signals: Sequence[str], rejected: set[str], log
     return for_this_problem(reusable(store.list_capsules()), signals, rejected, log)
 
 
+def persons_rejects(genes: Sequence[Gene], signals: Sequence[str], feedback: Sequence[FeedbackSignal],
+                    now: datetime, excluded: Mapping[str, str]) -> dict[str, str]:
+    """Genes people rejected across problems (gep/learning/persons_word.py ``rejections``), left out while a gene
+    they rejected less matches the problem the cycle leads with (its first error line)."""
+    lead = next((s for s in signals if s.startswith("errsig:")), None)
+    net = rejections(feedback, now)
+    if lead is None or max(net.values(), default=0) < REJECTED_NET:
+        return {}
+    able = [g.id for g in genes if g.id not in excluded and match_score(g, [lead]) > 0]
+    return {gid: f"people rejected {net[gid]} more of its changes than they approved"
+            for gid in able if net.get(gid, 0) >= REJECTED_NET and any(net.get(o, 0) < net[gid] for o in able)}
+
+
 def select(ctx: CycleContext, state: CycleState) -> CycleState:
     """Pick gene, capsule and personality (pure given the store's contents)."""
     genes = workspace_genes(ctx.repo.path, ctx.store, state.sources.warnings)  # gene files skipped: recorded
@@ -213,6 +236,9 @@ def select(ctx: CycleContext, state: CycleState) -> CycleState:
     pool.excluded.update(unmet_preconditions(genes, workspace=ctx.repo.path, signals=state.signals))
     if learning_switch(ctx.settings).on("avoid"):
         pool.excluded.update(avoided_genes(refresh_avoid_list(ctx.store), genes, state.signals, pool.excluded))
+    if learning_switch(ctx.settings).on("feedback"):
+        pool.excluded.update(persons_rejects(genes, state.signals, ctx.store.list_feedback(), ctx.started_at,
+                                             pool.excluded))
     state.selection, finished = select_from_store(
         ctx.store, genes=genes, signals=state.signals, settings=ctx.settings, rng=ctx.rng("select"),
         now=ctx.started_at, drift=ctx.request.drift, excluded=pool.excluded, log=state.sources.today_log)

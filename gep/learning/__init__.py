@@ -4,7 +4,8 @@ usefulness from feedback signals, seed 003, with decay), lessons.py (seed 004), 
 (never starved by the loop rules), resolved.py (verified fixes), fix_credit.py (which problems a change
 addressed) and settled_fixes.py (which tries a prompt recounts), avoid.py (avoid-lists), attribution.py (host
 failures), human_verdicts.py (a person's verdict), approval.py (approval as feedback) and corrections.py (a
-correction naming a change as not_helpful), agent_context.py (what an agent should know now), context_cache.py
+correction naming a change as not_helpful), persons_word.py (a person's not_helpful outranks a fix verdict's
+"verified"), agent_context.py (what an agent should know now), context_cache.py
 (its cache) and injections.py (whether it helped); recall.py and recall_models.py (what `gep mcp`'s gep_recall
 answers).
 
