@@ -5,6 +5,7 @@ flow in this process, its cycles as its subflows."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,6 +16,7 @@ import typer
 from gep.core.errors import GepError
 
 WATCH_POLL_S = 1.0
+REPORT_SETTLE_S = 15.0  # how long the final table waits for the server to record a completed fleet's cycles
 
 
 @contextmanager
@@ -132,8 +134,17 @@ def report(api_url: str, run_id: str) -> int:
     async def read() -> tuple[Any, list[Any]]:
         with temporary_settings(updates={"api.url": api_url}):
             async with get_client() as client:
-                run = await client.read_flow_run(UUID(run_id))
-                return run, await fleet_report(client, run, api_url)
+                deadline = time.monotonic() + REPORT_SETTLE_S
+                while True:
+                    run = await client.read_flow_run(UUID(run_id))
+                    rows = await fleet_report(client, run, api_url)
+                    # a completed fleet's cycles have all ended, but the server records subflows' task runs and
+                    # states from events, a moment later: seen once in CI, "1 Pending, 1 Not started" printed
+                    # under "2/2 done". Read again until the table agrees, for a few seconds at most
+                    settled = not (run.state is not None and run.state.is_completed()) or all(r.final for r in rows)
+                    if settled or time.monotonic() > deadline:
+                        return run, rows
+                    await asyncio.sleep(WATCH_POLL_S / 2)
 
     run, rows = asyncio.run(read())
     if rows:

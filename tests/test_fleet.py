@@ -143,6 +143,48 @@ def test_gep_fleet_here_runs_on_this_machine_and_prints_the_table(prefect_server
     assert (example_ws / ".gep" / "prompts").is_dir()
 
 
+def test_the_final_table_waits_for_the_server_to_record_a_completed_fleets_cycles(
+        prefect_server, tmp_path: Path, capsys):  # noqa: F811
+    """A fleet run here ends before the server has recorded its subflows (Prefect records task runs from events):
+    the table printed at the end reads again until it agrees with the fleet, not "Not started" (seen in CI)."""
+    import threading
+    import time
+
+    from prefect import flow, task
+    from prefect.states import Completed
+
+    from flows.fleet_launch import report
+
+    @flow(name="evolve-fleet-late-rows")
+    def fleet_stub(workspaces: list[str]) -> None: ...
+
+    @flow(name="evolution-cycle-late-row")
+    def cycle_stub(request: dict) -> None: ...
+
+    @task(name="cycle-late-row")
+    def slot() -> None: ...
+
+    ws = str(tmp_path / "ws")
+    with prefect_server.client() as client:
+        fleet = client.create_flow_run(fleet_stub, parameters={"workspaces": [ws]}, state=Completed())
+
+    def record_the_cycle_late() -> None:
+        time.sleep(2)
+        with prefect_server.client() as client:
+            slot_run = client.create_task_run(slot, fleet.id, dynamic_key="0")
+            client.create_flow_run(cycle_stub, parameters={"request": {"workspace": ws}},
+                                   parent_task_run_id=slot_run.id, state=Completed(name="Awaiting changes"))
+
+    late = threading.Thread(target=record_the_cycle_late)
+    late.start()
+    try:
+        assert report(prefect_server.api_url, str(fleet.id)) == 0
+    finally:
+        late.join()
+    out = capsys.readouterr().out
+    assert "Awaiting changes" in out and "Not started" not in out, out
+
+
 # ------------------------------------------------------------------ gep fleet
 
 
