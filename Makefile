@@ -54,17 +54,11 @@ $(DEMOSTAMP): pyproject.toml $(STAMP)
 demo: $(DEMOSTAMP)
 	$(BIN)/python examples/run_demo.py $(DEMO_ARGS)
 
-# mypy checks types on one core: meanwhile tests/prepare_run.py has pytest rewrite the test modules once (each
-# worker did it on its way in: ~7 s of CPU on a fresh clone) and makes the migrated Prefect database the suite's
-# servers start from (~11 s of CPU the first server spent while its worker waited), under the lock the servers
-# copy it with, so the suite need not wait for it. The folder goes when all has ended, mypy failing or not.
 test: $(TESTSTAMP)
 	$(BIN)/ruff check gep flows tests bench examples
-	tpl=$$(mktemp -d $(if $(TEST_TMPDIR),-p $(TEST_TMPDIR)) gep-prefect-db.XXXXXX) && trap 'wait; rm -rf "$$tpl"' EXIT && \
-	  { $(BIN)/python tests/prepare_run.py database "$$tpl" & } && \
-	  { $(BIN)/python tests/prepare_run.py collect & collect=$$!; } && \
-	  $(BIN)/mypy gep flows && MYPYPATH=tests:bench $(BIN)/mypy bench && wait $$collect && \
-	  GEP_TEST_PREFECT_TEMPLATE="$$tpl" $(PYTEST) $(PYTEST_ARGS)
+	$(BIN)/mypy gep flows
+	MYPYPATH=tests:bench $(BIN)/mypy bench
+	$(PYTEST) $(PYTEST_ARGS)
 
 # the quick loop: lint, types and the tests not marked e2e (tests/conftest.py marks a test e2e from the
 # fixtures it uses: a Prefect server, PostgreSQL, a whole cycle in the example workspace or the sandbox)

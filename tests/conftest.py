@@ -69,29 +69,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
-# what the example's tests run with in validation (tests/conftest.py ``_validation_without_the_suites_plugins``)
-PLAIN_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "GEP_VALIDATION_ENV": "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _validation_without_the_suites_plugins() -> Iterator[None]:
-    """Validation runs a workspace's tests with pytest alone, as `make demo`'s environment has it: not with the
-    plugins this suite installs beside it (xdist, hypothesis, timeout, anyio), whose imports were ~0.4 of the
-    ~0.65 s of CPU of each `python -m pytest` a cycle validates with (the variable reaches the sandbox through
-    the documented ``validation_env`` setting). Set in the process that runs tests, never at import: xdist's
-    workers inherit the controller's environment, and need their plugins. ``Settings(...)`` built by a test is
-    untouched; a test whose gep.toml sets ``validation_env`` deletes GEP_VALIDATION_ENV (the environment wins)."""
-    before = {name: os.environ.get(name) for name in PLAIN_PYTEST}
-    for name, value in PLAIN_PYTEST.items():
-        os.environ.setdefault(name, value)
-    yield
-    for name, value in before.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
 def git(cwd: Path, *args: str) -> str:
     """Run git in ``cwd`` with a fixed identity; return stdout."""
     env = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
@@ -148,11 +125,7 @@ def example_ws(tmp_path: Path) -> Path:
 
 
 def prefect_db_template(factory: pytest.TempPathFactory) -> Path:
-    """Where the session's Prefect servers share a migrated database: one folder for all xdist workers, or the
-    one `make test` made while mypy ran (GEP_TEST_PREFECT_TEMPLATE, tests/prepare_run.py)."""
-    made = os.environ.get("GEP_TEST_PREFECT_TEMPLATE")
-    if made:
-        return Path(made) / "prefect.db"
+    """Where the session's Prefect servers share a migrated database: one folder for all xdist workers."""
     base = factory.getbasetemp()
     return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "prefect-template" / "prefect.db"
 
