@@ -143,26 +143,30 @@ def problem_signals(signals: Iterable[str]) -> list[str]:
     return sorted(specific_identities(situation)) or situation
 
 
+def _lead(signals: Iterable[str]) -> tuple[str, str] | None:
+    """The first workspace signal naming a specific problem: (as written, normalised); None when none does."""
+    for raw in situation_signals([str(s) for s in signals]):
+        norm = normalize_signals([raw])
+        if norm and norm[0].startswith(SPECIFIC):
+            return raw, norm[0]
+    return None
+
+
 def lead_problem(signals: Iterable[str]) -> list[str]:
     """The situation selection ranks genes for: the first problem the signals name (the one the prompt leads with
     and the agent works on), else the whole situation (:func:`problem_signals`). A situation naming three errors
     is not "similar" to any one of them (Jaccard 1/3), so keyed on all of them, what was learned about the problem
     being worked on did not count, and a gene's record on another error of the set steered the pick."""
     situation = situation_signals([str(s) for s in signals])
-    for norm in normalize_signals(situation):
-        if norm.startswith(SPECIFIC):
-            return [problem_identity(norm)]
-    return problem_signals(situation)
+    lead = _lead(situation)
+    return [problem_identity(lead[1])] if lead else problem_signals(situation)
 
 
 def lead_kinds(signals: Iterable[str]) -> list[str]:
     """The kind of the problem :func:`lead_problem` picks, when it is an error line naming an exception class
     (gep/learning/problem_key.py ``error_kind``), else none."""
-    for raw in situation_signals([str(s) for s in signals]):
-        norm = normalize_signals([raw])
-        if norm and norm[0].startswith(SPECIFIC):
-            return error_kinds([raw])
-    return []
+    lead = _lead(signals)
+    return error_kinds([lead[0]]) if lead else []
 
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
