@@ -83,3 +83,5 @@ def test_a_gene_people_rejected_across_problems_is_left_out_while_a_less_rejecte
     assert left_out("both", [nh, nh], [nh, nh]) == []  # neither is preferred on people's word
     assert left_out("approved", [nh, nh, ok], []) == []
     assert left_out("no error", [nh, nh], [], ["perf_bottleneck"]) == []
+    # an error that keeps coming back leads too, as in the selector's step 3c
+    assert left_out("recurring", [nh, nh], [], [f"recurring_errsig(3x):{OTHER}"]) == ["gene_quiet"]

@@ -61,7 +61,13 @@ from gep.genes.mutation import build_mutation
 from gep.genes.personality import PersonalityStats, select_personality
 from gep.genes.pool import fall_back_to_auto_gene, gene_pool
 from gep.genes.preconditions import unmet_preconditions
-from gep.genes.selector import Selection, avoided_genes, match_score, select_gene_and_capsule
+from gep.genes.selector import (
+    Selection,
+    avoided_genes,
+    lead_problem_signals,
+    match_score,
+    select_gene_and_capsule,
+)
 from gep.genes.strategy import SchedulerState, resolve_strategy, should_skip_scheduled_tick
 from gep.learning.attribution import learns_from, mutator_host_failure
 from gep.learning.avoid import refresh_avoid_list
@@ -220,11 +226,11 @@ def persons_rejects(genes: Sequence[Gene], signals: Sequence[str], feedback: Seq
                     now: datetime, excluded: Mapping[str, str]) -> dict[str, str]:
     """Genes people rejected across problems (gep/learning/persons_word.py ``rejections``), left out while a gene
     they rejected less matches the problem the cycle leads with (its first error line)."""
-    lead = next((s for s in signals if s.startswith("errsig:")), None)
+    lead = lead_problem_signals(signals)  # the selector's step 3c leads with the same error
     net = rejections(feedback, now)
-    if lead is None or max(net.values(), default=0) < REJECTED_NET:
+    if not lead or max(net.values(), default=0) < REJECTED_NET:
         return {}
-    able = [g.id for g in genes if g.id not in excluded and match_score(g, [lead]) > 0]
+    able = [g.id for g in genes if g.id not in excluded and match_score(g, lead) > 0]
     return {gid: f"people rejected {net[gid]} more of its changes than they approved"
             for gid in able if net.get(gid, 0) >= REJECTED_NET and any(net.get(o, 0) < net[gid] for o in able)}
 

@@ -41,9 +41,10 @@ How a gene is chosen:
      the cap handed the picks back to the gene a person had rejected). A later helpful, or verified fixes that
      lift its score, let it in again.
   3c. The error the cycle leads with (its first error line: the one the prompt puts first and the agent works on,
-     with the ``log_error`` / ``recurring_error`` flags the rules gave it): a candidate none of whose patterns match it, matching only the cycle's other signals (a generic
-     ``perf_bottleneck`` beside an error), is left out while a candidate matching it remains, unless its record
-     here says it succeeds more often than not. Without it, one failed or empty try of the repair gene on an error
+     with the ``log_error`` / ``recurring_error`` flags the rules gave it): a candidate none of whose patterns
+     match it, matching only the cycle's other signals (a generic ``perf_bottleneck`` beside an error), is left
+     out while a candidate matching it remains, unless its record here says it succeeds more often than not.
+     Without it, one failed or empty try of the repair gene on an error
      (expected success 0.33) ranked it under a gene nothing is known about (0.5) that matched only a slow-response
      warning, and the agent was sent to the error with a performance strategy (issue 41, bench/evolution.py dev
      seeds 1-3: 51 of full's picks on cycles that led with an error went to ``gene_perf_bottleneck``; the plain
