@@ -168,7 +168,7 @@ def test_a_cycle_reading_a_session_records_the_correction_as_not_helpful(tmp_pat
         feedback = store.list_feedback("gene_quiet")
     assert [f.event_id for f in capture.record.corrected] == ["evt_quiet"]
     assert [(f.kind.value, f.note) for f in feedback] == [
-        ("not_helpful", "a person corrected the agent about app/billing.py, which this change touched")]
+        ("not_helpful", "a person corrected the agent about total_invoice, which this change touched")]
 
 
 def test_a_new_warning_is_held_against_the_newer_of_two_changes_to_the_function() -> None:

@@ -308,5 +308,8 @@ class BehaviorRecord(BaseModel):
     approvals: list[ApprovalFeedback] = Field(default_factory=list)
     # corrections naming what a GEP change touched, counted as not_helpful for it (gep/learning/corrections.py)
     corrected: list[ApprovalFeedback] = Field(default_factory=list)
+    # problems put first again because a person said since the last cycle that a function a change touched
+    # still fails (gep/learning/corrections.py reopened_by_corrections; feedback on)
+    reopened: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)  # capture problems (the cycle went on without them)
     warnings: list[InputWarning] = Field(default_factory=list)  # signal files skipped (a FIFO, a device ...)

@@ -33,7 +33,7 @@ from gep.core.records import SourcesRecord
 from gep.core.request import chosen
 from gep.cycle.abandon import abandon_run, abandoned_line
 from gep.cycle.budget import budget_spent, daily_budget_spent, record_skipped
-from gep.cycle.collect_behavior import capture_behavior, use_behavior
+from gep.cycle.collect_behavior import capture_behavior, signals_since, use_behavior
 from gep.cycle.context import ORIGINS, CycleContext
 from gep.cycle.fixes import annotate, check_fixes, reusable
 from gep.cycle.outcomes import (
@@ -71,6 +71,7 @@ from gep.genes.selector import (
 from gep.genes.strategy import SchedulerState, resolve_strategy, should_skip_scheduled_tick
 from gep.learning.attribution import learns_from, mutator_host_failure
 from gep.learning.avoid import refresh_avoid_list
+from gep.learning.corrections import reopened_by_corrections
 from gep.learning.feedback import FeedbackIndex, FeedbackSignal
 from gep.learning.injections import judge_for_cycle
 from gep.learning.lessons_by_problem import for_this_problem
@@ -140,6 +141,10 @@ def extract(ctx: CycleContext, state: CycleState) -> CycleState:
         state.signals = use_behavior(state.behavior, corpus=state.signals, workspace=ctx.repo.path,
                                      store=ctx.store, events=state.events, settings=ctx.settings,
                                      now=ctx.started_at)
+        if learning_switch(ctx.settings).on("feedback"):  # a person says a function a change touched still fails
+            state.signals, state.behavior.record.reopened = reopened_by_corrections(
+                state.signals, state.behavior.corrections, state.events, ctx.store.recent_resolutions(),
+                signals_since(state.events, ctx.settings, ctx.started_at))
     return state
 
 
