@@ -85,3 +85,42 @@ def test_a_gene_people_rejected_across_problems_is_left_out_while_a_less_rejecte
     assert left_out("no error", [nh, nh], [], ["perf_bottleneck"]) == []
     # an error that keeps coming back leads too, as in the selector's step 3c
     assert left_out("recurring", [nh, nh], [], [f"recurring_errsig(3x):{OTHER}"]) == ["gene_quiet"]
+
+
+def test_the_select_stage_leaves_a_rejected_gene_out_only_with_feedback_on(tmp_path: Path) -> None:
+    """The cycle's own select stage over a real workspace: two of gene_quiet's changes rejected, a new error to
+    lead with; feedback on, gene_quiet is left out with its reason; ``learning_off = ["feedback"]``, it stays."""
+    import json
+
+    from conftest import init_repo
+
+    from gep.core.request import CycleRequest
+    from gep.cycle.context import CycleContext
+    from gep.cycle.stages import collect, select
+    from gep.cycle.state import CycleState
+    from gep.git import open_repo
+
+    def excluded(name: str, settings: Settings) -> dict[str, str]:
+        ws = init_repo(tmp_path / name, {"README.md": "x\n", ".gitignore": ".gep/\n"})
+        (ws / ".gep" / "genes").mkdir(parents=True)
+        (ws / ".gep" / "genes" / "gene_quiet.json").write_text(json.dumps(
+            {"type": "Gene", "id": "gene_quiet", "category": "repair", "signals_match": ["errsig"],
+             "strategy": ["Make the failing step tolerate the failure"], "schema_version": "1.6.0"}))
+        with Store.for_workspace(ws) as store:
+            for i in range(2):
+                store.add_event(EvolutionEvent(id=f"evt_{i}", genes_used=["gene_quiet"],
+                                               signals=[f"errsig:f{i} failed"],
+                                               outcome=Outcome(status="success", score=0.8),
+                                               meta=EventMeta(at=iso(T0 - (i + 2) * HOUR))))
+                give_feedback(store, f"evt_{i}", "not_helpful", now=T0 - HOUR, author="ana")
+            ctx = CycleContext(request=CycleRequest(workspace=ws), settings=settings, repo=open_repo(ws),
+                               store=store, event_id="evt_next", cycle_number=3, seed=1, started_at=T0,
+                               clock=lambda: T0)
+            state = collect(ctx, CycleState())
+            state.signals = ["log_error", f"errsig:{OTHER}"]
+            state = select(ctx, state)
+        assert state.pool is not None
+        return {k: v for k, v in state.pool.excluded.items() if "people rejected" in v}
+
+    assert list(excluded("on", Settings())) == ["gene_quiet"]
+    assert excluded("off", Settings(learning_off=["feedback"])) == {}
