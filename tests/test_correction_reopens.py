@@ -125,7 +125,11 @@ def _signals(tmp_path: Path, settings: Settings) -> tuple[list[str], list[str]]:
         ctx = CycleContext(request=CycleRequest(workspace=ws), settings=settings, repo=open_repo(ws), store=store,
                            event_id="evt_next", cycle_number=3, seed=1, started_at=now, clock=lambda: now)
         state = extract(ctx, collect(ctx, CycleState()))
+        lessons = [(x.event_id, x.stance.value, x.content) for x in store.list_lessons() if x.category == "person"]
     assert state.behavior is not None
+    # the person's word is a lesson too, as a label's is, about the change to the function they named
+    assert [(e, s) for e, s, _ in lessons] == [("evt_quiet", "fails")]
+    assert "a person corrected the agent about total_invoice" in lessons[0][2]
     return state.signals, state.behavior.record.reopened
 
 

@@ -7,7 +7,9 @@ made at most :data:`CORRECTION_WINDOW` before, the person is saying that change 
 change gets one ``not_helpful`` from the person (:data:`AUTHOR`), as ``gep feedback <event> not_helpful``
 would record it; the id depends on the change only, so however many corrections name it and however often a
 transcript is read, it counts once. A correction that names nothing the engine changed says nothing about a
-gene. The message is matched in memory only: what is stored is the feedback and a fixed note.
+gene. The message is matched in memory only: what is stored is the feedback and a fixed note, and the lesson a
+person's label would leave (the next prompt on the change's problem tells that a person said it did not help,
+with the note and the change).
 
 A function the message names decides before a file: "total_invoice in app/billing.py" is about the change that
 touched ``total_invoice``, not a newer change to another function of app/billing.py (a file holds many
@@ -24,12 +26,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import cast
 
 from gep.core.learned import Resolution, is_specific
 from gep.core.models import EvolutionEvent, OutcomeStatus
 from gep.core.records import ApprovalFeedback
 from gep.learning.approval import feedback_repository
 from gep.learning.feedback import FeedbackKind, FeedbackSignal, explicit_signal
+from gep.learning.human_verdicts import person_lesson
+from gep.learning.lessons import LessonLog
 from gep.learning.memory_graph import parse_at
 from gep.learning.resolved import signal_identity
 from gep.signals.behavior import iso
@@ -150,9 +155,12 @@ def record_corrections(store: object, corrections: Sequence[TranscriptExchange],
     repo = feedback_repository(store)
     out: list[ApprovalFeedback] = []
     for ex, event, named in corrected_changes(corrections, events, fixes):
-        if repo is not None and not repo.add_feedback(not_helpful_signal(ex, event, named)):
+        signal = not_helpful_signal(ex, event, named)
+        if repo is not None and not repo.add_feedback(signal):
             continue  # counted when a cycle first read it
         assert ex.ts is not None
+        if callable(getattr(store, "append_lesson", None)):  # the next prompt on its problem tells it, as a label's
+            person_lesson(cast(LessonLog, store), event, "not_helpful", signal.note, ex.ts)
         out.append(ApprovalFeedback(event_id=event.id, gene_id=event.used_gene, at=iso(ex.ts),
                                     recorded=repo is not None))
     return out
