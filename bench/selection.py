@@ -603,13 +603,14 @@ def report_overblocking(cycles: int, seeds: list[int], change_at: float, jobs: i
 
 
 def run_shifting(cycles: int, seed: int, change_at: float = 0.5, detail: bool = True,
-                 imperfect: bool = False) -> Rows:
+                 imperfect: bool = False, learning_off: tuple[str, ...] = ()) -> Rows:
     """One world (seed) changing at ``change_at`` of the run. ``detail``: also the "fix verdicts only" row and the
-    learning counts (the seeds after the first skip them: they take a third of the time)."""
+    learning counts (the seeds after the first skip them: they take a third of the time). ``learning_off``: the
+    mechanisms the engine of the "on" row runs without (``--learning-off``: an ablation, issue 41)."""
     draws = world_draws(cycles, seed)
     change = int(cycles * change_at)
     learn = Learning(imperfect)
-    runs = {ON: run_engine_shifting(draws, change, seed, learn)}
+    runs = {ON: run_engine_shifting(draws, change, seed, learn, Settings(learning_off=list(learning_off)))}
     if detail:
         runs["  fix verdicts only"] = run_engine_shifting(draws, change, seed, Learning(imperfect),
                                                           Settings(usefulness_weight=0.0))
@@ -667,16 +668,16 @@ def _print_detail(r: Rows, cycles: int, change: int, seed: int) -> None:
           f"{le['recalled']:.1f} recalled per cycle, {le['syntheses']:.0f} syntheses asked for and written")
 
 
-def _one_world(job: tuple[int, int, float, bool, bool]) -> Rows:
+def _one_world(job: tuple[int, int, float, bool, bool, tuple[str, ...]]) -> Rows:
     return run_shifting(*job)
 
 
 def report_shifting(cycles: int, seeds: list[int], change_at: float = 0.5, jobs: int = 1,
-                    imperfect: bool = False) -> bool:
+                    imperfect: bool = False, learning_off: tuple[str, ...] = ()) -> bool:
     """The first seed in detail, then one line per seed, then the figures of all worlds together (the verdict),
     the mean and the worst world."""
     t0 = time.perf_counter()
-    work = [(cycles, s, change_at, i == 0, imperfect) for i, s in enumerate(seeds)]
+    work = [(cycles, s, change_at, i == 0, imperfect, learning_off) for i, s in enumerate(seeds)]
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             results = list(pool.map(_one_world, work))
@@ -754,6 +755,9 @@ def main() -> int:
     ap.add_argument("--overblocking", action="store_true",
                     help="only the shifting worlds with and without the avoid-list: what it refused that would "
                          "have worked (issue 28)")
+    ap.add_argument("--learning-off", default="", metavar="MECH[,MECH]",
+                    help="the shifting worlds' 'on' engine without these mechanisms (gep/core/learning_switch.py: "
+                         "memory_graph, feedback, ...): does selection still reach its figures without them?")
     ap.add_argument("--avoid-hold", type=int, help="with --overblocking: cycles on its problem an avoid entry "
                     "refuses its gene (default gep.learning.avoid.AVOID_HOLD)")
     args = ap.parse_args()
@@ -768,8 +772,15 @@ def main() -> int:
         ok = report_stationary(args.cycles, args.seed)
     if args.world != "stationary":
         seeds = [args.seed + i for i in range(args.worlds)]
+        off = tuple(m.strip() for m in args.learning_off.split(",") if m.strip())
+        from gep.core.learning_switch import MECHANISMS
+        if set(off) - set(MECHANISMS):
+            ap.error(f"--learning-off: unknown mechanism {sorted(set(off) - set(MECHANISMS))[0]!r} (known: "
+                     f"{', '.join(MECHANISMS)})")
+        if off:
+            print(f"the 'on' engine runs with learning_off = {list(off)}")
         ok = report_shifting(args.cycles, seeds, args.change_at, max(1, args.jobs),
-                             args.labeller == "imperfect") and ok
+                             args.labeller == "imperfect", off) and ok
     return 0 if ok else 1
 
 
