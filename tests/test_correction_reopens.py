@@ -60,8 +60,9 @@ def test_a_correction_counts_against_the_change_to_the_function_it_names_not_the
     [(_ex, event, named)] = corrected_changes([_said("No, app/billing.py is wrong now.", T0 + 2 * HOUR)],
                                               [QUIET, REPAIR], FIXES)
     assert (event.id, named) == ("evt_repair", "app/billing.py")
-    # the change to the function it names is out of the window: no newer change of the file takes the word
-    late = T0 + HOUR + timedelta(hours=25)
+    # the change to the function it names is out of the window, the newer change to its file is not: that change
+    # does not take the word by the file
+    late = T0 + timedelta(hours=24, minutes=30)
     assert corrected_changes([_said(SAID, late)], [QUIET, REPAIR], FIXES) == []
 
 

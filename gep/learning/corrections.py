@@ -83,7 +83,8 @@ def _changes(events: Sequence[EvolutionEvent], fixes: Sequence[Resolution]) -> l
 def corrected_changes(corrections: Sequence[TranscriptExchange], events: Sequence[EvolutionEvent],
                       fixes: Sequence[Resolution]) -> list[tuple[TranscriptExchange, EvolutionEvent, str]]:
     """Each committed change with the first correction said after it (within the window) that names what it
-    touched, and what it named. A correction goes to the newest change it names."""
+    touched, and what it named. A correction goes to the newest change to a function it names, else (naming no
+    function any change touched) to the newest change to a file it names (:func:`_attribute`)."""
     changes = _changes(events, fixes)
     every_function = sorted({fn for res in fixes for fn in res.touched})
     found: dict[str, tuple[TranscriptExchange, EvolutionEvent, str]] = {}
