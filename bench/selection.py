@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gep.core import constants
 from gep.core.config import Settings
+from gep.core.learning_switch import MECHANISMS
 from gep.core.models import (
     BlastRadius,
     Capsule,
@@ -773,7 +774,6 @@ def main() -> int:
     if args.world != "stationary":
         seeds = [args.seed + i for i in range(args.worlds)]
         off = tuple(m.strip() for m in args.learning_off.split(",") if m.strip())
-        from gep.core.learning_switch import MECHANISMS
         if set(off) - set(MECHANISMS):
             ap.error(f"--learning-off: unknown mechanism {sorted(set(off) - set(MECHANISMS))[0]!r} (known: "
                      f"{', '.join(MECHANISMS)})")
